@@ -1,0 +1,1 @@
+"""The ``groupbroker`` command line."""
