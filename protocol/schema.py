@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import io
 import struct
-from functools import cached_property
 
 from construct import ConstructError
 
@@ -82,6 +81,7 @@ class Message:
         self.valid, self.flexible = parse_versions(valid), parse_versions(flexible)
         self.fields, self.common = fields, common or {}
         self._codecs: dict[int, Codec] = {}
+        self._classes: dict[str, type] = {}
         self.cls = self._make_class(name, fields)
 
     @property
@@ -100,6 +100,9 @@ class Message:
 
     # classes ---------------------------------------------------------------------------
     def _make_class(self, struct_name: str, fields: list[F]) -> type:
+        """One class per struct name per message, however often the struct is used."""
+        if struct_name in self._classes:
+            return self._classes[struct_name]
         key = self.name if struct_name == self.name else f"{self.name}.{struct_name}"
         nested = {}
         spec = []
@@ -114,7 +117,7 @@ class Message:
         cls.__module__ = "protocol.messages"
         for name, sub in nested.items():
             setattr(cls, name, sub)
-        CLASSES[key] = cls
+        CLASSES[key] = self._classes[struct_name] = cls
         return cls
 
     def default_of(self, f: F, nested: dict[str, type] | None = None):
@@ -123,23 +126,11 @@ class Message:
         if f.type.startswith("[]"):
             return ()
         if f.is_struct:
-            return None if f.nullable is not None else (nested or self._nested)[f.type]()
+            return None if f.nullable is not None else (nested or self._classes)[f.type]()
         return _ZERO[f.type]
 
-    @cached_property
-    def _nested(self) -> dict[str, type]:
-        found: dict[str, type] = {}
-
-        def walk(cls):
-            for name, value in vars(cls).items():
-                if isinstance(value, type) and dataclasses.is_dataclass(value) and name not in found:
-                    found[name] = value
-                    walk(value)
-        walk(self.cls)
-        return found
-
     def class_of(self, struct_name: str) -> type:
-        return self.cls if struct_name == self.name else self._nested[struct_name]
+        return self._classes[struct_name]
 
     # codecs ----------------------------------------------------------------------------
     def codec(self, version: int) -> Codec:
@@ -229,6 +220,15 @@ class Codec:
         stream.seek(pos)
         try:
             return self.body._parse(stream, None, self.message.name)
+        except _DECODE_ERRORS as e:
+            raise self._error(e) from None
+
+    def decode_prefix(self, data: bytes, pos: int = 0):
+        """Decode a body that newer, unknown fields may follow (versioned payloads only)."""
+        stream = io.BytesIO(data)
+        stream.seek(pos)
+        try:
+            return self.body.struct._parse(stream, None, self.message.name)
         except _DECODE_ERRORS as e:
             raise self._error(e) from None
 

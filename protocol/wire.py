@@ -393,12 +393,8 @@ class StructKind(Kind):
             values[f.name] = f.kind._parse(stream, context, f"{path}.{f.name}")
         if self.flexible:
             by_tag = {f.tag: f for f in self.tagged}
-            last = -1
-            for _ in range(stream_uvarint(stream, path)):
+            for _ in range(stream_uvarint(stream, path)):      # any order, as Kafka reads them
                 tag, size = stream_uvarint(stream, path), stream_uvarint(stream, path)
-                if tag <= last:
-                    raise WireError(f"tagged fields out of order at {path}")
-                last = tag
                 raw = read_exact(stream, size, path)
                 f = by_tag.get(tag)
                 if f is not None:
@@ -469,9 +465,11 @@ class StructKind(Kind):
                 body.append(f"{local[f.name]} = {g.const(f.default_src)}")
         if self.flexible:
             body += self._emit_tagged_decode(g, local)
-        args = ", ".join(local[f.name] for f in self.fields)
-        g.defs.append("\n".join([f"def {dec}(data, pos, end):", *_indent(body),
-                                 f"    return {cls}({args}), pos"]))
+        # Fill the slots directly: twice as fast as a frozen dataclass's __init__.
+        body.append(f"o = _new({cls})")
+        body += [f"{g.const(f'{self.class_src}.{f.name}.__set__')}(o, {local[f.name]})"
+                 for f in self.fields]
+        g.defs.append("\n".join([f"def {dec}(data, pos, end):", *_indent(body), "    return o, pos"]))
 
         out: list[str] = []
         for f in self.fields:
@@ -511,21 +509,17 @@ class StructKind(Kind):
     def _emit_tagged_encode(self, g):
         if not self.tagged:
             return ["out.append(b'\\x00')"]
-        chunks, sub, raw = g.fresh("c"), g.fresh("o"), g.fresh("r")
-        lines = [f"{chunks} = []"]
+        chunks, outer, raw = g.fresh("c"), g.fresh("o"), g.fresh("r")
+        lines = [f"{chunks} = []", f"{outer} = out"]
         for f in self.tagged:
+            # Encode the value into a fresh ``out`` to learn its size, then restore ``out``.
             lines += [f"if o.{f.name} != {g.const(f.default_src)}:",
-                      f"    {sub} = []",
-                      *_indent(self._sub_encode(g, f, sub)),
-                      f"    {raw} = b''.join({sub})",
+                      "    out = []",
+                      *_indent(f.kind.emit_encode(g, f"o.{f.name}")),
+                      f"    {raw} = b''.join(out)",
                       f"    {chunks}.append(uvarint({f.tag}) + uvarint(len({raw})) + {raw})"]
-        lines += [f"out.append(uvarint(len({chunks})))", f"out.extend({chunks})"]
+        lines += [f"out = {outer}", f"out.append(uvarint(len({chunks})))", f"out.extend({chunks})"]
         return lines
-
-    @staticmethod
-    def _sub_encode(g, f, sub):
-        return [line.replace("out.", f"{sub}.").replace("(o, out)", f"(o, {sub})")
-                for line in f.kind.emit_encode(g, f"o.{f.name}")]
 
 
 class NullableStruct(Kind):
@@ -575,6 +569,7 @@ import struct as _struct
 from uuid import UUID as _UUID
 from protocol.wire import read_uvarint, uvarint, fail, Parts as _Parts, WireError as _WireError
 from protocol.schema import CLASSES as _CLASSES
+_new = object.__new__
 _I16 = _struct.Struct('>h')
 _I32 = _struct.Struct('>i')
 

@@ -1,0 +1,39 @@
+"""What a shard asks its driver to do, in order: make records durable, answer requests.
+
+A shard never performs I/O. Every call returns a list of these; the driver (the broker's shard
+task, or a test) executes them in order, so a :class:`Reply` that follows a :class:`Persist`
+is sent only once those records are durable — which is how "acknowledged means on disk" holds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from offsets_log.records import Record
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    token: Any            # opaque: whatever the driver passed in to route the answer
+    api_key: int
+    version: int
+    response: Any         # a protocol.messages response dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Persist:
+    records: tuple[Record, ...]
+
+
+Action = Reply | Persist
+
+
+@dataclass(frozen=True, slots=True)
+class RequestContext:
+    """Who asked: the routing token, the API and version, and the client's identity."""
+    token: Any
+    api_key: int
+    version: int
+    client_id: str = ""
+    client_host: str = "/127.0.0.1"

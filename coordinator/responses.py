@@ -1,0 +1,163 @@
+"""Responses of the group APIs, shaped for the version being answered.
+
+Kafka keeps one response schema across versions; a few fields change meaning with the version
+(a null protocol name is sent as "" before JoinGroup v7, LeaveGroup v0-2 carries the single
+member's error at the top level, OffsetFetch moved from per-partition to top-level to
+per-group errors). Those rules live here, once.
+"""
+
+from __future__ import annotations
+
+from protocol.errors import ErrorCode
+from protocol.messages import RESPONSES
+
+JoinGroupResponse = RESPONSES[11].cls
+SyncGroupResponse = RESPONSES[14].cls
+HeartbeatResponse = RESPONSES[12].cls
+LeaveGroupResponse = RESPONSES[13].cls
+OffsetCommitResponse = RESPONSES[8].cls
+OffsetFetchResponse = RESPONSES[9].cls
+DescribeGroupsResponse = RESPONSES[15].cls
+ListGroupsResponse = RESPONSES[16].cls
+DeleteGroupsResponse = RESPONSES[42].cls
+OffsetDeleteResponse = RESPONSES[47].cls
+
+JOIN_GROUP, SYNC_GROUP, HEARTBEAT, LEAVE_GROUP = 11, 14, 12, 13
+OFFSET_COMMIT, OFFSET_FETCH, DESCRIBE_GROUPS, LIST_GROUPS = 8, 9, 15, 16
+DELETE_GROUPS, OFFSET_DELETE = 42, 47
+
+
+def join(version: int, error: ErrorCode, *, member_id: str = "", generation: int = -1,
+         protocol_type: str | None = None, protocol_name: str | None = None, leader: str = "",
+         members=(), skip_assignment: bool = False):
+    if version < 7 and protocol_name is None:
+        protocol_name = ""
+    return JoinGroupResponse(
+        error_code=error, generation_id=generation,
+        protocol_type=protocol_type if version >= 7 else None, protocol_name=protocol_name,
+        leader=leader, skip_assignment=skip_assignment if version >= 9 else False,
+        member_id=member_id, members=tuple(members))
+
+
+def sync(version: int, error: ErrorCode, assignment: bytes = b"", *,
+         protocol_type: str | None = None, protocol_name: str | None = None):
+    if version < 5:
+        protocol_type = protocol_name = None
+    return SyncGroupResponse(error_code=error, assignment=assignment,
+                             protocol_type=protocol_type, protocol_name=protocol_name)
+
+
+def heartbeat(error: ErrorCode):
+    return HeartbeatResponse(error_code=error)
+
+
+def leave(version: int, results: list[tuple[str, str | None, ErrorCode]],
+          error: ErrorCode = ErrorCode.NONE):
+    """``results`` are (member id, instance id, error) per member named in the request."""
+    if version < 3:
+        top = error if error != ErrorCode.NONE or not results else results[0][2]
+        return LeaveGroupResponse(error_code=top)
+    member = LeaveGroupResponse.MemberResponse
+    return LeaveGroupResponse(error_code=error, members=tuple(
+        member(member_id=m, group_instance_id=i, error_code=e) for m, i, e in results))
+
+
+def offset_commit(request, errors: dict[tuple[str, int], ErrorCode]):
+    """One error per requested partition, in request order."""
+    topic_cls = OffsetCommitResponse.OffsetCommitResponseTopic
+    part_cls = topic_cls.OffsetCommitResponsePartition
+    return OffsetCommitResponse(topics=tuple(
+        topic_cls(name=t.name, partitions=tuple(
+            part_cls(partition_index=p.partition_index, error_code=errors[(t.name, p.partition_index)])
+            for p in t.partitions))
+        for t in request.topics))
+
+
+def offset_commit_error(request, error: ErrorCode):
+    return offset_commit(request, {(t.name, p.partition_index): error
+                                   for t in request.topics for p in t.partitions})
+
+
+def described_group(version: int, group_id: str, error: ErrorCode = ErrorCode.NONE, *,
+                    state: str = "Dead", protocol_type: str = "", protocol_data: str = "",
+                    members=(), authorized_operations: int = -2147483648,
+                    error_message: str | None = None):
+    return DescribeGroupsResponse.DescribedGroup(
+        error_code=error, error_message=error_message if version >= 6 else None,
+        group_id=group_id, group_state=state, protocol_type=protocol_type,
+        protocol_data=protocol_data, members=tuple(members),
+        authorized_operations=authorized_operations if version >= 3 else -2147483648)
+
+
+def error_response(api_key: int, version: int, request, error: ErrorCode):
+    """The whole-request failure answer of a group API (e.g. the shard is unavailable)."""
+    if api_key == JOIN_GROUP:
+        return join(version, error, member_id=request.member_id)
+    if api_key == SYNC_GROUP:
+        return sync(version, error)
+    if api_key == HEARTBEAT:
+        return heartbeat(error)
+    if api_key == LEAVE_GROUP:
+        return leave(version, [], error)
+    if api_key == OFFSET_COMMIT:
+        return offset_commit_error(request, error)
+    if api_key == OFFSET_FETCH:
+        return offset_fetch_error(version, request, error)
+    if api_key == DESCRIBE_GROUPS:
+        return DescribeGroupsResponse(groups=tuple(
+            described_group(version, g, error) for g in request.groups))
+    if api_key == LIST_GROUPS:
+        return ListGroupsResponse(error_code=error)
+    if api_key == DELETE_GROUPS:
+        result = DeleteGroupsResponse.DeletableGroupResult
+        return DeleteGroupsResponse(results=tuple(result(group_id=g, error_code=error)
+                                                  for g in request.groups_names))
+    if api_key == OFFSET_DELETE:
+        return OffsetDeleteResponse(error_code=error)
+    raise ValueError(f"api key {api_key} is not a group API")
+
+
+# --- OffsetFetch, whose shape changed most across versions --------------------------------
+
+def offset_fetch_partitions(version: int, topic_offsets, error: ErrorCode = ErrorCode.NONE):
+    """``topic_offsets``: [(topic, [(partition, offset, leader_epoch, metadata)])]."""
+    if version >= 8:
+        tcls = OffsetFetchResponse.OffsetFetchResponseGroup.OffsetFetchResponseTopics
+        pcls = tcls.OffsetFetchResponsePartitions
+    else:
+        tcls = OffsetFetchResponse.OffsetFetchResponseTopic
+        pcls = tcls.OffsetFetchResponsePartition
+    partition_error = error if version < 2 else ErrorCode.NONE
+    return tuple(
+        tcls(name=topic, partitions=tuple(
+            pcls(partition_index=p, committed_offset=o, committed_leader_epoch=e if version >= 5 else -1,
+                 metadata=m, error_code=partition_error)
+            for p, o, e, m in parts))
+        for topic, parts in topic_offsets)
+
+
+def offset_fetch_group(version: int, group_id: str, topic_offsets, error: ErrorCode = ErrorCode.NONE):
+    return OffsetFetchResponse.OffsetFetchResponseGroup(
+        group_id=group_id, topics=offset_fetch_partitions(version, topic_offsets), error_code=error)
+
+
+def offset_fetch_single(version: int, topic_offsets, error: ErrorCode = ErrorCode.NONE):
+    """v1-7: one group; errors per partition (v1) or at the top level (v2-7)."""
+    return OffsetFetchResponse(topics=offset_fetch_partitions(version, topic_offsets, error),
+                               error_code=error if version >= 2 else ErrorCode.NONE)
+
+
+def requested_topics(version: int, request):
+    """[(group id, topics or None)] whatever the request version."""
+    if version >= 8:
+        return [(g.group_id, g.topics) for g in request.groups]
+    return [(request.group_id, request.topics)]
+
+
+def offset_fetch_error(version: int, request, error: ErrorCode):
+    unknown = [(gid, [(t.name, [(p, -1, -1, "") for p in t.partition_indexes]) for t in topics or ()])
+               for gid, topics in requested_topics(version, request)]
+    if version >= 8:
+        return OffsetFetchResponse(groups=tuple(
+            offset_fetch_group(version, gid, parts, error) for gid, parts in unknown))
+    return offset_fetch_single(version, unknown[0][1], error)

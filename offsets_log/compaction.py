@@ -1,0 +1,89 @@
+"""Compaction: keep the latest record per exact key bytes, drop tombstones once old enough.
+
+The active segment is never touched (Kafka's cleaner). Every inactive segment is rewritten
+into one cleaned segment named after the first; it ends with an end marker naming the next
+offset it covers. The swap follows Kafka's ``LogLoader`` protocol so a crash at any step
+leaves either the old or the new segment set (see :func:`offsets_log.log.finish_swaps`):
+
+1. write ``<name>.cleaned``, fsync it;       crash -> leftover deleted, old set intact
+2. rename to ``<name>.swap``, fsync dir;     crash -> swap completed on open
+3. delete the old segments;                  crash -> swap completed on open
+4. rename swap to ``<name>``, fsync dir.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+
+from .log import CLEANED_SUFFIX, SWAP_SUFFIX, ShardLog, segment_name
+from .segment import encode_marker, encode_record, scan
+
+log = logging.getLogger(__name__)
+
+DEFAULT_DELETE_RETENTION_MS = 86_400_000     # Kafka's delete.retention.ms
+
+
+@dataclass(frozen=True)
+class CompactionResult:
+    segments_in: int
+    records_in: int
+    records_out: int
+    bytes_in: int
+    bytes_out: int
+
+
+def compact(shard_log: ShardLog, now_ms: int,
+            delete_retention_ms: int = DEFAULT_DELETE_RETENTION_MS) -> CompactionResult:
+    """Clean every inactive segment of ``shard_log``; safe to run while appends continue.
+
+    A tombstone survives while ``now_ms - its append time < delete_retention_ms`` so a
+    reader replaying the log still sees the deletion (Kafka measures from when the cleaner
+    first reaches it; the append time is the simpler, never-earlier bound for replay).
+    """
+    fs, directory = shard_log.fs, shard_log.directory
+    with shard_log.lock:
+        shard_log._check()
+        bases = list(shard_log.bases[:-1])
+        end = shard_log.bases[-1]              # base of the active segment
+    if not bases:
+        return CompactionResult(0, 0, 0, 0, 0)
+
+    buffers = [fs.read(os.path.join(directory, segment_name(b))) for b in bases]
+    frames = [f for buf in buffers for f in scan(buf)[0] if not f.is_marker]
+    latest = {f.key: f.offset for f in frames}
+    kept = [f for f in frames if latest[f.key] == f.offset
+            and (f.value is not None or now_ms - f.append_ms < delete_retention_ms)]
+    data = b"".join(encode_record(f.offset, f.append_ms, f.key, f.value) for f in kept)
+    data += encode_marker(end)
+
+    final = os.path.join(directory, segment_name(bases[0]))
+    cleaned = os.path.join(directory, f"{bases[0]:020d}{CLEANED_SUFFIX}")
+    swap = os.path.join(directory, f"{bases[0]:020d}{SWAP_SUFFIX}")
+    try:
+        fs.create(cleaned)
+        fs.append(cleaned, data)
+        fs.fsync(cleaned)
+    except OSError:
+        log.exception("%s: writing %s failed; old segments untouched", directory, cleaned)
+        raise
+    with shard_log.lock:
+        try:
+            fs.rename(cleaned, swap)
+            fs.fsync_dir(directory)
+            for b in bases:
+                fs.remove(os.path.join(directory, segment_name(b)))
+            fs.fsync_dir(directory)
+            fs.rename(swap, final)
+            fs.fsync_dir(directory)
+        except OSError as e:
+            # The segment set on disk is now between two states: only recovery sorts it out.
+            raise shard_log._fail("compaction swap failed", e) from e
+        shard_log.bases = [bases[0]] + [b for b in shard_log.bases if b >= end]
+    result = CompactionResult(len(bases), len(frames), len(kept),
+                              sum(map(len, buffers)), len(data))
+    log.info("%s: compacted %d segments, %d -> %d records, %d -> %d bytes", directory,
+             result.segments_in, result.records_in, result.records_out, result.bytes_in,
+             result.bytes_out)
+    return result

@@ -1,0 +1,332 @@
+"""One shard's log: ``<data-dir>/__consumer_offsets-<N>/<20-digit base offset>.log`` segments.
+
+Synchronous and clock-free (callers pass ``now_ms``); the broker drives it from a worker
+thread. Recovery on open follows Kafka's ``LogLoader`` / ``LogSegment.recover``: drop
+compaction leftovers, finish any complete swap, scan every segment and truncate at the
+first torn or corrupt frame *before* appending again.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import os
+import threading
+from dataclasses import dataclass
+from typing import Iterable, Iterator
+
+from .errors import LogFailedError
+from .fs import FS, RealFS
+from .records import Record
+from .segment import PREFIX, Frame, check_frame, encode_record, scan
+
+log = logging.getLogger(__name__)
+
+LOG_SUFFIX = ".log"
+SWAP_SUFFIX = ".log.swap"
+CLEANED_SUFFIX = ".log.cleaned"
+DISCARDED_SUFFIX = ".log.discarded"
+LEFTOVER_SUFFIXES = (".tmp", ".cleaned")
+DEFAULT_SEGMENT_BYTES = 104_857_600     # Kafka's offsets.topic.segment.bytes
+
+
+class Durability(enum.Enum):
+    """When an appended record counts as acknowledged."""
+    FSYNC = "fsync"              # after an fsync covering it (default; survives power loss)
+    NONE_UNSAFE = "none"         # immediately; a crash or power loss may lose acknowledged commits
+
+
+def shard_dir(data_dir: str, shard: int) -> str:
+    return os.path.join(data_dir, f"__consumer_offsets-{shard}")
+
+
+def segment_name(base_offset: int) -> str:
+    return f"{base_offset:020d}{LOG_SUFFIX}"
+
+
+def parse_base(name: str, suffix: str = LOG_SUFFIX) -> int | None:
+    stem = name[:-len(suffix)] if name.endswith(suffix) else None
+    if stem is None or len(stem) != 20 or not stem.isdigit():
+        return None
+    return int(stem)
+
+
+def segment_bases(fs: FS, directory: str, suffix: str = LOG_SUFFIX) -> list[int]:
+    return sorted(b for b in (parse_base(n, suffix) for n in fs.listdir(directory)) if b is not None)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One finding of :func:`verify`: which file, at which byte, and what is wrong."""
+    segment: str
+    position: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.segment}@{self.position}: {self.reason}"
+
+
+def finish_swaps(fs: FS, directory: str) -> None:
+    """Complete every interrupted compaction whose ``.swap`` file exists; drop other leftovers.
+
+    A ``.cleaned`` file may be incomplete, so it is deleted (the old segments are intact: roll
+    back). A ``.swap`` was fsynced before its rename, so it is complete: delete the old
+    segments it covers, from its base up to its end marker, then rename it (roll forward).
+    """
+    names = fs.listdir(directory)
+    changed = False
+    for name in names:
+        if name.endswith(LEFTOVER_SUFFIXES):
+            log.info("removing leftover %s", name)
+            fs.remove(os.path.join(directory, name))
+            changed = True
+    for base in segment_bases(fs, directory, SWAP_SUFFIX):
+        swap = os.path.join(directory, segment_name(base) + ".swap")
+        frames, _ = scan(fs.read(swap))
+        if not frames or not frames[-1].is_marker:
+            # Cannot happen with our write order; keep the old segments rather than guess.
+            log.error("swap %s has no end marker; discarding it", swap)
+            fs.remove(swap)
+            changed = True
+            continue
+        end = frames[-1].offset
+        for old in segment_bases(fs, directory):
+            if base <= old < end:
+                fs.remove(os.path.join(directory, segment_name(old)))
+        fs.fsync_dir(directory)
+        fs.rename(swap, os.path.join(directory, segment_name(base)))
+        log.info("finished interrupted compaction of %s (offsets %d..%d)", directory, base, end)
+        changed = True
+    if changed:
+        fs.fsync_dir(directory)
+
+
+def verify(directory: str, fs: FS | None = None) -> list[Problem]:
+    """Every problem in a shard directory, without changing anything (``log verify``)."""
+    fs = fs or RealFS()
+    problems: list[Problem] = []
+    for name in fs.listdir(directory):
+        if name.endswith((".swap", *LEFTOVER_SUFFIXES)):
+            problems.append(Problem(name, 0, "leftover of an interrupted compaction"))
+    last = -1
+    bases = segment_bases(fs, directory)
+    for i, base in enumerate(bases):
+        name = segment_name(base)
+        if i and last + 1 != base:
+            previous = segment_name(bases[i - 1])
+            problems.append(Problem(previous, fs.size(os.path.join(directory, previous)),
+                                    f"ends at offset {last + 1}, next segment starts at {base}"))
+        last = max(last, base - 1)
+        buf = fs.read(os.path.join(directory, name))
+        pos = 0
+        while pos < len(buf):
+            frame, why = check_frame(buf, pos)
+            if frame is None:
+                problems.append(Problem(name, pos, why))
+                break
+            if frame.offset < max(base, last + 1):
+                problems.append(Problem(name, pos, f"offset {frame.offset} out of order"))
+                break
+            last = frame.offset - 1 if frame.is_marker else frame.offset
+            pos += PREFIX.size + PREFIX.unpack_from(buf, pos)[0]
+    return problems
+
+
+class ShardLog:
+    """Append-only, segmented, CRC-framed log of one ``__consumer_offsets`` shard.
+
+    Thread-safe: appends, rolls and segment swaps take one lock; fsync runs outside it so
+    appends continue while the disk works (that is what makes :class:`GroupCommit` pay off).
+    """
+
+    def __init__(self, directory: str, fs: FS | None = None, *,
+                 segment_bytes: int = DEFAULT_SEGMENT_BYTES,
+                 durability: Durability = Durability.FSYNC):
+        self.directory, self.fs = directory, fs or RealFS()
+        self.segment_bytes, self.durability = segment_bytes, durability
+        self.lock = threading.RLock()
+        self._failed: str | None = None
+        self.fs.makedirs(directory)
+        self.bases: list[int] = []
+        self.next_offset = 0
+        self.active_size = 0
+        self.recovered_frames = 0
+        self._recover()
+
+    @classmethod
+    def for_shard(cls, data_dir: str, shard: int, **kwargs) -> ShardLog:
+        return cls(shard_dir(data_dir, shard), **kwargs)
+
+    # recovery ---------------------------------------------------------------------------
+    def _path(self, base: int) -> str:
+        return os.path.join(self.directory, segment_name(base))
+
+    def _recover(self) -> None:
+        finish_swaps(self.fs, self.directory)
+        bases = segment_bases(self.fs, self.directory)
+        next_offset, kept = 0, []
+        for i, base in enumerate(bases):
+            path = self._path(base)
+            buf = self.fs.read(path)
+            frames, valid = scan(buf)
+            kept.append(base)
+            next_offset = max(next_offset, base)
+            for f in frames:
+                if f.offset < next_offset:   # CRC-valid but out of order: treat as corruption
+                    valid = f.position
+                    frames = frames[:frames.index(f)]
+                    break
+                next_offset = f.offset if f.is_marker else f.offset + 1
+            self.recovered_frames += len(frames)
+            if valid < len(buf):
+                log.warning("%s: truncating at byte %d of %d (torn or corrupt record)",
+                            path, valid, len(buf))
+                self.fs.truncate(path, valid)
+                self.fs.fsync(path)
+                self._discard(bases[i + 1:])
+                break
+            if i + 1 < len(bases) and bases[i + 1] != next_offset:
+                # A closed segment ends exactly where the next begins (roll or end marker);
+                # anything else means its tail was lost, so later segments are unreachable.
+                log.warning("%s: ends at offset %d but the next segment starts at %d",
+                            path, next_offset, bases[i + 1])
+                self._discard(bases[i + 1:])
+                break
+        if not kept:
+            kept = [0]
+            self.fs.create(self._path(0))
+            self.fs.fsync_dir(self.directory)
+        self.bases = kept
+        self.next_offset = next_offset
+        self.active_size = self.fs.size(self._path(kept[-1]))
+
+    def _discard(self, bases: list[int]) -> None:
+        """Segments after a corrupt record are unreachable; keep them aside for an operator."""
+        for base in bases:
+            log.error("%s: after a corrupt record; renaming to %s", self._path(base),
+                      segment_name(base) + ".discarded")
+            self.fs.rename(self._path(base), self._path(base) + ".discarded")
+        if bases:
+            self.fs.fsync_dir(self.directory)
+
+    # writing ----------------------------------------------------------------------------
+    def _check(self) -> None:
+        if self._failed is not None:
+            raise LogFailedError(f"{self.directory}: {self._failed}; reopen the log to recover")
+
+    def _fail(self, why: str, e: OSError) -> LogFailedError:
+        self._failed = f"{why}: {e}"
+        log.error("%s: %s", self.directory, self._failed)
+        return LogFailedError(self._failed)
+
+    @property
+    def active_path(self) -> str:
+        return self._path(self.bases[-1])
+
+    def append(self, records: Iterable[Record], now_ms: int) -> list[int]:
+        """Write records (one write call) and return their offsets. Not durable until :meth:`sync`."""
+        with self.lock:
+            self._check()
+            records = list(records)
+            if not records:
+                return []
+            first = self.next_offset
+            data = b"".join(encode_record(first + i, now_ms, r.key, r.value)
+                            for i, r in enumerate(records))
+            if self.active_size and self.active_size + len(data) > self.segment_bytes:
+                self._roll()
+            path = self.active_path
+            try:
+                self.fs.append(path, data)
+            except OSError as e:
+                self._undo_partial_write(path)
+                raise self._fail("append failed", e) from e
+            self.active_size += len(data)
+            self.next_offset = first + len(records)
+            return list(range(first, self.next_offset))
+
+    def _undo_partial_write(self, path: str) -> None:
+        try:
+            self.fs.truncate(path, self.active_size)
+        except OSError:
+            log.exception("%s: could not cut a failed write back", path)
+
+    def _roll(self) -> None:
+        """New active segment named by the next offset; the old one is made durable first."""
+        try:
+            if self.durability is Durability.FSYNC:
+                self.fs.fsync(self.active_path)
+            self.fs.create(self._path(self.next_offset))
+            self.fs.fsync_dir(self.directory)
+        except OSError as e:
+            raise self._fail("segment roll failed", e) from e
+        self.bases.append(self.next_offset)
+        self.active_size = 0
+        log.debug("%s: rolled to segment %d", self.directory, self.next_offset)
+
+    def sync(self) -> int:
+        """fsync what was appended so far (no-op under NONE_UNSAFE); the highest covered offset."""
+        with self.lock:
+            self._check()
+            path, covered = self.active_path, self.next_offset - 1
+        if self.durability is Durability.NONE_UNSAFE:
+            return covered
+        try:
+            self.fs.fsync(path)              # earlier segments were fsynced when rolled
+        except OSError as e:
+            with self.lock:
+                raise self._fail("fsync failed", e) from e
+        return covered
+
+    # reading ----------------------------------------------------------------------------
+    def frames(self) -> Iterator[Frame]:
+        """Every record frame in offset order (end markers skipped)."""
+        with self.lock:
+            bases = list(self.bases)
+            buffers = [self.fs.read(self._path(b)) for b in bases]
+        for buf in buffers:
+            for f in scan(buf)[0]:
+                if not f.is_marker:
+                    yield f
+
+    def read_all(self) -> list[tuple[int, Record]]:
+        """(offset, record) for every record, in log order: what a shard replays on load."""
+        return [(f.offset, Record(f.key, f.value)) for f in self.frames()]
+
+    def close(self) -> None:
+        """Release open append handles (they reopen lazily if the log is used again)."""
+        if isinstance(self.fs, RealFS):
+            self.fs.close()
+
+
+class GroupCommit:
+    """Acknowledge after fsync without one fsync per commit.
+
+    Request threads call :meth:`append_pending` then :meth:`flush`; ``flush`` returns the
+    highest durable offset. Only one fsync runs at a time; whoever waited while it ran finds
+    its records either covered already or covered by the single next fsync, so one fsync
+    serves every record appended during the previous one.
+    """
+
+    def __init__(self, shard_log: ShardLog):
+        self.log = shard_log
+        self._flush_lock = threading.Lock()
+        self.durable_offset = shard_log.next_offset - 1
+        self.fsyncs = 0
+
+    def append_pending(self, records: Iterable[Record], now_ms: int) -> list[int]:
+        return self.log.append(records, now_ms)
+
+    def flush(self) -> int:
+        with self._flush_lock:
+            if self.log.next_offset - 1 > self.durable_offset:
+                self.durable_offset = self.log.sync()
+                self.fsyncs += 1
+            return self.durable_offset
+
+    def commit(self, records: Iterable[Record], now_ms: int) -> list[int]:
+        """Append and wait until durable (per the log's policy): the offsets written."""
+        offsets = self.append_pending(records, now_ms)
+        if offsets:
+            self.flush()
+        return offsets

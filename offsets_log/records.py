@@ -1,0 +1,145 @@
+"""Build and parse ``__consumer_offsets`` records exactly as Kafka frames them.
+
+A record is (key, value): key = INT16 key version + key body, value = INT16 value version +
+value body, ``None`` value = tombstone. The key version is the record type (0/1 offset
+commit, 2 group metadata). Writers use Kafka's choices: key v1 for commits (so every commit
+of a partition shares one key and compaction keeps the latest), value v1 only when the commit
+carries an explicit expiry, else v3; group metadata value v3.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import NamedTuple, Sequence
+
+from protocol.exceptions import DecodeError, EncodeError
+from protocol.messages.offsets_records import RECORDS
+from protocol.payloads import decode_payload, encode_payload
+
+from .errors import RecordError
+
+OFFSET_COMMIT_KEY_VERSION = 1
+GROUP_METADATA_KEY_VERSION = 2
+GROUP_METADATA_VALUE_VERSION = 3
+
+GroupMetadataValue = RECORDS.group_metadata_value.cls
+MemberMetadata = GroupMetadataValue.MemberMetadata
+
+
+class Record(NamedTuple):
+    key: bytes
+    value: bytes | None
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommit:
+    group: str
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int
+    metadata: str
+    commit_ts: int
+    expire_ts: int | None          # None when the value carries no expiry (Kafka's -1)
+    topic_id: uuid.UUID | None = None
+    value_version: int = 3
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommitTombstone:
+    group: str
+    topic: str
+    partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMetadata:
+    group: str
+    value: object                  # a GroupMetadataValue (protocol.messages dataclass)
+    value_version: int = GROUP_METADATA_VALUE_VERSION
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMetadataTombstone:
+    group: str
+
+
+TypedRecord = OffsetCommit | OffsetCommitTombstone | GroupMetadata | GroupMetadataTombstone
+
+
+def _encode(msg, version: int, body) -> bytes:
+    try:
+        return encode_payload(msg, version, body)
+    except EncodeError as e:
+        raise RecordError(str(e)) from e
+
+
+def offset_commit_key(group: str, topic: str, partition: int) -> bytes:
+    body = RECORDS.offset_commit_key.cls(group=group, topic=topic, partition=partition)
+    return _encode(RECORDS.offset_commit_key, OFFSET_COMMIT_KEY_VERSION, body)
+
+
+def group_metadata_key(group: str) -> bytes:
+    return _encode(RECORDS.group_metadata_key, GROUP_METADATA_KEY_VERSION,
+                   RECORDS.group_metadata_key.cls(group=group))
+
+
+def offset_commit_record(group: str, topic: str, partition: int, offset: int, leader_epoch: int,
+                         metadata: str, commit_ts: int, expire_ts: int | None = None) -> Record:
+    """Kafka writes value v1 only for an explicit expiry (it has no leader epoch), else v3."""
+    version = 3 if expire_ts is None else 1
+    value = RECORDS.offset_commit_value.cls(
+        offset=offset, leader_epoch=leader_epoch, metadata=metadata if metadata is not None else "",
+        commit_timestamp=commit_ts, expire_timestamp=-1 if expire_ts is None else expire_ts)
+    return Record(offset_commit_key(group, topic, partition),
+                  _encode(RECORDS.offset_commit_value, version, value))
+
+
+def group_metadata_record(group: str, *, protocol_type: str, generation: int,
+                          protocol: str | None, leader: str | None, current_state_ts: int = -1,
+                          members: Sequence = ()) -> Record:
+    """``members`` are :data:`MemberMetadata` instances (subscription/assignment as bytes)."""
+    value = GroupMetadataValue(protocol_type=protocol_type, generation=generation,
+                               protocol=protocol, leader=leader,
+                               current_state_timestamp=current_state_ts, members=tuple(members))
+    return Record(group_metadata_key(group),
+                  _encode(RECORDS.group_metadata_value, GROUP_METADATA_VALUE_VERSION, value))
+
+
+def tombstone(key: bytes) -> Record:
+    return Record(bytes(key), None)
+
+
+def _decode(msg, data: bytes, what: str):
+    try:
+        return decode_payload(msg, data)
+    except DecodeError as e:
+        raise RecordError(f"bad {what}: {e}") from e
+
+
+def decode_record(key: bytes, value: bytes | None) -> TypedRecord:
+    """The typed form of one record; raises :class:`RecordError` for unknown or bad bytes.
+
+    Value versions above the highest we know are read as that version (unknown tail ignored),
+    as Kafka's readers do for these KIP-915 records.
+    """
+    if len(key) < 2:
+        raise RecordError("record key shorter than its version prefix")
+    key_version = int.from_bytes(key[:2], "big", signed=True)
+    if key_version in (0, 1):
+        _, k = _decode(RECORDS.offset_commit_key, key, "OffsetCommitKey")
+        if value is None:
+            return OffsetCommitTombstone(k.group, k.topic, k.partition)
+        version, v = _decode(RECORDS.offset_commit_value, value, "OffsetCommitValue")
+        topic_id = None if v.topic_id.int == 0 else v.topic_id
+        return OffsetCommit(k.group, k.topic, k.partition, v.offset, v.leader_epoch, v.metadata,
+                            v.commit_timestamp, None if v.expire_timestamp == -1 else
+                            v.expire_timestamp, topic_id, version)
+    if key_version == GROUP_METADATA_KEY_VERSION:
+        _, k = _decode(RECORDS.group_metadata_key, key, "GroupMetadataKey")
+        if value is None:
+            return GroupMetadataTombstone(k.group)
+        version, v = _decode(RECORDS.group_metadata_value, value, "GroupMetadataValue")
+        return GroupMetadata(k.group, v, version)
+    raise RecordError(f"unknown record type (key version {key_version})")

@@ -1,0 +1,68 @@
+"""Offline operations on a data directory: the bodies of ``groupbroker log dump|verify|compact``.
+
+Each takes the data dir and an optional shard, so the CLI only parses arguments and prints.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from typing import Iterator
+
+from .compaction import DEFAULT_DELETE_RETENTION_MS, CompactionResult, compact
+from .errors import RecordError
+from .fs import FS, RealFS
+from .log import Problem, ShardLog, segment_bases, segment_name, shard_dir, verify
+from .records import decode_record
+from .segment import scan
+
+log = logging.getLogger(__name__)
+
+_SHARD_DIR = re.compile(r"__consumer_offsets-(\d+)\Z")
+
+
+def shards(data_dir: str, fs: FS, shard: int | None = None) -> list[int]:
+    """The shard numbers present under ``data_dir`` (or just ``shard``), ascending."""
+    if shard is not None:
+        return [shard]
+    found = (_SHARD_DIR.match(name) for name in fs.listdir(data_dir))
+    return sorted(int(m.group(1)) for m in found if m)
+
+
+def dump(data_dir: str, shard: int | None = None, fs: FS | None = None) -> Iterator[str]:
+    """One readable line per record: shard, offset, append time, decoded record."""
+    fs = fs or RealFS()
+    for n in shards(data_dir, fs, shard):
+        directory = shard_dir(data_dir, n)
+        if verify(directory, fs):
+            log.warning("%s has problems; dumping the valid prefix only", directory)
+        for base in segment_bases(fs, directory):
+            for f in scan(fs.read(os.path.join(directory, segment_name(base))))[0]:
+                if f.is_marker:
+                    continue
+                try:
+                    typed = repr(decode_record(f.key, f.value))
+                except RecordError as e:
+                    typed = f"undecodable ({e}): key={f.key.hex()}"
+                yield f"shard={n} offset={f.offset} append_ms={f.append_ms} {typed}"
+
+
+def verify_all(data_dir: str, shard: int | None = None,
+               fs: FS | None = None) -> list[tuple[int, Problem]]:
+    """(shard, problem) for every problem found; empty means the data dir is sound."""
+    fs = fs or RealFS()
+    return [(n, p) for n in shards(data_dir, fs, shard) for p in verify(shard_dir(data_dir, n), fs)]
+
+
+def compact_all(data_dir: str, now_ms: int, shard: int | None = None, fs: FS | None = None,
+                delete_retention_ms: int = DEFAULT_DELETE_RETENTION_MS
+                ) -> dict[int, CompactionResult]:
+    """Recover (open) and compact each shard; the broker must not be running."""
+    fs = fs or RealFS()
+    out = {}
+    for n in shards(data_dir, fs, shard):
+        shard_log = ShardLog(shard_dir(data_dir, n), fs)
+        out[n] = compact(shard_log, now_ms, delete_retention_ms)
+        shard_log.close()
+    return out

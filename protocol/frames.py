@@ -1,0 +1,51 @@
+"""Splitting a byte stream into Kafka frames (INT32 size + payload), with a size cap."""
+
+from __future__ import annotations
+
+import struct
+
+from .exceptions import DecodeError, FrameTooLarge
+
+#: Kafka's socket.request.max.bytes default.
+DEFAULT_MAX_FRAME = 100 * 1024 * 1024
+_SIZE = struct.Struct(">i")
+
+
+class FrameBuffer:
+    """Feed it bytes as they arrive; take out complete frames.
+
+    The declared size is checked against ``max_frame`` as soon as its four
+    bytes arrive, before anything is allocated for the payload.
+    """
+
+    def __init__(self, max_frame: int = DEFAULT_MAX_FRAME):
+        self.max_frame = max_frame
+        self._buf = bytearray()
+        self._need: int | None = None
+
+    def feed(self, data: bytes) -> None:
+        self._buf += data
+
+    def next_frame(self) -> bytes | None:
+        """The next complete frame payload, or None until more data arrives."""
+        if self._need is None:
+            if len(self._buf) < 4:
+                return None
+            size, = _SIZE.unpack_from(self._buf, 0)
+            if size < 0:
+                raise DecodeError(f"negative frame size {size}")
+            if size > self.max_frame:
+                raise FrameTooLarge(f"frame of {size} bytes exceeds the maximum of {self.max_frame}")
+            del self._buf[:4]
+            self._need = size
+        if len(self._buf) < self._need:
+            return None
+        frame = bytes(self._buf[:self._need])
+        del self._buf[:self._need]
+        self._need = None
+        return frame
+
+    @property
+    def pending(self) -> int:
+        """Bytes held that do not yet form a frame."""
+        return len(self._buf)

@@ -1,0 +1,150 @@
+"""Request and response headers, and whole frames in both directions.
+
+Header versions follow Kafka's generator: a flexible API version uses request
+header v2 (client id still an INT16 string, then tagged fields) and response
+header v1 (correlation id, then tagged fields); everything else uses request
+v1 / response v0. ApiVersions responses always use header v0 so that any
+client can read them before it knows what the broker speaks (KIP-511).
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from .exceptions import DecodeError, UnsupportedVersion
+from .messages import REQUESTS, RESPONSES
+from .wire import WireError, read_uvarint
+
+API_VERSIONS_KEY = 18
+_FIXED = struct.Struct(">hhi")      # api_key, api_version, correlation_id
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+
+
+@dataclass(frozen=True, slots=True)
+class RequestHeader:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    header: RequestHeader
+    body: object
+
+
+def _request_message(api_key: int, version: int):
+    msg = REQUESTS.get(api_key)
+    if msg is None:
+        raise UnsupportedVersion(f"unknown api key {api_key}")
+    if not msg.min_version <= version <= msg.max_version:
+        raise UnsupportedVersion(f"{msg.name} v{version} is not supported "
+                                 f"(we serve v{msg.min_version}-{msg.max_version})")
+    return msg
+
+
+def decode_request_header(frame: bytes) -> tuple[RequestHeader, int]:
+    """Read the header of a request frame (without its size prefix); return it and the body offset.
+
+    Unknown tagged header fields are skipped. The API key and version are not
+    checked here, so a broker can still answer an ApiVersions request at a
+    version it does not know.
+    """
+    try:
+        api_key, version, correlation_id = _FIXED.unpack_from(frame, 0)
+        n, = _I16.unpack_from(frame, 8)
+        pos = 10
+        if n < -1:
+            raise DecodeError(f"negative client id length {n}", field="client_id")
+        client_id = None
+        if n >= 0:
+            if pos + n > len(frame):
+                raise DecodeError("truncated client id", field="client_id")
+            client_id = frame[pos:pos + n].decode("utf-8")
+            pos += n
+        msg = REQUESTS.get(api_key)
+        if msg is not None and msg.is_flexible(version):
+            count, pos = read_uvarint(frame, pos, len(frame))
+            for _ in range(count):
+                _tag, pos = read_uvarint(frame, pos, len(frame))
+                size, pos = read_uvarint(frame, pos, len(frame))
+                pos += size
+                if pos > len(frame):
+                    raise DecodeError("truncated tagged header field", field="header tags")
+    except (struct.error, WireError, UnicodeDecodeError) as e:
+        raise DecodeError(f"bad request header: {e}") from None
+    return RequestHeader(api_key, version, correlation_id, client_id), pos
+
+
+def decode_request(frame: bytes) -> Request:
+    """Decode one request frame (without its size prefix).
+
+    Raises :class:`UnsupportedVersion` for an unknown API key or version (its
+    ``header`` attribute says which, so ApiVersions can still be answered) and
+    :class:`DecodeError` for anything malformed.
+    """
+    header, pos = decode_request_header(frame)
+    try:
+        msg = _request_message(header.api_key, header.api_version)
+    except UnsupportedVersion as e:
+        e.header = header
+        raise
+    return Request(header, msg.codec(header.api_version).decode(frame, pos))
+
+
+def response_header_bytes(api_key: int, version: int, correlation_id: int) -> bytes:
+    head = _I32.pack(correlation_id)
+    if api_key != API_VERSIONS_KEY and RESPONSES[api_key].is_flexible(version):
+        head += b"\x00"
+    return head
+
+
+def encode_response_parts(api_key: int, version: int, correlation_id: int, body) -> list:
+    """A framed response as chunks, record data uncopied (for ``send_all`` of each chunk)."""
+    parts = RESPONSES[api_key].codec(version).encode_parts(body)
+    head = response_header_bytes(api_key, version, correlation_id)
+    size = len(head) + sum(len(p) for p in parts)
+    parts.insert(0, _I32.pack(size) + head)
+    return parts
+
+
+def encode_response(api_key: int, version: int, correlation_id: int, body) -> bytes:
+    """A framed response: size, header, body."""
+    return b"".join(encode_response_parts(api_key, version, correlation_id, body))
+
+
+def encode_request(api_key: int, version: int, correlation_id: int, body,
+                   client_id: str | None = "groupbroker") -> bytes:
+    """A framed request, for our own test client and tools."""
+    msg = _request_message(api_key, version)
+    if client_id is None:
+        head = _FIXED.pack(api_key, version, correlation_id) + b"\xff\xff"
+    else:
+        raw = client_id.encode("utf-8")
+        head = _FIXED.pack(api_key, version, correlation_id) + _I16.pack(len(raw)) + raw
+    if msg.is_flexible(version):
+        head += b"\x00"
+    payload = head + msg.codec(version).encode(body)
+    return _I32.pack(len(payload)) + payload
+
+
+def decode_response(api_key: int, version: int, frame: bytes) -> tuple[int, object]:
+    """Decode a response frame (without size prefix): (correlation id, body)."""
+    msg = RESPONSES.get(api_key)
+    if msg is None:
+        raise UnsupportedVersion(f"unknown api key {api_key}")
+    try:
+        correlation_id, = _I32.unpack_from(frame, 0)
+        pos = 4
+        if api_key != API_VERSIONS_KEY and msg.is_flexible(version):
+            count, pos = read_uvarint(frame, pos, len(frame))
+            for _ in range(count):
+                _tag, pos = read_uvarint(frame, pos, len(frame))
+                size, pos = read_uvarint(frame, pos, len(frame))
+                pos += size
+    except (struct.error, WireError) as e:
+        raise DecodeError(f"bad response header: {e}", api=msg.name, version=version) from None
+    return correlation_id, msg.codec(version).decode(frame, pos)
