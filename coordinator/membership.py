@@ -1,0 +1,355 @@
+"""JoinGroup, SyncGroup, Heartbeat and LeaveGroup, with Kafka's checks in Kafka's order.
+
+Each handler validates, then either answers at once or parks the request on the member
+(``member.join`` / ``member.sync``) for the rebalance machinery in :mod:`coordinator.shard`
+to answer later.
+"""
+
+from __future__ import annotations
+
+from protocol.errors import ErrorCode
+
+from . import responses as r
+from .actions import RequestContext
+from .config import NEW_MEMBER_JOIN_TIMEOUT_MS
+from .group import ClassicGroup, Member, Parked
+from .shard import S, Shard
+
+E = ErrorCode
+
+
+def validate_member(group: ClassicGroup, member_id: str, instance_id: str | None) -> ErrorCode:
+    """Kafka's static-membership fencing, then plain membership (ClassicGroup.validateMember)."""
+    if instance_id is not None:
+        current = group.static_members.get(instance_id)
+        if current is None:
+            return E.UNKNOWN_MEMBER_ID
+        if current != member_id:
+            return E.FENCED_INSTANCE_ID
+    if member_id not in group.members:
+        return E.UNKNOWN_MEMBER_ID
+    return E.NONE
+
+
+# --- JoinGroup --------------------------------------------------------------------------------
+
+def join_group(shard: Shard, now: int, ctx: RequestContext, req) -> None:
+    v = ctx.version
+
+    def fail(error: ErrorCode, member_id: str = req.member_id) -> None:
+        shard.reply(ctx.token, r.JOIN_GROUP, v, r.join(v, error, member_id=member_id))
+
+    cfg = shard.config
+    if req.group_id == "":
+        return fail(E.INVALID_GROUP_ID)
+    if not cfg.group_min_session_timeout_ms <= req.session_timeout_ms <= cfg.group_max_session_timeout_ms:
+        return fail(E.INVALID_SESSION_TIMEOUT)
+    if not shard.owns(req.group_id):
+        return fail(E.NOT_COORDINATOR)
+    group = shard.groups.get(req.group_id)
+    start = shard.mark()
+    created = group is None
+    if created:
+        if req.member_id != "":
+            return fail(E.UNKNOWN_MEMBER_ID)
+        group = shard.groups[req.group_id] = ClassicGroup(req.group_id, current_state_ts=now)
+    if not _accepts_joining_member(group, req.member_id, cfg.group_max_size):
+        fail(E.GROUP_MAX_SIZE_REACHED, member_id="")
+    elif group.is_in(S.DEAD):
+        fail(E.COORDINATOR_NOT_AVAILABLE)
+    elif not group.supports(req.protocol_type, [p.name for p in req.protocols]):
+        fail(E.INCONSISTENT_GROUP_PROTOCOL)
+    elif req.member_id == "":
+        _join_unknown_member(shard, now, ctx, req, group)
+    elif req.member_id in group.pending_members:
+        group.pending_members.discard(req.member_id)
+        shard.cancel(("pending", group.group_id, req.member_id))
+        _add_member_and_rebalance(shard, now, ctx, req, group, req.member_id)
+    else:
+        _join_existing_member(shard, now, ctx, req, group)
+    if created and not shard.wrote_since(start):
+        shard.persist_at(start, [shard.group_record(group)])
+
+
+def _rebalance_timeout(ctx: RequestContext, req) -> int:
+    return req.rebalance_timeout_ms if ctx.version >= 1 else req.session_timeout_ms
+
+
+def _accepts_joining_member(group: ClassicGroup, member_id: str, max_size: int) -> bool:
+    member = group.members.get(member_id)
+    if group.is_in(S.EMPTY, S.DEAD):
+        return True
+    if group.is_in(S.PREPARING_REBALANCE):
+        return (member is not None and member.join is not None) or len(group.awaiting_join()) < max_size
+    return member is not None or len(group.members) < max_size
+
+
+def _join_unknown_member(shard: Shard, now: int, ctx: RequestContext, req, group: ClassicGroup):
+    if req.group_instance_id is not None:
+        return _join_new_static_member(shard, now, ctx, req, group)
+    member_id = f"{ctx.client_id}-{shard.new_uuid()}"
+    if ctx.version >= 4:
+        # KIP-394: hand out an id and make the member come back with it.
+        group.pending_members.add(member_id)
+        gid = group.group_id
+        shard.schedule(("pending", gid, member_id), now + req.session_timeout_ms,
+                       lambda t: _pending_member_expired(shard, gid, member_id, t))
+        shard.reply(ctx.token, r.JOIN_GROUP, ctx.version,
+                    r.join(ctx.version, E.MEMBER_ID_REQUIRED, member_id=member_id))
+        return
+    _add_member_and_rebalance(shard, now, ctx, req, group, member_id)
+
+
+def _pending_member_expired(shard: Shard, group_id: str, member_id: str, now: int) -> None:
+    group = shard.groups.get(group_id)
+    if group is not None and member_id in group.pending_members:
+        group.pending_members.discard(member_id)
+        shard.maybe_complete_join(group, now)
+
+
+def _new_member(ctx: RequestContext, req, member_id: str) -> Member:
+    return Member(member_id, req.group_instance_id, ctx.client_id, ctx.client_host,
+                  _rebalance_timeout(ctx, req), req.session_timeout_ms, req.protocol_type,
+                  [(p.name, bytes(p.metadata)) for p in req.protocols],
+                  join=Parked(ctx.token, ctx.version), is_new=True)
+
+
+def _add_member_and_rebalance(shard: Shard, now: int, ctx: RequestContext, req, group: ClassicGroup,
+                              member_id: str) -> None:
+    member = _new_member(ctx, req, member_id)
+    if group.is_in(S.PREPARING_REBALANCE):
+        group.new_member_added = True
+    group.add(member)
+    # A new member cannot heartbeat while its JoinGroup is parked: bound it by the fixed timeout.
+    shard.schedule_session(group, member, now, NEW_MEMBER_JOIN_TIMEOUT_MS)
+    shard.maybe_prepare_rebalance_or_complete_join(
+        group, now, f"adding member {member_id} (instance {req.group_instance_id})")
+
+
+def _update_member(member: Member, ctx: RequestContext, req, parked: bool) -> None:
+    member.protocols = [(p.name, bytes(p.metadata)) for p in req.protocols]
+    member.rebalance_timeout_ms = _rebalance_timeout(ctx, req)
+    member.session_timeout_ms = req.session_timeout_ms
+    member.client_id, member.client_host = ctx.client_id, ctx.client_host
+    if parked:
+        _park_join(member, ctx)
+
+
+def _park_join(member: Member, ctx: RequestContext) -> None:
+    member.join = Parked(ctx.token, ctx.version)
+
+
+def _supersede(shard: Shard, member: Member) -> None:
+    """A member's second JoinGroup replaces its first; the first is told to rejoin."""
+    if member.join is not None:
+        shard.reply(member.join.token, r.JOIN_GROUP, member.join.version,
+                    r.join(member.join.version, E.REBALANCE_IN_PROGRESS, member_id=member.member_id))
+        member.join = None
+
+
+def _same_protocols(member: Member, req) -> bool:
+    return member.protocols == [(p.name, bytes(p.metadata)) for p in req.protocols]
+
+
+def _join_existing_member(shard: Shard, now: int, ctx: RequestContext, req, group: ClassicGroup):
+    error = validate_member(group, req.member_id, req.group_instance_id)
+    if error != E.NONE:
+        shard.reply(ctx.token, r.JOIN_GROUP, ctx.version, r.join(ctx.version, error, member_id=req.member_id))
+        return
+    member = group.members[req.member_id]
+    reason = f"member {member.member_id} rejoined"
+    if group.is_in(S.PREPARING_REBALANCE):
+        _supersede(shard, member)
+        _update_member(member, ctx, req, parked=True)
+        shard.maybe_prepare_rebalance_or_complete_join(group, now, reason)
+    elif group.is_in(S.COMPLETING_REBALANCE):
+        if _same_protocols(member, req):
+            # It may have missed the JoinGroup answer: give it the current generation again.
+            shard.reply(ctx.token, r.JOIN_GROUP, ctx.version, shard.join_response(group, member, ctx.version))
+        else:
+            _update_member(member, ctx, req, parked=True)
+            shard.prepare_rebalance(group, now, f"{reason} with new protocols")
+    elif group.is_in(S.STABLE):
+        if member.member_id == group.leader_id or not _same_protocols(member, req):
+            _update_member(member, ctx, req, parked=True)
+            shard.prepare_rebalance(group, now, f"{reason} (leader or changed protocols)")
+        else:
+            shard.reply(ctx.token, r.JOIN_GROUP, ctx.version, shard.join_response(group, member, ctx.version))
+    else:
+        shard.reply(ctx.token, r.JOIN_GROUP, ctx.version,
+                    r.join(ctx.version, E.UNKNOWN_MEMBER_ID, member_id=req.member_id))
+
+
+def _join_new_static_member(shard: Shard, now: int, ctx: RequestContext, req, group: ClassicGroup):
+    instance = req.group_instance_id
+    new_id = f"{instance}-{shard.new_uuid()}"
+    old_id = group.static_member_id(instance)
+    if old_id is None:
+        return _add_member_and_rebalance(shard, now, ctx, req, group, new_id)
+    # KIP-345 replacement: the new incarnation takes the old one's place; the old is fenced.
+    old = group.members[old_id]
+    for parked, api in ((old.join, r.JOIN_GROUP), (old.sync, r.SYNC_GROUP)):
+        if parked is not None:
+            answer = (r.join(parked.version, E.FENCED_INSTANCE_ID, member_id=old_id) if api == r.JOIN_GROUP
+                      else r.sync(parked.version, E.FENCED_INSTANCE_ID))
+            shard.reply(parked.token, api, parked.version, answer)
+    old.join = old.sync = None
+    shard.cancel(("session", group.group_id, old_id))
+    was_leader = group.leader_id == old_id
+    member = group.replace_static(old_id, new_id)
+    shard.schedule_session(group, member, now)
+    if group.is_in(S.STABLE):
+        _update_member(member, ctx, req, parked=False)
+        if group.select_protocol() != group.protocol_name:
+            _park_join(member, ctx)
+            shard.prepare_rebalance(group, now, f"static member {instance} rejoined with other protocols")
+            return
+        # Same protocol: no rebalance. Persist the new id, then answer for the current generation.
+        shard.persist([shard.group_record(group)])
+        if ctx.version >= 9 and was_leader:
+            response = shard.join_response(group, member, ctx.version, skip_assignment=True)
+        else:
+            response = shard.join_response(group, member, ctx.version, with_members=False,
+                                           leader=old_id if was_leader else group.leader_id)
+        shard.reply(ctx.token, r.JOIN_GROUP, ctx.version, response)
+    elif group.is_in(S.COMPLETING_REBALANCE):
+        _update_member(member, ctx, req, parked=True)
+        shard.prepare_rebalance(group, now, f"static member {instance} replaced during CompletingRebalance")
+    elif group.is_in(S.PREPARING_REBALANCE):
+        _update_member(member, ctx, req, parked=True)
+    else:
+        shard.reply(ctx.token, r.JOIN_GROUP, ctx.version,
+                    r.join(ctx.version, E.UNKNOWN_MEMBER_ID, member_id=new_id))
+
+
+# --- SyncGroup --------------------------------------------------------------------------------
+
+def sync_group(shard: Shard, now: int, ctx: RequestContext, req) -> None:
+    v = ctx.version
+
+    def fail(error: ErrorCode) -> None:
+        shard.reply(ctx.token, r.SYNC_GROUP, v, r.sync(v, error))
+
+    if req.group_id == "":
+        return fail(E.INVALID_GROUP_ID)
+    if v >= 5 and (req.protocol_type is None or req.protocol_name is None):
+        return fail(E.INCONSISTENT_GROUP_PROTOCOL)
+    if not shard.owns(req.group_id):
+        return fail(E.NOT_COORDINATOR)
+    group = shard.groups.get(req.group_id)
+    if group is None:
+        return fail(E.UNKNOWN_MEMBER_ID)
+    if group.is_in(S.DEAD):
+        return fail(E.COORDINATOR_NOT_AVAILABLE)
+    error = validate_member(group, req.member_id, req.group_instance_id)
+    if error != E.NONE:
+        return fail(error)
+    if req.generation_id != group.generation:
+        return fail(E.ILLEGAL_GENERATION)
+    if (req.protocol_type is not None and req.protocol_type != group.protocol_type) or \
+            (req.protocol_name is not None and req.protocol_name != group.protocol_name):
+        return fail(E.INCONSISTENT_GROUP_PROTOCOL)
+    member = group.members[req.member_id]
+    if group.is_in(S.PREPARING_REBALANCE):
+        return fail(E.REBALANCE_IN_PROGRESS)
+    shard.sync_received(group, member.member_id)
+    if group.is_in(S.COMPLETING_REBALANCE):
+        if member.sync is not None:
+            shard.reply(member.sync.token, r.SYNC_GROUP, member.sync.version,
+                        r.sync(member.sync.version, E.REBALANCE_IN_PROGRESS))
+        member.sync = Parked(ctx.token, v)
+        if member.member_id == group.leader_id:
+            _propagate_assignment(shard, now, group, req)
+    elif group.is_in(S.STABLE):
+        shard.reply(ctx.token, r.SYNC_GROUP, v, _sync_answer(group, member, v))
+    else:
+        fail(E.UNKNOWN_MEMBER_ID)
+
+
+def _sync_answer(group: ClassicGroup, member: Member, version: int):
+    return r.sync(version, E.NONE, member.assignment, protocol_type=group.protocol_type,
+                  protocol_name=group.protocol_name)
+
+
+def _propagate_assignment(shard: Shard, now: int, group: ClassicGroup, req) -> None:
+    """The leader's assignment: persist it, move to Stable, answer every parked SyncGroup."""
+    assignments = {a.member_id: bytes(a.assignment) for a in req.assignments}
+    for m in group.members.values():
+        m.assignment = assignments.get(m.member_id, b"")
+    shard.persist([shard.group_record(group)])
+    shard.transition(group, S.STABLE, now, "leader's assignment persisted")
+    for m in group.members.values():
+        if m.sync is not None:
+            parked, m.sync = m.sync, None
+            shard.reply(parked.token, r.SYNC_GROUP, parked.version, _sync_answer(group, m, parked.version))
+            shard.schedule_session(group, m, now)
+
+
+# --- Heartbeat --------------------------------------------------------------------------------
+
+def heartbeat(shard: Shard, now: int, ctx: RequestContext, req) -> None:
+    def answer(error: ErrorCode) -> None:
+        shard.reply(ctx.token, r.HEARTBEAT, ctx.version, r.heartbeat(error))
+
+    if req.group_id == "":
+        return answer(E.INVALID_GROUP_ID)
+    if not shard.owns(req.group_id):
+        return answer(E.NOT_COORDINATOR)
+    group = shard.groups.get(req.group_id)
+    if group is None:
+        return answer(E.UNKNOWN_MEMBER_ID)
+    if group.is_in(S.DEAD):
+        return answer(E.COORDINATOR_NOT_AVAILABLE)
+    error = validate_member(group, req.member_id, req.group_instance_id)
+    if error != E.NONE:
+        return answer(error)
+    if req.generation_id != group.generation:
+        return answer(E.ILLEGAL_GENERATION)
+    if group.is_in(S.EMPTY):
+        return answer(E.UNKNOWN_MEMBER_ID)
+    shard.schedule_session(group, group.members[req.member_id], now)
+    answer(E.REBALANCE_IN_PROGRESS if group.is_in(S.PREPARING_REBALANCE) else E.NONE)
+
+
+# --- LeaveGroup -------------------------------------------------------------------------------
+
+def leave_group(shard: Shard, now: int, ctx: RequestContext, req) -> None:
+    v = ctx.version
+    leaving = [(req.member_id, None)] if v < 3 else [(m.member_id, m.group_instance_id) for m in req.members]
+
+    def answer(results, error=E.NONE) -> None:
+        shard.reply(ctx.token, r.LEAVE_GROUP, v, r.leave(v, results, error))
+
+    if req.group_id == "":
+        return answer([], E.INVALID_GROUP_ID)
+    if not shard.owns(req.group_id):
+        return answer([], E.NOT_COORDINATOR)
+    group = shard.groups.get(req.group_id)
+    if group is None:
+        return answer([(m, i, E.UNKNOWN_MEMBER_ID) for m, i in leaving])
+    if group.is_in(S.DEAD):
+        return answer([], E.COORDINATOR_NOT_AVAILABLE)
+    results = []
+    left = False
+    for member_id, instance_id in leaving:
+        if member_id == "" and instance_id is not None:
+            target = group.static_member_id(instance_id)      # admin removal by instance id
+            error = E.NONE if target is not None else E.UNKNOWN_MEMBER_ID
+        elif member_id in group.pending_members:
+            group.pending_members.discard(member_id)
+            shard.cancel(("pending", group.group_id, member_id))
+            results.append((member_id, instance_id, E.NONE))
+            left = True
+            continue
+        else:
+            target, error = member_id, validate_member(group, member_id, instance_id)
+        if error == E.NONE:
+            shard.drop_member(group, group.members[target], E.UNKNOWN_MEMBER_ID)
+            left = True
+        results.append((member_id, instance_id, error))
+    if left:
+        if group.is_in(S.STABLE, S.COMPLETING_REBALANCE):
+            shard.prepare_rebalance(group, now, "members left the group")
+        elif group.is_in(S.PREPARING_REBALANCE):
+            shard.maybe_complete_join(group, now)
+    answer(results)
