@@ -2,36 +2,46 @@
 
 from __future__ import annotations
 
-from offsets_log.records import (GroupMetadataTombstone, OffsetCommitTombstone, group_metadata_key,
-                                 offset_commit_key, tombstone)
+import dataclasses
+import logging
+
+from offsets_log.records import GroupMetadataTombstone, OffsetCommitTombstone
 from protocol.errors import ErrorCode
 
 from . import responses as r
 from .actions import RequestContext
+from .offsets import apply
 from .shard import S, Shard
+
+log = logging.getLogger("groupbroker.coordinator")
 
 E = ErrorCode
 
-#: READ | DELETE | DESCRIBE (AclOperation codes 3, 6, 8): all a group allows without ACLs.
-GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
+#: What a group resource allows with no authorizer (Kafka's AclEntry.supportedOperations(GROUP)):
+#: READ 3, DELETE 6, DESCRIBE 8, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, as a bit field.
+GROUP_OPERATIONS = sum(1 << op for op in (3, 6, 8, 10, 11))
 
 
 def describe_groups(shard: Shard, now: int, ctx: RequestContext, req) -> None:
     v = ctx.version
-    ops = GROUP_OPERATIONS if req.include_authorized_operations else -2147483648
-    shard.reply(ctx.token, r.DESCRIBE_GROUPS, v, r.DescribeGroupsResponse(
-        groups=tuple(_describe(shard, v, gid, ops) for gid in req.groups)))
+    groups = [_describe(shard, v, gid) for gid in req.groups]
+    if v >= 3 and req.include_authorized_operations:
+        # KafkaApis fills this in for every entry without an error, the unknown ("Dead") one too.
+        groups = [dataclasses.replace(g, authorized_operations=GROUP_OPERATIONS)
+                  if g.error_code == E.NONE else g for g in groups]
+    shard.reply(ctx.token, r.DESCRIBE_GROUPS, v, r.DescribeGroupsResponse(groups=tuple(groups)))
 
 
-def _describe(shard: Shard, v: int, group_id: str, ops: int):
+def _describe(shard: Shard, v: int, group_id: str):
+    """GroupMetadataManager.describeGroups: metadata and assignments only for a Stable group."""
     if not shard.owns(group_id):
         return r.described_group(v, group_id, E.NOT_COORDINATOR)
     group = shard.groups.get(group_id)
     if group is None or group.is_in(S.DEAD):
-        if v >= 6:
-            return r.described_group(v, group_id, E.GROUP_ID_NOT_FOUND,
+        if v >= 6:                              # KIP-1043
+            return r.described_group(v, group_id, E.GROUP_ID_NOT_FOUND, state=S.DEAD.value,
                                      error_message=f"Group {group_id} not found.")
-        return r.described_group(v, group_id)
+        return r.described_group(v, group_id, state=S.DEAD.value)
     stable = group.is_in(S.STABLE)
     member_cls = r.DescribeGroupsResponse.DescribedGroup.DescribedGroupMember
     members = [member_cls(member_id=m.member_id,
@@ -41,12 +51,12 @@ def _describe(shard: Shard, v: int, group_id: str, ops: int):
                           member_assignment=m.assignment if stable else b"")
                for m in group.members.values()]
     return r.described_group(v, group_id, state=group.state.value, protocol_type=group.protocol_type,
-                             protocol_data=(group.protocol_name or "") if stable else "",
-                             members=members, authorized_operations=ops)
+                             protocol_data=group.protocol_name if stable else "", members=members)
 
 
 def list_groups(shard: Shard, now: int, ctx: RequestContext, req) -> None:
-    states = {s.lower() for s in req.states_filter}
+    """Every group of the shard, filtered by state (case-insensitive, trimmed) and type."""
+    states = {s.strip().lower() for s in req.states_filter}
     types = {t.lower() for t in req.types_filter}
     listed = r.ListGroupsResponse.ListedGroup
     groups = tuple(
@@ -59,8 +69,9 @@ def list_groups(shard: Shard, now: int, ctx: RequestContext, req) -> None:
 
 
 def delete_groups(shard: Shard, now: int, ctx: RequestContext, req) -> None:
+    """GroupCoordinatorShard.deleteGroups: tombstones for every offset, then for the group."""
     result_cls = r.DeleteGroupsResponse.DeletableGroupResult
-    results, records, applied = [], [], []
+    results, records = [], []
     for group_id in req.groups_names:
         group = shard.groups.get(group_id)
         if not shard.owns(group_id):
@@ -71,13 +82,10 @@ def delete_groups(shard: Shard, now: int, ctx: RequestContext, req) -> None:
             error = E.NON_EMPTY_GROUP
         else:
             error = E.NONE
-            for topic, partition in sorted(shard.offsets.get(group_id, {})):
-                records.append(tombstone(offset_commit_key(group_id, topic, partition)))
-                applied.append(OffsetCommitTombstone(group_id, topic, partition))
-            records.append(tombstone(group_metadata_key(group_id)))
-            applied.append(GroupMetadataTombstone(group_id))
+            records += [OffsetCommitTombstone(group_id, topic, partition)
+                        for topic, partition in sorted(shard.offsets.get(group_id, {}))]
+            records.append(GroupMetadataTombstone(group_id))
+            log.info("group %s: deleted", group_id)
         results.append(result_cls(group_id=group_id, error_code=error))
-    for record in applied:
-        shard.replay(record)
-    shard.persist(records)
+    apply(shard, records)
     shard.reply(ctx.token, r.DELETE_GROUPS, ctx.version, r.DeleteGroupsResponse(results=tuple(results)))

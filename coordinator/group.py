@@ -9,7 +9,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .routing import java_string_hash
 from .state import GroupState, check_transition
+
+
+def java_hashmap_order(keys: list[str]) -> list[str]:
+    """The order a java.util.HashMap<String, _> filled with ``keys`` (in this order) iterates.
+
+    Buckets come first (index = spread hash & (capacity - 1), capacity doubling from 16 past a
+    0.75 load), then insertion order within a bucket.
+    """
+    capacity = 16
+    while len(keys) > capacity * 3 // 4:
+        capacity *= 2
+
+    def bucket(key: str) -> int:
+        h = java_string_hash(key) & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & (capacity - 1)
+
+    return sorted(keys, key=lambda k: (bucket(k), keys.index(k)))
 
 
 @dataclass(slots=True)
@@ -108,11 +126,11 @@ class ClassicGroup:
         member.member_id = new_id
         self.members[new_id] = member
         self.static_members[member.group_instance_id] = new_id
+        member.is_new = False
         if self.leader_id == old_id:
             self.leader_id = new_id
-        if old_id in self.pending_sync:
-            self.pending_sync.discard(old_id)
-            self.pending_sync.add(new_id)
+        # Like Kafka's replaceStaticMember, pending_sync keeps the old id: if the old incarnation
+        # had not synced yet, the pending-sync timer still fires and forces a rebalance.
         return member
 
     def awaiting_join(self) -> list[Member]:
@@ -133,25 +151,33 @@ class ClassicGroup:
         return names or set()
 
     def supports(self, protocol_type: str, names: list[str]) -> bool:
-        """May a member offering these protocols join? (INCONSISTENT_GROUP_PROTOCOL if not)."""
-        if not self.members:
+        """May a member offering these protocols join? (INCONSISTENT_GROUP_PROTOCOL if not).
+
+        Kafka decides by state, not by member count: outside Empty the type must match the
+        group's, and a name counts as supported when every current member offers it (so any
+        name passes in a PreparingRebalance group whose members all left).
+        """
+        if self.is_in(GroupState.EMPTY):
             return bool(protocol_type) and bool(names)
-        return protocol_type == self.protocol_type and bool(self.candidate_protocols() & set(names))
+        return (self.protocol_type != "" and protocol_type == self.protocol_type
+                and any(all(name in m.protocol_names() for m in self.members.values())
+                        for name in names))
 
     def select_protocol(self) -> str:
-        """Most votes wins; a tie goes to the leader's preference, then to the name's order."""
+        """Most votes wins; a tie goes to the name Kafka's vote map would iterate first.
+
+        Kafka counts votes in a java.util.HashMap and keeps the first maximum it meets, so a tie
+        is decided by HashMap iteration order: bucket index, then first vote. Reproducing it
+        keeps our choice identical to Kafka's instead of merely deterministic.
+        """
         candidates = self.candidate_protocols()
         votes: dict[str, int] = {}
         for m in self.members.values():
             choice = m.vote(candidates)
             votes[choice] = votes.get(choice, 0) + 1
         best = max(votes.values())
-        tied = {name for name, n in votes.items() if n == best}
-        leader = self.members.get(self.leader_id)
-        for name in (leader.protocol_names() if leader else []):
-            if name in tied:
-                return name
-        return min(tied)
+        order = java_hashmap_order(list(votes))
+        return next(name for name in order if votes[name] == best)
 
     def maybe_elect_joined_leader(self) -> bool:
         """Keep a leader that rejoined, else promote any member that did; False if none did."""

@@ -7,6 +7,7 @@ to answer later.
 
 from __future__ import annotations
 
+from offsets_log.records import group_metadata_record
 from protocol.errors import ErrorCode
 
 from . import responses as r
@@ -37,7 +38,7 @@ def join_group(shard: Shard, now: int, ctx: RequestContext, req) -> None:
     v = ctx.version
 
     def fail(error: ErrorCode, member_id: str = req.member_id) -> None:
-        shard.reply(ctx.token, r.JOIN_GROUP, v, r.join(v, error, member_id=member_id))
+        shard.reply(ctx.token, r.JOIN_GROUP, v, join_error(v, error, member_id))
 
     cfg = shard.config
     if req.group_id == "":
@@ -54,6 +55,7 @@ def join_group(shard: Shard, now: int, ctx: RequestContext, req) -> None:
             return fail(E.UNKNOWN_MEMBER_ID)
         group = shard.groups[req.group_id] = ClassicGroup(req.group_id, current_state_ts=now)
     if not _accepts_joining_member(group, req.member_id, cfg.group_max_size):
+        _evict(shard, group, req.member_id)
         fail(E.GROUP_MAX_SIZE_REACHED, member_id="")
     elif group.is_in(S.DEAD):
         fail(E.COORDINATOR_NOT_AVAILABLE)
@@ -68,7 +70,29 @@ def join_group(shard: Shard, now: int, ctx: RequestContext, req) -> None:
     else:
         _join_existing_member(shard, now, ctx, req, group)
     if created and not shard.wrote_since(start):
-        shard.persist_at(start, [shard.group_record(group)])
+        shard.persist_at(start, [_empty_group_record(group)])
+
+
+def _empty_group_record(group: ClassicGroup):
+    """What Kafka writes to commit a group a JoinGroup just created (newEmptyGroupMetadataRecord):
+    always generation 0, no protocol, no members, whatever the join did in memory."""
+    return group_metadata_record(group.group_id, protocol_type="", generation=0, protocol=None,
+                                 leader=None, current_state_ts=group.current_state_ts, members=[])
+
+
+def _evict(shard: Shard, group: ClassicGroup, member_id: str) -> None:
+    """A join refused for group.max.size also drops that member (or pending id) from the group,
+    as Kafka does; the rebalance in progress then completes without it."""
+    group.pending_members.discard(member_id)
+    shard.cancel(("pending", group.group_id, member_id))
+    if member_id in group.members:
+        shard.drop_member(group, group.members[member_id], E.UNKNOWN_MEMBER_ID)
+
+
+def join_error(version: int, error: ErrorCode, member_id: str):
+    """A JoinGroup error as Kafka builds most of them: ProtocolName keeps its schema default ""
+    (only member-validation failures and fencing send null at v7+)."""
+    return r.join(version, error, member_id=member_id)
 
 
 def _rebalance_timeout(ctx: RequestContext, req) -> int:
@@ -95,16 +119,18 @@ def _join_unknown_member(shard: Shard, now: int, ctx: RequestContext, req, group
         shard.schedule(("pending", gid, member_id), now + req.session_timeout_ms,
                        lambda t: _pending_member_expired(shard, gid, member_id, t))
         shard.reply(ctx.token, r.JOIN_GROUP, ctx.version,
-                    r.join(ctx.version, E.MEMBER_ID_REQUIRED, member_id=member_id))
+                    join_error(ctx.version, E.MEMBER_ID_REQUIRED, member_id))
         return
     _add_member_and_rebalance(shard, now, ctx, req, group, member_id)
 
 
 def _pending_member_expired(shard: Shard, group_id: str, member_id: str, now: int) -> None:
+    """Kafka's removePendingMemberAndUpdateClassicGroup: no initial-delay guard here."""
     group = shard.groups.get(group_id)
     if group is not None and member_id in group.pending_members:
         group.pending_members.discard(member_id)
-        shard.maybe_complete_join(group, now)
+        if group.is_in(S.PREPARING_REBALANCE) and group.all_members_joined():
+            shard.complete_join(group, now)
 
 
 def _new_member(ctx: RequestContext, req, member_id: str) -> Member:
@@ -117,8 +143,8 @@ def _new_member(ctx: RequestContext, req, member_id: str) -> Member:
 def _add_member_and_rebalance(shard: Shard, now: int, ctx: RequestContext, req, group: ClassicGroup,
                               member_id: str) -> None:
     member = _new_member(ctx, req, member_id)
-    if group.is_in(S.PREPARING_REBALANCE):
-        group.new_member_added = True
+    if group.is_in(S.PREPARING_REBALANCE) and group.previous_state == S.EMPTY:
+        group.new_member_added = True          # extends the initial delay (section 2.4)
     group.add(member)
     # A new member cannot heartbeat while its JoinGroup is parked: bound it by the fixed timeout.
     shard.schedule_session(group, member, now, NEW_MEMBER_JOIN_TIMEOUT_MS)
@@ -127,10 +153,10 @@ def _add_member_and_rebalance(shard: Shard, now: int, ctx: RequestContext, req, 
 
 
 def _update_member(member: Member, ctx: RequestContext, req, parked: bool) -> None:
+    """Kafka's ClassicGroup.updateMember: client id and host stay those of the first join."""
     member.protocols = [(p.name, bytes(p.metadata)) for p in req.protocols]
     member.rebalance_timeout_ms = _rebalance_timeout(ctx, req)
     member.session_timeout_ms = req.session_timeout_ms
-    member.client_id, member.client_host = ctx.client_id, ctx.client_host
     if parked:
         _park_join(member, ctx)
 
@@ -143,7 +169,7 @@ def _supersede(shard: Shard, member: Member) -> None:
     """A member's second JoinGroup replaces its first; the first is told to rejoin."""
     if member.join is not None:
         shard.reply(member.join.token, r.JOIN_GROUP, member.join.version,
-                    r.join(member.join.version, E.REBALANCE_IN_PROGRESS, member_id=member.member_id))
+                    join_error(member.join.version, E.REBALANCE_IN_PROGRESS, member.member_id))
         member.join = None
 
 
@@ -154,7 +180,8 @@ def _same_protocols(member: Member, req) -> bool:
 def _join_existing_member(shard: Shard, now: int, ctx: RequestContext, req, group: ClassicGroup):
     error = validate_member(group, req.member_id, req.group_instance_id)
     if error != E.NONE:
-        shard.reply(ctx.token, r.JOIN_GROUP, ctx.version, r.join(ctx.version, error, member_id=req.member_id))
+        shard.reply(ctx.token, r.JOIN_GROUP, ctx.version,
+                    r.join(ctx.version, error, member_id=req.member_id, protocol_name=None))
         return
     member = group.members[req.member_id]
     reason = f"member {member.member_id} rejoined"
@@ -177,7 +204,7 @@ def _join_existing_member(shard: Shard, now: int, ctx: RequestContext, req, grou
             shard.reply(ctx.token, r.JOIN_GROUP, ctx.version, shard.join_response(group, member, ctx.version))
     else:
         shard.reply(ctx.token, r.JOIN_GROUP, ctx.version,
-                    r.join(ctx.version, E.UNKNOWN_MEMBER_ID, member_id=req.member_id))
+                    join_error(ctx.version, E.UNKNOWN_MEMBER_ID, req.member_id))
 
 
 def _join_new_static_member(shard: Shard, now: int, ctx: RequestContext, req, group: ClassicGroup):
@@ -190,7 +217,8 @@ def _join_new_static_member(shard: Shard, now: int, ctx: RequestContext, req, gr
     old = group.members[old_id]
     for parked, api in ((old.join, r.JOIN_GROUP), (old.sync, r.SYNC_GROUP)):
         if parked is not None:
-            answer = (r.join(parked.version, E.FENCED_INSTANCE_ID, member_id=old_id) if api == r.JOIN_GROUP
+            answer = (r.join(parked.version, E.FENCED_INSTANCE_ID, member_id=old_id, protocol_name=None)
+                      if api == r.JOIN_GROUP
                       else r.sync(parked.version, E.FENCED_INSTANCE_ID))
             shard.reply(parked.token, api, parked.version, answer)
     old.join = old.sync = None
@@ -217,9 +245,10 @@ def _join_new_static_member(shard: Shard, now: int, ctx: RequestContext, req, gr
         shard.prepare_rebalance(group, now, f"static member {instance} replaced during CompletingRebalance")
     elif group.is_in(S.PREPARING_REBALANCE):
         _update_member(member, ctx, req, parked=True)
+        shard.maybe_complete_join(group, now)
     else:
         shard.reply(ctx.token, r.JOIN_GROUP, ctx.version,
-                    r.join(ctx.version, E.UNKNOWN_MEMBER_ID, member_id=new_id))
+                    join_error(ctx.version, E.UNKNOWN_MEMBER_ID, new_id))
 
 
 # --- SyncGroup --------------------------------------------------------------------------------
@@ -230,10 +259,10 @@ def sync_group(shard: Shard, now: int, ctx: RequestContext, req) -> None:
     def fail(error: ErrorCode) -> None:
         shard.reply(ctx.token, r.SYNC_GROUP, v, r.sync(v, error))
 
+    if v >= 5 and (req.protocol_type is None or req.protocol_name is None):
+        return fail(E.INCONSISTENT_GROUP_PROTOCOL)    # KafkaApis checks this before anything else
     if req.group_id == "":
         return fail(E.INVALID_GROUP_ID)
-    if v >= 5 and (req.protocol_type is None or req.protocol_name is None):
-        return fail(E.INCONSISTENT_GROUP_PROTOCOL)
     if not shard.owns(req.group_id):
         return fail(E.NOT_COORDINATOR)
     group = shard.groups.get(req.group_id)
@@ -246,8 +275,8 @@ def sync_group(shard: Shard, now: int, ctx: RequestContext, req) -> None:
         return fail(error)
     if req.generation_id != group.generation:
         return fail(E.ILLEGAL_GENERATION)
-    if (req.protocol_type is not None and req.protocol_type != group.protocol_type) or \
-            (req.protocol_name is not None and req.protocol_name != group.protocol_name):
+    if _inconsistent(req.protocol_type, group.protocol_type or None) or \
+            _inconsistent(req.protocol_name, group.protocol_name):
         return fail(E.INCONSISTENT_GROUP_PROTOCOL)
     member = group.members[req.member_id]
     if group.is_in(S.PREPARING_REBALANCE):
@@ -264,6 +293,11 @@ def sync_group(shard: Shard, now: int, ctx: RequestContext, req) -> None:
         shard.reply(ctx.token, r.SYNC_GROUP, v, _sync_answer(group, member, v))
     else:
         fail(E.UNKNOWN_MEMBER_ID)
+
+
+def _inconsistent(requested: str | None, current: str | None) -> bool:
+    """Only two known values can disagree (Kafka's isProtocolInconsistent)."""
+    return requested is not None and current is not None and requested != current
 
 
 def _sync_answer(group: ClassicGroup, member: Member, version: int):

@@ -1,20 +1,26 @@
 """OffsetCommit, OffsetFetch, OffsetDelete and offset expiry (KIP-211).
 
-Every change to offsets is a record: the handler builds the records, hands them to
-``shard.persist`` and applies them with ``shard.replay`` — the same path recovery takes.
+Every change to offsets is a record: the handler builds typed records, hands their wire form
+to ``shard.persist`` and applies them with ``shard.replay`` — the same path recovery takes
+(Kafka's OffsetMetadataManager replays its own writes the same way).
 """
 
 from __future__ import annotations
 
-from offsets_log.records import (OffsetCommit, OffsetCommitTombstone, GroupMetadataTombstone,
-                                 group_metadata_key, offset_commit_key, offset_commit_record,
-                                 tombstone)
+import logging
+
+from offsets_log.records import (GroupMetadataTombstone, OffsetCommit, OffsetCommitTombstone,
+                                 Record, group_metadata_key, offset_commit_key,
+                                 offset_commit_record, tombstone)
 from protocol.errors import ErrorCode
 
 from . import responses as r
 from .actions import RequestContext
+from .group import ClassicGroup
 from .membership import validate_member
 from .shard import S, Shard
+
+log = logging.getLogger("groupbroker.coordinator")
 
 E = ErrorCode
 
@@ -22,6 +28,31 @@ E = ErrorCode
 def utf16_length(text: str) -> int:
     """Java's String.length(): UTF-16 code units, which is what offset.metadata.max.bytes counts."""
     return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def wire(record) -> Record:
+    """The log form of a typed offset record."""
+    if isinstance(record, OffsetCommit):
+        return offset_commit_record(record.group, record.topic, record.partition, record.offset,
+                                    record.leader_epoch, record.metadata, record.commit_ts,
+                                    record.expire_ts)
+    if isinstance(record, OffsetCommitTombstone):
+        return tombstone(offset_commit_key(record.group, record.topic, record.partition))
+    return tombstone(group_metadata_key(record.group))
+
+
+def apply(shard: Shard, records: list) -> None:
+    """Persist typed records, then apply them to the shard's state exactly as a reload would."""
+    shard.persist([wire(rec) for rec in records])
+    for rec in records:
+        shard.replay(rec)
+
+
+def is_subscribed(group: ClassicGroup, topic: str) -> bool:
+    """Kafka's ClassicGroup.isSubscribedToTopic: unknown subscriptions count for "consumer" groups."""
+    if group.subscribed_topics is None:
+        return group.protocol_type == "consumer"
+    return topic in group.subscribed_topics
 
 
 # --- OffsetCommit -----------------------------------------------------------------------------
@@ -32,36 +63,32 @@ def offset_commit(shard: Shard, now: int, ctx: RequestContext, req) -> None:
     if error != E.NONE:
         shard.reply(ctx.token, r.OFFSET_COMMIT, v, r.offset_commit_error(req, error))
         return
+    if req.group_id not in shard.groups:
+        log.info("group %s: created as a simple group by a manual offset commit", req.group_id)
+        shard.groups[req.group_id] = ClassicGroup(req.group_id, current_state_ts=now)
+    group = shard.groups[req.group_id]
+    member = group.members.get(req.member_id)
+    if member is not None and group.is_in(S.STABLE, S.PREPARING_REBALANCE):
+        shard.schedule_session(group, member, now)      # commits keep a classic member alive
+    expire = None if req.retention_time_ms == -1 else now + req.retention_time_ms
+    limit = shard.config.offset_metadata_max_bytes
     errors: dict[tuple[str, int], ErrorCode] = {}
     records = []
-    applied = []
-    limit = shard.config.offset_metadata_max_bytes
-    expire = now + req.retention_time_ms if 2 <= v <= 4 and req.retention_time_ms != -1 else None
     for topic in req.topics:
         for p in topic.partitions:
-            metadata = p.committed_metadata or ""
-            if utf16_length(metadata) > limit:
+            if p.committed_metadata is not None and utf16_length(p.committed_metadata) > limit:
                 errors[(topic.name, p.partition_index)] = E.OFFSET_METADATA_TOO_LARGE
                 continue
             errors[(topic.name, p.partition_index)] = E.NONE
-            records.append(offset_commit_record(req.group_id, topic.name, p.partition_index,
-                                                p.committed_offset, p.committed_leader_epoch,
-                                                metadata, now, expire))
-            applied.append(OffsetCommit(req.group_id, topic.name, p.partition_index,
-                                        p.committed_offset, p.committed_leader_epoch, metadata,
-                                        now, expire))
-    for record in applied:
-        shard.replay(record)
-    group = shard.groups.get(req.group_id)
-    member = group.members.get(req.member_id) if group else None
-    if member is not None and group.is_in(S.STABLE, S.PREPARING_REBALANCE):
-        shard.schedule_session(group, member, now)
-    shard.persist(records)
+            records.append(OffsetCommit(req.group_id, topic.name, p.partition_index,
+                                        p.committed_offset, p.committed_leader_epoch,
+                                        p.committed_metadata or "", now, expire))
+    apply(shard, records)
     shard.reply(ctx.token, r.OFFSET_COMMIT, v, r.offset_commit(req, errors))
 
 
 def _commit_error(shard: Shard, v: int, req) -> ErrorCode:
-    """Group-level checks of Kafka's OffsetMetadataManager/ClassicGroup.validateOffsetCommit."""
+    """OffsetMetadataManager.validateOffsetCommit, then ClassicGroup.validateOffsetCommit."""
     if req.group_id is None:
         return E.INVALID_GROUP_ID
     if not shard.owns(req.group_id):
@@ -111,8 +138,14 @@ def offset_fetch(shard: Shard, now: int, ctx: RequestContext, req) -> None:
 
 
 def committed(shard: Shard, group_id: str, topics):
-    """[(topic, [(partition, offset, leader epoch, metadata)])]; -1 where nothing is committed."""
-    offsets = shard.offsets.get(group_id, {})
+    """[(topic, [(partition, offset, leader epoch, metadata)])]; -1 where nothing is committed.
+
+    An unknown (or Dead) group is not an error for classic groups: Kafka's fetchOffsets answers
+    -1 for every requested partition and fetchAllOffsets an empty list.
+    """
+    group = shard.groups.get(group_id)
+    known = group is not None and not group.is_in(S.DEAD)
+    offsets = shard.offsets.get(group_id, {}) if known else {}
     if topics is None:
         by_topic: dict[str, list] = {}
         for (topic, partition), c in sorted(offsets.items()):
@@ -134,34 +167,27 @@ def offset_delete(shard: Shard, now: int, ctx: RequestContext, req) -> None:
     def fail(error: ErrorCode) -> None:
         shard.reply(ctx.token, r.OFFSET_DELETE, ctx.version, r.OffsetDeleteResponse(error_code=error))
 
-    if req.group_id == "":
+    if not req.group_id:
         return fail(E.INVALID_GROUP_ID)
     if not shard.owns(req.group_id):
         return fail(E.NOT_COORDINATOR)
     group = shard.groups.get(req.group_id)
     if group is None or group.is_in(S.DEAD):
         return fail(E.GROUP_ID_NOT_FOUND)
-    active = not group.is_in(S.EMPTY)
-    if active and group.protocol_type != "consumer":
-        return fail(E.NON_EMPTY_GROUP)
+    if not group.is_in(S.EMPTY) and group.protocol_type != "consumer":
+        return fail(E.NON_EMPTY_GROUP)      # only "consumer" groups may lose offsets while active
     offsets = shard.offsets.get(req.group_id, {})
-    records, gone = [], []
     topic_cls = r.OffsetDeleteResponse.OffsetDeleteResponseTopic
     part_cls = topic_cls.OffsetDeleteResponsePartition
-    topics = []
+    records, topics = [], []
     for t in req.topics:
-        subscribed = active and (group.subscribed_topics is None or t.name in group.subscribed_topics)
-        parts = []
+        error = E.GROUP_SUBSCRIBED_TO_TOPIC if is_subscribed(group, t.name) else E.NONE
         for p in t.partitions:
-            error = E.GROUP_SUBSCRIBED_TO_TOPIC if subscribed else E.NONE
             if error == E.NONE and (t.name, p.partition_index) in offsets:
-                records.append(tombstone(offset_commit_key(req.group_id, t.name, p.partition_index)))
-                gone.append(OffsetCommitTombstone(req.group_id, t.name, p.partition_index))
-            parts.append(part_cls(partition_index=p.partition_index, error_code=error))
-        topics.append(topic_cls(name=t.name, partitions=tuple(parts)))
-    for record in gone:
-        shard.replay(record)
-    shard.persist(records)
+                records.append(OffsetCommitTombstone(req.group_id, t.name, p.partition_index))
+        topics.append(topic_cls(name=t.name, partitions=tuple(
+            part_cls(partition_index=p.partition_index, error_code=error) for p in t.partitions)))
+    apply(shard, records)
     shard.reply(ctx.token, r.OFFSET_DELETE, ctx.version,
                 r.OffsetDeleteResponse(error_code=E.NONE, topics=tuple(topics)))
 
@@ -169,35 +195,42 @@ def offset_delete(shard: Shard, now: int, ctx: RequestContext, req) -> None:
 # --- expiry -----------------------------------------------------------------------------------
 
 def expire_offsets(shard: Shard, now: int) -> None:
-    """Tombstone offsets past retention (§5.4 rules); remove Empty groups left with none."""
+    """Kafka's cleanupGroupMetadata: tombstone expired offsets, then drop Empty groups left bare.
+
+    A group with no offsets at all counts as "all expired", so an Empty group without offsets
+    is removed too (OffsetMetadataManager.cleanupExpiredOffsets returns true for it).
+    """
     retention = shard.config.offsets_retention_ms
-    records, applied = [], []
+    records = []
     for group_id, group in list(shard.groups.items()):
         offsets = shard.offsets.get(group_id, {})
-        expired = [key for key, c in offsets.items() if _expired(group, c, key[0], now, retention)]
-        for topic, partition in expired:
-            records.append(tombstone(offset_commit_key(group_id, topic, partition)))
-            applied.append(OffsetCommitTombstone(group_id, topic, partition))
-        if group.is_in(S.EMPTY) and len(expired) == len(offsets):
-            records.append(tombstone(group_metadata_key(group_id)))
-            applied.append(GroupMetadataTombstone(group_id))
-    for record in applied:
-        shard.replay(record)
-    shard.persist(records)
+        base = _retention_base(group)
+        if offsets and base is None:
+            continue                           # rebalancing, or members of a non-consumer group
+        expired = [key for key, c in offsets.items()
+                   if not is_subscribed(group, key[0]) and _expired(c, base(c), now, retention)]
+        records += [OffsetCommitTombstone(group_id, topic, partition) for topic, partition in expired]
+        if len(expired) == len(offsets) and group.is_in(S.EMPTY):
+            records.append(GroupMetadataTombstone(group_id))
+        if expired:
+            log.info("group %s: %d offsets expired", group_id, len(expired))
+    apply(shard, records)
 
 
-def _expired(group, c, topic: str, now: int, retention: int) -> bool:
-    if group.protocol_type and group.is_in(S.EMPTY):
-        base = group.current_state_ts if group.current_state_ts >= 0 else c.commit_ts
-    elif (group.protocol_type == "consumer" and group.is_in(S.STABLE)
-          and group.subscribed_topics is not None):
-        if topic in group.subscribed_topics:
-            return False
-        base = c.commit_ts
-    elif not group.protocol_type:
-        base = c.commit_ts
-    else:
-        return False                              # rebalancing or unknown use: keep everything
+def _retention_base(group: ClassicGroup):
+    """ClassicGroup.offsetExpirationCondition: where each offset's retention clock starts, or None."""
+    if group.protocol_type:
+        if group.is_in(S.EMPTY):
+            return lambda c: group.current_state_ts if group.current_state_ts >= 0 else c.commit_ts
+        if group.protocol_type == "consumer" and group.subscribed_topics is not None \
+                and group.is_in(S.STABLE):
+            return lambda c: c.commit_ts
+        return None
+    return lambda c: c.commit_ts                # a simple group: each commit's own age
+
+
+def _expired(c, base: int, now: int, retention: int) -> bool:
+    """OffsetExpirationConditionImpl.isOffsetExpired: an explicit expiry (value v1) wins."""
     if c.expire_ts is not None:
         return now >= c.expire_ts
     return now - base >= retention

@@ -28,8 +28,9 @@ DELETE_GROUPS, OFFSET_DELETE = 42, 47
 
 
 def join(version: int, error: ErrorCode, *, member_id: str = "", generation: int = -1,
-         protocol_type: str | None = None, protocol_name: str | None = None, leader: str = "",
+         protocol_type: str | None = None, protocol_name: str | None = "", leader: str = "",
          members=(), skip_assignment: bool = False):
+    """Kafka's default protocol name is ""; it sends null only where it sets null explicitly."""
     if version < 7 and protocol_name is None:
         protocol_name = ""
     return JoinGroupResponse(
@@ -79,9 +80,10 @@ def offset_commit_error(request, error: ErrorCode):
 
 
 def described_group(version: int, group_id: str, error: ErrorCode = ErrorCode.NONE, *,
-                    state: str = "Dead", protocol_type: str = "", protocol_data: str = "",
+                    state: str = "", protocol_type: str = "", protocol_data: str = "",
                     members=(), authorized_operations: int = -2147483648,
                     error_message: str | None = None):
+    """A DescribeGroups entry; an error entry has state "" (Kafka's getErrorDescribedGroupList)."""
     return DescribeGroupsResponse.DescribedGroup(
         error_code=error, error_message=error_message if version >= 6 else None,
         group_id=group_id, group_state=state, protocol_type=protocol_type,
@@ -118,8 +120,13 @@ def error_response(api_key: int, version: int, request, error: ErrorCode):
 
 
 # --- OffsetFetch, whose shape changed most across versions --------------------------------
+#
+# Kafka answers each group through its coordinator; a group-level error (invalid id, not the
+# coordinator, loading) comes back as the group's ErrorCode with no topics at all (KafkaApis
+# fetchOffsetsForGroup), and OffsetFetchResponse(groups, version) moves it to the top level
+# for v2-7. A v1 response has no field for it, so a v1 client sees an empty answer.
 
-def offset_fetch_partitions(version: int, topic_offsets, error: ErrorCode = ErrorCode.NONE):
+def offset_fetch_partitions(version: int, topic_offsets):
     """``topic_offsets``: [(topic, [(partition, offset, leader_epoch, metadata)])]."""
     if version >= 8:
         tcls = OffsetFetchResponse.OffsetFetchResponseGroup.OffsetFetchResponseTopics
@@ -127,24 +134,24 @@ def offset_fetch_partitions(version: int, topic_offsets, error: ErrorCode = Erro
     else:
         tcls = OffsetFetchResponse.OffsetFetchResponseTopic
         pcls = tcls.OffsetFetchResponsePartition
-    partition_error = error if version < 2 else ErrorCode.NONE
     return tuple(
         tcls(name=topic, partitions=tuple(
             pcls(partition_index=p, committed_offset=o, committed_leader_epoch=e if version >= 5 else -1,
-                 metadata=m, error_code=partition_error)
+                 metadata=m, error_code=ErrorCode.NONE)
             for p, o, e, m in parts))
         for topic, parts in topic_offsets)
 
 
 def offset_fetch_group(version: int, group_id: str, topic_offsets, error: ErrorCode = ErrorCode.NONE):
-    return OffsetFetchResponse.OffsetFetchResponseGroup(
-        group_id=group_id, topics=offset_fetch_partitions(version, topic_offsets), error_code=error)
+    topics = offset_fetch_partitions(version, topic_offsets) if error == ErrorCode.NONE else ()
+    return OffsetFetchResponse.OffsetFetchResponseGroup(group_id=group_id, topics=topics,
+                                                        error_code=error)
 
 
 def offset_fetch_single(version: int, topic_offsets, error: ErrorCode = ErrorCode.NONE):
-    """v1-7: one group; errors per partition (v1) or at the top level (v2-7)."""
-    return OffsetFetchResponse(topics=offset_fetch_partitions(version, topic_offsets, error),
-                               error_code=error if version >= 2 else ErrorCode.NONE)
+    """v1-7: one group, its error at the top level (v2-7)."""
+    topics = offset_fetch_partitions(version, topic_offsets) if error == ErrorCode.NONE else ()
+    return OffsetFetchResponse(topics=topics, error_code=error if version >= 2 else ErrorCode.NONE)
 
 
 def requested_topics(version: int, request):
@@ -155,9 +162,7 @@ def requested_topics(version: int, request):
 
 
 def offset_fetch_error(version: int, request, error: ErrorCode):
-    unknown = [(gid, [(t.name, [(p, -1, -1, "") for p in t.partition_indexes]) for t in topics or ()])
-               for gid, topics in requested_topics(version, request)]
     if version >= 8:
         return OffsetFetchResponse(groups=tuple(
-            offset_fetch_group(version, gid, parts, error) for gid, parts in unknown))
-    return offset_fetch_single(version, unknown[0][1], error)
+            offset_fetch_group(version, gid, [], error) for gid, _ in requested_topics(version, request)))
+    return offset_fetch_single(version, [], error)

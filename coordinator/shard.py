@@ -28,7 +28,6 @@ from offsets_log.records import (GroupMetadata, GroupMetadataTombstone, MemberMe
 from protocol.errors import ErrorCode
 from protocol.messages import DATA
 from protocol.exceptions import DecodeError
-from protocol.payloads import decode_payload
 
 from . import responses
 from .actions import Action, Persist, Reply, RequestContext
@@ -129,10 +128,15 @@ class Shard:
 
     # --- replay ----------------------------------------------------------------------------
     def replay(self, record: TypedRecord) -> None:
-        """Apply one log record. Live offset writes pass through here too."""
+        """Apply one log record (GroupMetadataManager/OffsetMetadataManager.replay).
+
+        Live offset writes pass through here too. A commit for an unknown group creates a
+        "simple" group; a group tombstone removes the group only (offsets have tombstones of
+        their own, written ahead of it).
+        """
         if isinstance(record, OffsetCommit):
             if record.group not in self.groups:
-                self.groups[record.group] = ClassicGroup(record.group)      # a "simple" group
+                self.groups[record.group] = ClassicGroup(record.group, current_state_ts=record.commit_ts)
             self.offsets.setdefault(record.group, {})[(record.topic, record.partition)] = \
                 CommittedOffset(record.offset, record.leader_epoch, record.metadata,
                                 record.commit_ts, record.expire_ts)
@@ -146,10 +150,10 @@ class Shard:
         elif isinstance(record, GroupMetadataTombstone):
             group = self.groups.pop(record.group, None)
             if group is not None:
-                group.state = S.DEAD
-            self.offsets.pop(record.group, None)
+                group.state = S.DEAD            # anything still holding it sees it gone
 
     def _group_from_record(self, group_id: str, value) -> ClassicGroup:
+        """A group as persisted: Stable with its members (only the selected protocol), or Empty."""
         group = ClassicGroup(group_id, generation=value.generation,
                              protocol_type=value.protocol_type, protocol_name=value.protocol,
                              leader_id=value.leader, current_state_ts=value.current_state_timestamp)
@@ -158,7 +162,6 @@ class Shard:
             group.add(Member(m.member_id, m.group_instance_id, m.client_id, m.client_host, rebalance,
                              m.session_timeout, value.protocol_type,
                              [(value.protocol, bytes(m.subscription))], bytes(m.assignment)))
-        group.leader_id = value.leader if group.members else None
         group.state = S.STABLE if group.members else S.EMPTY
         self.update_subscriptions(group)
         return group
@@ -166,6 +169,8 @@ class Shard:
     def loaded(self, now: int) -> list[Action]:
         """After replay: members come back Stable with fresh session timers; start the sweep."""
         for group in list(self.groups.values()):
+            log.info("shard %d: loaded group %s (%s, generation %d, %d members)", self.shard_id,
+                     group.group_id, group.state.value, group.generation, len(group.members))
             for member in group.members.values():
                 self.schedule_session(group, member, now)
             if len(group.members) > self.config.group_max_size:
@@ -175,8 +180,19 @@ class Shard:
 
     # --- records ---------------------------------------------------------------------------
     def group_record(self, group: ClassicGroup) -> Record:
-        empty = group.is_in(S.EMPTY)
-        members = [] if empty else [
+        """The GroupMetadata record of ``group`` (GroupCoordinatorRecordHelpers).
+
+        A group that never completed a join with members has no selected protocol, so nothing
+        about its members can be written: a group being created is written as Kafka's empty
+        record (protocol type "", generation 0), an Empty group keeps its type and generation.
+        """
+        if group.protocol_name is None:
+            empty = group.is_in(S.EMPTY)
+            return group_metadata_record(
+                group.group_id, protocol_type=group.protocol_type if empty else "",
+                generation=group.generation if empty else 0, protocol=None, leader=None,
+                current_state_ts=group.current_state_ts)
+        members = [
             MemberMetadata(member_id=m.member_id, group_instance_id=m.group_instance_id,
                            client_id=m.client_id, client_host=m.client_host,
                            rebalance_timeout=m.rebalance_timeout_ms, session_timeout=m.session_timeout_ms,
@@ -184,9 +200,8 @@ class Shard:
             for m in group.members.values()]
         return group_metadata_record(
             group.group_id, protocol_type=group.protocol_type, generation=group.generation,
-            protocol=None if empty else group.protocol_name,
-            leader=None if empty else group.leader_id, current_state_ts=group.current_state_ts,
-            members=members)
+            protocol=group.protocol_name, leader=group.leader_id,
+            current_state_ts=group.current_state_ts, members=members)
 
     # --- sessions --------------------------------------------------------------------------
     def schedule_session(self, group: ClassicGroup, member: Member, now: int,
@@ -202,7 +217,8 @@ class Shard:
         if member is None:
             return
         if (member.join or member.sync) and not member.is_new:
-            self.schedule_session(group, member, now)   # parked requests keep a member alive
+            # A parked request satisfies the heartbeat (Kafka's hasSatisfiedHeartbeat); the timer
+            # is re-armed when the join or sync is answered.
             return
         self.remove_member_and_update(group, member, now, "session timeout expired")
 
@@ -213,8 +229,9 @@ class Shard:
         log.info("group %s: removed member %s (%s)", group.group_id, member.member_id, reason)
         if group.is_in(S.STABLE, S.COMPLETING_REBALANCE):
             self.prepare_rebalance(group, now, f"removing member {member.member_id}: {reason}")
-        elif group.is_in(S.PREPARING_REBALANCE):
-            self.maybe_complete_join(group, now)
+        elif group.is_in(S.PREPARING_REBALANCE) and group.all_members_joined():
+            # Kafka's removeMemberAndUpdateClassicGroup: no initial-delay guard here.
+            self.complete_join(group, now)
 
     def drop_member(self, group: ClassicGroup, member: Member, error: ErrorCode) -> None:
         if member.join is not None:
@@ -243,6 +260,7 @@ class Shard:
                     self.reply(m.sync.token, responses.SYNC_GROUP, m.sync.version,
                                responses.sync(m.sync.version, ErrorCode.REBALANCE_IN_PROGRESS))
                     m.sync = None
+                    self.schedule_session(group, m, now)
         self.cancel(("sync", group.group_id))
         group.pending_sync.clear()
         initial = group.is_in(S.EMPTY)
@@ -251,7 +269,6 @@ class Shard:
         if initial:
             delay = self.config.group_initial_rebalance_delay_ms
             remaining = max(group.rebalance_timeout_ms() - delay, 0)
-            group.new_member_added = False
             self.schedule(("join", gid), now + delay,
                           lambda t: self._initial_delay_over(gid, delay, remaining, t))
         elif group.all_members_joined():
@@ -308,6 +325,7 @@ class Shard:
         group.pending_sync.clear()
         if not group.members:
             group.protocol_name = None
+            self.update_subscriptions(group)
             self.transition(group, S.EMPTY, now, "join phase completed with no members")
             self.persist([self.group_record(group)])
             return
@@ -315,20 +333,21 @@ class Shard:
         self.update_subscriptions(group)
         self.transition(group, S.COMPLETING_REBALANCE, now, "join phase completed")
         for member in group.members.values():
+            # Kafka re-arms every member's session here, static ones that did not rejoin too.
             if member.join is not None:
-                self.answer_join(group, member, now)
+                self.answer_join(group, member)
+            member.is_new = False
+            self.schedule_session(group, member, now)
         group.pending_sync = set(group.members)
         self.schedule(("sync", gid), now + group.rebalance_timeout_ms(),
                       lambda t: self._pending_sync_expired(gid, t))
 
-    def answer_join(self, group: ClassicGroup, member: Member, now: int) -> None:
+    def answer_join(self, group: ClassicGroup, member: Member) -> None:
         """Send a parked JoinGroup its answer for the current generation; the leader gets everyone."""
         parked = member.join
         member.join = None
-        member.is_new = False
         self.reply(parked.token, responses.JOIN_GROUP, parked.version,
                    self.join_response(group, member, parked.version))
-        self.schedule_session(group, member, now)
 
     def join_response(self, group: ClassicGroup, member: Member, version: int, *,
                       leader: str | None = None, skip_assignment: bool = False,
@@ -362,18 +381,33 @@ class Shard:
             self.cancel(("sync", group.group_id))
 
     def update_subscriptions(self, group: ClassicGroup) -> None:
-        """Learn the topics a "consumer" group reads from its members' subscriptions."""
-        if group.protocol_type != "consumer" or group.protocol_name is None:
+        """Learn the topics a "consumer" group reads (ClassicGroup.computeSubscribedTopics).
+
+        Every member's metadata is read as ConsumerProtocolSubscription v0, the prefix of all
+        versions; ``None`` (unknown) when the group is not "consumer", has no protocol yet, or
+        some metadata does not parse.
+        """
+        if group.protocol_type != "consumer":
+            group.subscribed_topics = None
+            return
+        if not group.members:
+            group.subscribed_topics = frozenset()
+            return
+        if group.protocol_name is None:
             group.subscribed_topics = None
             return
         topics: set[str] = set()
+        schema = DATA["ConsumerProtocolSubscription"].codec(0)
         try:
             for m in group.members.values():
-                _, subscription = decode_payload(DATA["ConsumerProtocolSubscription"],
-                                                 m.metadata(group.protocol_name))
-                topics.update(subscription.topics)
-        except DecodeError:
-            group.subscribed_topics = None          # unreadable: every topic counts as used
+                metadata = m.metadata(group.protocol_name)
+                if len(metadata) < 2:
+                    raise DecodeError("no version header", api="ConsumerProtocolSubscription")
+                topics.update(schema.decode_prefix(metadata, 2).topics)
+        except DecodeError as e:
+            log.warning("group %s: cannot parse the consumer subscriptions (%s); every topic "
+                        "counts as subscribed", group.group_id, e)
+            group.subscribed_topics = None
             return
         group.subscribed_topics = frozenset(topics)
 

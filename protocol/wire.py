@@ -181,6 +181,8 @@ class Fixed(Kind):
         return value
 
     def _build(self, obj, stream, context, path):
+        if self.fmt == "?" and type(obj) is not bool:
+            raise WireError(f"{path}: bool expected, not {type(obj).__name__}")
         try:
             stream.write(self._s.pack(obj))
         except struct.error as e:
@@ -192,7 +194,13 @@ class Fixed(Kind):
         return [f"{var}, = {s}.unpack_from(data, pos)", f"pos += {self._s.size}"]
 
     def emit_encode(self, g, expr):
-        return [f"out.append({g.struct(self.fmt)}.pack({expr}))"]
+        return [*self.emit_check(expr), f"out.append({g.struct(self.fmt)}.pack({expr}))"]
+
+    def emit_check(self, expr: str) -> list[str]:
+        """``struct`` packs any object as a bool by truth; the wire wants a real bool."""
+        if self.fmt != "?":
+            return []
+        return [f"if {expr}.__class__ is not bool: fail('bool expected')"]
 
 
 class Uuid(Kind):
@@ -249,6 +257,8 @@ class Blob(Kind):
             self._null_or_fail(path)
             stream.write(b"\x00" if self.compact else (b"\xff\xff" if self.short else b"\xff\xff\xff\xff"))
             return obj
+        if not self.text and not isinstance(obj, (bytes, bytearray, memoryview)):
+            raise WireError(f"{path}: {self.type_name} must be bytes-like, not {type(obj).__name__}")
         raw = obj.encode("utf-8") if self.text else bytes(obj)
         if self.compact:
             stream.write(uvarint(len(raw) + 1))
@@ -293,6 +303,8 @@ class Blob(Kind):
         lines += ["else:"]
         if self.text:
             lines.append(f"    {b} = {conv}")
+        else:
+            lines.append(f"    if not isinstance({b}, _BYTES): fail('{self.type_name} must be bytes-like')")
         lines += [f"    out.append({head})", f"    out.append({b})"]
         return lines
 
@@ -479,6 +491,8 @@ class StructKind(Kind):
         for run in self._runs():
             if len(run) > 1:
                 fmt = "".join(f.kind.fmt for f in run)
+                for f in run:
+                    out += f.kind.emit_check(f"o.{f.name}")
                 out.append(f"out.append({g.struct(fmt)}.pack({', '.join('o.' + f.name for f in run)}))")
             else:
                 out += run[0].kind.emit_encode(g, f"o.{run[0].name}")
@@ -572,6 +586,7 @@ from protocol.schema import CLASSES as _CLASSES
 _new = object.__new__
 _I16 = _struct.Struct('>h')
 _I32 = _struct.Struct('>i')
+_BYTES = (bytes, bytearray, memoryview)
 
 def _kafka_parse(io, fn):
     data = io.getvalue()

@@ -181,7 +181,7 @@ def test_absent_field_must_hold_its_default(case, data):
 @pytest.mark.parametrize("tags", [
     b"\x02\x09\x00\x07\x00",            # descending tags
     b"\x02\x07\x00\x07\x00",            # a repeated tag
-])
+], ids=["descending", "repeated"])
 def test_out_of_order_tags_same_answer_in_both_modes(tags):
     msg = REQUESTS[12]
     obj = msg.cls(group_id="g", generation_id=1, member_id="m", group_instance_id=None)
@@ -189,3 +189,73 @@ def test_out_of_order_tags_same_answer_in_both_modes(tags):
     wire = codec.encode(obj)[:-1] + tags
     (a, obj_a), (b, obj_b) = decode_both(codec, wire)
     assert (a, obj_a) == (b, obj_b), f"compiled {a}, interpreted {b} on {wire.hex()}"
+
+
+# --- values of the wrong type or range: EncodeError in both modes -------------------------
+
+_INT_RANGES = {"int8": (-(2**7), 2**7 - 1), "int16": (-(2**15), 2**15 - 1),
+               "uint16": (0, 2**16 - 1), "int32": (-(2**31), 2**31 - 1),
+               "int64": (-(2**63), 2**63 - 1)}
+
+
+def _invalid_values(msg, f, version):
+    """Values field ``f`` can never carry at ``version``."""
+    from strategies import is_nullable
+    bad = []
+    if not is_nullable(f, version):
+        bad.append(None)
+    t = f.element_type
+    if f.type.startswith("[]"):
+        element = {"string": 5, "uuid": "x", "bytes": "text", "float64": "x", "bool": "yes"}.get(
+            t, _INT_RANGES.get(t, (0, 0))[1] + 1 if t in _INT_RANGES else 5)
+        return bad + [5, object(), (element,)]
+    if t in _INT_RANGES:
+        lo, hi = _INT_RANGES[t]
+        bad += [lo - 1, hi + 1, "1", 1.5]
+    elif t == "float64":
+        bad += ["1.0", b"x"]
+    elif t == "bool":
+        bad += ["yes", 2]
+    elif t == "string":
+        bad += [5, b"bytes", "\ud800"]          # a lone surrogate has no UTF-8 form
+    elif t in ("bytes", "records"):
+        bad += ["text", 5, [1, 2]]
+    elif t == "uuid":
+        bad += ["0123456789abcdef0123456789abcdef", 5]
+    elif f.is_struct:
+        bad += [5, "struct"]
+    return bad
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+@settings(FAST, max_examples=2)
+@given(data=st.data())
+def test_invalid_values_refused_in_both_modes(case, data):
+    msg, version = case
+    codec = msg.codec(version)
+    base = data.draw(values_for(msg, version, non_default=True), label="base")
+    for path, cls, fields in struct_levels(msg, version):
+        for f in fields:
+            if not is_present(msg, f, version):
+                continue
+            for bad in _invalid_values(msg, f, version):
+                obj = replace_at(base, path, f.name, bad)
+                where = f"{msg.name} v{version} {'.'.join(path + (f.name,))} = {bad!r}"
+                outcomes = []
+                for mode in (codec.encode, codec.encode_interpreted,
+                             lambda o: b"".join(codec.encode_parts(o))):
+                    try:
+                        outcomes.append(("ok", mode(obj)))
+                    except EncodeError:
+                        outcomes.append(("error", None))
+                    except Exception as e:  # noqa: BLE001
+                        outcomes.append((type(e).__name__, str(e)))
+                assert outcomes == [("error", None)] * 3, f"{where}: {outcomes}"
+
+
+def test_wrong_message_type_refused():
+    hb, jg = REQUESTS[12], REQUESTS[11]
+    codec = hb.codec(4)
+    for mode in (codec.encode, codec.encode_interpreted, codec.encode_parts):
+        with pytest.raises(EncodeError):
+            mode(jg.cls())

@@ -351,6 +351,50 @@ def test_unknown_tagged_field_is_skipped():
             decode(plain[:-1] + b"\x01\x07\x04abc")
 
 
+def test_unknown_tagged_field_in_nested_struct_is_skipped():
+    msg = REQUESTS[11]
+    proto = msg.cls.JoinGroupRequestProtocol(name="n", metadata=b"x")
+    obj = msg.cls(group_id="g", session_timeout_ms=1, rebalance_timeout_ms=2, member_id="m",
+                  group_instance_id=None, protocol_type="c", protocols=(proto,))
+    codec = msg.codec(6)
+    wire = codec.encode(obj)
+    assert wire.endswith(b"\x02n\x02x\x00\x00")      # element tags, then top-level tags
+    tagged = wire[:-2] + b"\x01\x05\x01\xff" + b"\x00"
+    assert _both_decode(codec, tagged) == obj
+
+
+# --- lengths whose varint / int16 prefixes change size, checked against kafka-python ---
+
+@pytest.mark.parametrize("version", [5, 6])                  # classic, flexible
+@pytest.mark.parametrize("n", [0, 1, 126, 127, 128, 255, 16383, 16384])
+def test_length_prefix_boundaries_agree_with_kafka_python(version, n):
+    msg = REQUESTS[11]
+    proto = msg.cls.JoinGroupRequestProtocol
+    protocols = tuple(proto(name=f"p{i}", metadata=b"") for i in range(min(n, 300)))
+    obj = msg.cls(group_id="g" * n, session_timeout_ms=1, rebalance_timeout_ms=2,
+                  member_id="é" * (n // 2), group_instance_id="i" * n, protocol_type="",
+                  protocols=protocols + (proto(name="big", metadata=bytes(range(256)) * (n // 256)
+                                               + b"\x01" * (n % 256)),))
+    codec = msg.codec(version)
+    ours = _both_encode(codec, obj)
+    assert ours == kafka_encode(msg, version, obj)
+    assert _both_decode(codec, ours) == obj
+    assert kafka_decode(msg, version, ours) == obj
+
+
+def test_classic_string_longer_than_int16_is_refused():
+    from protocol.exceptions import EncodeError
+    msg = REQUESTS[12]
+    ok = msg.cls(group_id="g" * 32767)
+    assert _both_decode(msg.codec(3), _both_encode(msg.codec(3), ok)) == ok
+    too_long = msg.cls(group_id="g" * 32768)
+    for mode in (msg.codec(3).encode, msg.codec(3).encode_interpreted):
+        with pytest.raises(EncodeError):
+            mode(too_long)
+    long_compact = msg.cls(group_id="g" * 40000)                 # compact strings have no such limit
+    assert _both_decode(msg.codec(4), _both_encode(msg.codec(4), long_compact)) == long_compact
+
+
 # --- ConsumerGroupHeartbeat: not in kafka-python; round trip + hand-checked bytes -------
 
 def _cgh(kind):

@@ -165,3 +165,12 @@ def test_damaged_batches_are_refused(damage):
 
 def test_header_size_is_kafkas():
     assert HEADER.size == 61
+
+
+def test_get_telemetry_subscriptions_takes_the_unsupported_path():
+    """librdkafka may send GetTelemetrySubscriptions (key 71, v0); we do not serve it."""
+    frame = struct.pack(">hhih", 71, 0, 12, 7) + b"rdkafka" + b"\x00" + b"\x00" * 17
+    with pytest.raises(UnsupportedVersion) as e:
+        decode_request(frame)
+    assert (e.value.header.api_key, e.value.header.correlation_id, e.value.header.client_id) == \
+        (71, 12, "rdkafka")
