@@ -26,9 +26,12 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("apis", help="print the Kafka APIs and versions this build speaks")
     serve = commands.add_parser("serve", help="run the broker")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=9092)
-    serve.add_argument("--data-dir", default="./groupbroker-data")
+    serve.add_argument("--host", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port to listen on; 0 picks a free one (default 9092)")
+    serve.add_argument("--data-dir", help="where logs live (default ./groupbroker-data)")
+    serve.add_argument("--config", help="a server.properties file (Kafka's config names)")
+    serve.add_argument("-o", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                       help="set one config by Kafka's name, e.g. -o group.initial.rebalance.delay.ms=0")
     log_cmd = commands.add_parser("log", help="offline tools for the offsets logs of a data dir")
     log_cmd.add_argument("action", choices=("dump", "verify", "compact"),
                          help="dump: one line per record; verify: report torn or corrupt records "
@@ -64,10 +67,24 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "log":
         return _log_command(args)
-    logging.getLogger("groupbroker").error(
-        "the network server is not built yet (issue #4); this build has the codec, the coordinator "
-        "and the offsets log")
-    return 2
+    return _serve(args)
+
+
+def _serve(args) -> int:
+    from broker.config import ConfigError, BrokerConfig, parse_properties
+    from broker.run import run_until_signalled
+
+    try:
+        props = {}
+        if args.config:
+            with open(args.config, encoding="utf-8") as f:
+                props.update(parse_properties(f.read()))
+        props.update(parse_properties("\n".join(args.overrides)))
+        config = BrokerConfig.build(props, host=args.host, port=args.port, data_dir=args.data_dir)
+    except (OSError, ConfigError) as e:
+        logging.getLogger("groupbroker").error("bad configuration: %s", e)
+        return 2
+    return run_until_signalled(config)
 
 
 if __name__ == "__main__":

@@ -32,5 +32,6 @@ def load_shard(shard: Shard, shard_log: ShardLog, now: int) -> list[Action]:
             continue
         shard.replay(typed)
         replayed += 1
-    log.info("shard %d: replayed %d records (%d skipped)", shard.shard_id, replayed, skipped)
+    if replayed or skipped:
+        log.info("shard %d: replayed %d records (%d skipped)", shard.shard_id, replayed, skipped)
     return shard.loaded(now)

@@ -1,0 +1,104 @@
+"""Broker settings under Kafka's own config names: ``server.properties`` plus ``-o key=value``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from coordinator.config import CoordinatorConfig
+from protocol.frames import DEFAULT_MAX_FRAME
+
+
+class ConfigError(ValueError):
+    """A config file or override that cannot be used (bad syntax or value)."""
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Java-properties subset: ``key=value`` or ``key: value`` lines, ``#``/``!`` comments."""
+    props = {}
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line[0] in "#!":
+            continue
+        sep = min((i for i in (line.find("="), line.find(":")) if i > 0), default=-1)
+        if sep < 0:
+            raise ConfigError(f"line {number}: expected key=value, got {raw!r}")
+        props[line[:sep].strip()] = line[sep + 1:].strip()
+    return props
+
+
+def _bool(value: str) -> bool:
+    if value.lower() not in ("true", "false"):
+        raise ConfigError(f"expected true or false, got {value!r}")
+    return value.lower() == "true"
+
+
+@dataclass(frozen=True)
+class BrokerConfig:
+    host: str = "127.0.0.1"
+    port: int = 9092
+    data_dir: str = "./groupbroker-data"
+    node_id: int = 1
+    advertised_host: str | None = None
+    advertised_port: int | None = None
+    socket_request_max_bytes: int = DEFAULT_MAX_FRAME
+    auto_create_topics_enable: bool = True
+    num_partitions: int = 1
+    log_segment_bytes: int = 1 << 30
+    log_retention_ms: int = 7 * 24 * 3_600_000
+    log_retention_bytes: int = -1
+    offsets_fsync: bool = True
+    shutdown_grace_s: float = 3.0
+    coordinator: CoordinatorConfig = field(default_factory=CoordinatorConfig)
+
+    #: Kafka config name -> (field, parser). Coordinator names are handled by CoordinatorConfig.
+    _NAMES = {
+        "node.id": ("node_id", int), "broker.id": ("node_id", int),
+        "socket.request.max.bytes": ("socket_request_max_bytes", int),
+        "auto.create.topics.enable": ("auto_create_topics_enable", _bool),
+        "num.partitions": ("num_partitions", int),
+        "log.segment.bytes": ("log_segment_bytes", int),
+        "log.retention.ms": ("log_retention_ms", int),
+        "log.retention.hours": ("log_retention_ms", lambda v: int(v) * 3_600_000),
+        "log.retention.bytes": ("log_retention_bytes", int),
+        "log.dirs": ("data_dir", str), "log.dir": ("data_dir", str),
+        # groupbroker's own: fsync offset commits before acknowledging them (Kafka-like safety)
+        "groupbroker.offsets.fsync": ("offsets_fsync", _bool),
+    }
+
+    @classmethod
+    def build(cls, props: dict[str, str], **explicit) -> BrokerConfig:
+        """Properties first, then explicit CLI values (which win); unknown names are refused."""
+        values: dict = {}
+        coordinator_names = CoordinatorConfig.kafka_names()
+        for key, raw in props.items():
+            try:
+                if key in cls._NAMES:
+                    name, parse = cls._NAMES[key]
+                    values[name] = parse(raw)
+                elif key == "advertised.listeners":
+                    values.update(_advertised(raw))
+                elif key not in coordinator_names:
+                    raise ConfigError("unknown config name")
+            except ValueError as e:
+                raise ConfigError(f"{key}={raw}: {e}") from None
+        try:
+            values["coordinator"] = CoordinatorConfig.from_properties(
+                {k: v for k, v in props.items() if k in coordinator_names})
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
+        values.update({k: v for k, v in explicit.items() if v is not None})
+        return cls(**values)
+
+    @property
+    def advertised(self) -> tuple[str, int]:
+        return self.advertised_host or self.host, self.advertised_port or self.port
+
+
+def _advertised(value: str) -> dict:
+    """``PLAINTEXT://host:port`` (first listener) -> advertised host and port."""
+    first = value.split(",")[0].strip()
+    _, _, address = first.rpartition("://")
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise ConfigError(f"cannot read host:port from {value!r}")
+    return {"advertised_host": host, "advertised_port": int(port)}

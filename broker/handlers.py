@@ -1,0 +1,30 @@
+"""Which code answers each API this broker serves; the served set is what ApiVersions advertises."""
+
+from __future__ import annotations
+
+from protocol.registry import API_TABLE
+
+from .api_versions import api_versions_answer
+from .config import BrokerConfig
+from .groups import GroupRouter
+
+GROUP_APIS = (10, 11, 14, 12, 13, 8, 9, 15, 16, 42, 47)
+
+
+class Handlers:
+    def __init__(self, config: BrokerConfig, groups: GroupRouter, advertised: tuple[str, int]):
+        self.config, self.advertised = config, advertised
+        self.routes = {18: self._api_versions}
+        self.routes.update({key: groups.handle for key in GROUP_APIS})
+
+    def serves(self, api_key: int, version: int) -> bool:
+        return api_key in self.routes and API_TABLE[api_key].supports(version)
+
+    async def handle(self, ctx, body):
+        return await self.routes[ctx.api_key](ctx, body)
+
+    async def _api_versions(self, ctx, body):
+        return api_versions_answer(ctx.version, body, list(self.routes))
+
+    def close(self) -> None:
+        """Release what the handlers hold open (topic logs)."""

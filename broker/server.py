@@ -1,0 +1,156 @@
+"""The trio TCP server: accept connections, read frames, answer requests strictly in order.
+
+Structure (hypercorn's two-nursery shutdown, STYLE.md takeaways 6-9): shard tasks live in the
+outermost nursery so they outlive every connection; connection handlers run in their own
+nursery; the accept loop in an inner one. ``stop()`` closes the listeners, gives in-flight
+requests ``shutdown_grace_s`` to finish, then stops the shards and closes the logs.
+
+A connection reads one request, answers it, then reads the next: a parked JoinGroup holds the
+requests behind it, as Kafka's muted channels do. Bad input (a malformed or oversized frame,
+an unknown API or version) closes only that connection, with one log line.
+"""
+
+from __future__ import annotations
+
+import logging
+from functools import partial
+
+import trio
+
+from coordinator.actions import RequestContext
+from coordinator.shard import Shard
+from offsets_log.log import Durability, ShardLog
+from protocol.exceptions import DecodeError, EncodeError, FrameTooLarge, UnsupportedVersion
+from protocol.frames import FrameBuffer
+from protocol.header import decode_request, decode_request_header, encode_response_parts
+
+from .api_versions import unsupported_version_answer
+from .config import BrokerConfig
+from .groups import GroupRouter
+from .handlers import Handlers
+from .shard_runner import ShardRunner
+
+log = logging.getLogger("groupbroker.server")
+
+
+class Broker:
+    """Everything one running broker owns: shards, topics, listeners."""
+
+    def __init__(self, config: BrokerConfig):
+        self.config = config
+        durability = Durability.FSYNC if config.offsets_fsync else Durability.NONE_UNSAFE
+        n = config.coordinator.offsets_topic_num_partitions
+        self.runners = [ShardRunner(Shard(i, config.coordinator),
+                                    ShardLog.for_shard(config.data_dir, i, durability=durability))
+                        for i in range(n)]
+        self.handlers: Handlers | None = None
+        self.port: int | None = None
+        self._stop = trio.Event()
+        self.ready = trio.Event()          # set once every shard has loaded its log
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    async def _load_shards(self, nursery) -> None:
+        """Shards load concurrently while we already accept (group APIs answer 14 meanwhile)."""
+        async with trio.open_nursery() as loading:
+            for runner in self.runners:
+                loading.start_soon(nursery.start, runner.run)
+        self.ready.set()
+        log.info("all %d coordinator shards loaded", len(self.runners))
+
+    async def serve(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        cfg = self.config
+        async with trio.open_nursery() as shards:
+            shards.start_soon(self._load_shards, shards)
+            listeners = await trio.open_tcp_listeners(cfg.port, host=cfg.host)
+            self.port = listeners[0].socket.getsockname()[1]
+            advertised = (cfg.advertised_host or cfg.host, cfg.advertised_port or self.port)
+            groups = GroupRouter(self.runners, cfg.node_id, advertised)
+            self.handlers = Handlers(cfg, groups, advertised)
+            try:
+                async with trio.open_nursery() as connections:
+                    async with trio.open_nursery() as accepting:
+                        accepting.start_soon(partial(trio.serve_listeners, self._connection, listeners,
+                                                     handler_nursery=connections))
+                        task_status.started(self)
+                        await self._stop.wait()
+                        log.info("shutting down: no new connections")
+                        accepting.cancel_scope.cancel()
+                    connections.cancel_scope.deadline = trio.current_time() + cfg.shutdown_grace_s
+            finally:
+                shards.cancel_scope.cancel()
+                with trio.CancelScope(shield=True):
+                    await trio.to_thread.run_sync(self._close_logs)
+
+    def _close_logs(self) -> None:
+        for runner in self.runners:
+            try:
+                runner.log.sync()
+            except OSError:
+                log.exception("shard %d: final fsync failed", runner.shard.shard_id)
+            runner.log.close()
+        if self.handlers is not None:
+            self.handlers.close()
+
+    async def _connection(self, stream: trio.SocketStream) -> None:
+        peer = _peer(stream)
+        log.info("connection from %s opened", peer)
+        frames = FrameBuffer(self.config.socket_request_max_bytes)
+        try:
+            while True:
+                frame = frames.next_frame()
+                if frame is None:
+                    data = await stream.receive_some(1 << 16)
+                    if not data:
+                        break
+                    frames.feed(data)
+                    continue
+                parts = await self._answer(frame, peer)
+                for part in parts:
+                    await stream.send_all(part)
+        except (FrameTooLarge, DecodeError, UnsupportedVersion) as e:
+            log.warning("closing connection from %s: %s", peer, e)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        except Exception:                              # a handler bug must not kill the server
+            log.exception("closing connection from %s after an internal error", peer)
+        finally:
+            with trio.move_on_after(1, shield=True):
+                await stream.aclose()
+            log.info("connection from %s closed", peer)
+
+    async def _answer(self, frame: bytes, peer: str) -> list:
+        """The framed response chunks for one request (none for acks=0 produce)."""
+        try:
+            request = decode_request(frame)
+        except UnsupportedVersion as e:
+            header = getattr(e, "header", None) or decode_request_header(frame)[0]
+            if header.api_key != 18:
+                raise UnsupportedVersion(f"api {header.api_key} v{header.api_version}: {e}") from None
+            return encode_response_parts(18, 0, header.correlation_id, unsupported_version_answer())
+        except DecodeError as e:
+            raise DecodeError(f"malformed request: {e}") from None
+        header = request.header
+        if not self.handlers.serves(header.api_key, header.api_version):
+            raise UnsupportedVersion(f"api {header.api_key} v{header.api_version} is not served")
+        ctx = RequestContext(None, header.api_key, header.api_version, header.client_id or "",
+                             "/" + peer.rsplit(":", 1)[0])
+        response = await self.handlers.handle(ctx, request.body)
+        if response is None:
+            return []
+        try:
+            return encode_response_parts(header.api_key, header.api_version, header.correlation_id,
+                                         response)
+        except EncodeError:
+            log.exception("cannot encode the answer to api %d v%d", header.api_key, header.api_version)
+            raise
+
+
+def _peer(stream: trio.SocketStream) -> str:
+    try:
+        host, port = stream.socket.getpeername()[:2]
+        return f"{host}:{port}"
+    except OSError:
+        return "unknown peer"
+

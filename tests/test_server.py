@@ -1,0 +1,147 @@
+"""The trio server over real sockets: ApiVersions rules, in-order answers, bad input, shutdown."""
+
+import os
+import signal
+import struct
+import subprocess
+import sys
+
+import pytest
+import trio
+
+from broker.config import BrokerConfig
+from broker.server import Broker
+from protocol import REQUESTS
+from protocol.errors import ErrorCode
+from protocol.registry import API_TABLE
+from wire_client import WireClient, header
+
+GROUP = "healthy-group"
+
+
+@pytest.fixture
+async def broker(nursery, tmp_path):
+    config = BrokerConfig.build({"group.initial.rebalance.delay.ms": "0",
+                                 "group.min.session.timeout.ms": "500"},
+                                port=0, data_dir=str(tmp_path))
+    b = Broker(config)
+    await nursery.start(b.serve)
+    await b.ready.wait()
+    yield b
+    b.stop()
+
+
+async def join_stable_member(client: WireClient):
+    jg, sg = REQUESTS[11].cls, REQUESTS[14].cls
+    join = jg(group_id=GROUP, session_timeout_ms=1000, rebalance_timeout_ms=2000, member_id="",
+              protocol_type="consumer", protocols=(jg.JoinGroupRequestProtocol(name="range", metadata=b""),))
+    first = await client.call(11, 5, join)
+    assert first.error_code == ErrorCode.MEMBER_ID_REQUIRED
+    import dataclasses
+    joined = await client.call(11, 5, dataclasses.replace(join, member_id=first.member_id))
+    assert joined.error_code == ErrorCode.NONE
+    synced = await client.call(14, 3, sg(group_id=GROUP, generation_id=joined.generation_id,
+                                         member_id=joined.member_id))
+    assert synced.error_code == ErrorCode.NONE
+    return joined.member_id, joined.generation_id
+
+
+@pytest.mark.parametrize("version", [0, 1, 2, 3, 4])
+async def test_api_versions_lists_only_served_apis(broker, version):
+    client = await WireClient.connect(broker.port)
+    api = REQUESTS[18].cls
+    body = api(client_software_name="wire-test", client_software_version="1.0") if version >= 3 else api()
+    answer = await client.call(18, version, body)
+    assert answer.error_code == ErrorCode.NONE
+    keys = {k.api_key: (k.min_version, k.max_version) for k in answer.api_keys}
+    assert keys[18] == (0, 4) and keys[11] == (API_TABLE[11].min_version, API_TABLE[11].max_version)
+    assert 68 not in keys and 69 not in keys          # KIP-848 APIs are not served yet
+    assert set(keys) == set(broker.handlers.routes)
+
+
+async def test_unknown_api_versions_version_gets_the_v0_answer(broker):
+    client = await WireClient.connect(broker.port)
+    await client.send_raw(struct.pack(">i", 10 + 5) + header(18, 99, 7) + b"\x00junk")
+    frame = await client.frame()
+    assert struct.unpack_from(">i", frame)[0] == 7
+    # v0 body: error 35, then the ApiVersions entry only
+    assert frame[4:] == struct.pack(">hihhh", 35, 1, 18, 0, 4)
+
+
+async def test_bad_software_name_is_invalid_request(broker):
+    client = await WireClient.connect(broker.port)
+    api = REQUESTS[18].cls
+    answer = await client.call(18, 3, api(client_software_name="-bad name", client_software_version="1"))
+    assert answer.error_code == ErrorCode.INVALID_REQUEST
+
+
+@pytest.mark.parametrize("version", [0, 3, 4, 6])
+async def test_find_coordinator_names_this_node(broker, version):
+    client = await WireClient.connect(broker.port)
+    fc = REQUESTS[10].cls
+    body = fc(key=GROUP) if version < 4 else fc(coordinator_keys=(GROUP, "other"))
+    answer = await client.call(10, version, body)
+    if version < 4:
+        assert (answer.error_code, answer.node_id, answer.host, answer.port) == (0, 1, "127.0.0.1", broker.port)
+    else:
+        assert [(c.key, c.node_id, c.port) for c in answer.coordinators] == \
+            [(GROUP, 1, broker.port), ("other", 1, broker.port)]
+
+
+async def test_answers_keep_request_order_behind_a_parked_join(broker):
+    jg = REQUESTS[11].cls
+    client = await WireClient.connect(broker.port)
+    # JoinGroup v3 (no member id round trip) parks until the join completes; ApiVersions waits behind it
+    first = await client.send(11, 3, jg(group_id="order", session_timeout_ms=1000, rebalance_timeout_ms=1000,
+                                        member_id="", protocol_type="consumer",
+                                        protocols=(jg.JoinGroupRequestProtocol(name="range", metadata=b""),)))
+    second = await client.send(18, 0, REQUESTS[18].cls())
+    assert (await client.receive(11, 3))[0] == first
+    assert (await client.receive(18, 0))[0] == second
+
+
+BAD_INPUT = {
+    "random bytes": os.urandom(64),
+    "truncated frame": struct.pack(">i", 30) + header(12, 4, 1) + b"\x05abc",
+    "frame claiming 2 GiB": struct.pack(">i", 2**31 - 1) + b"\x00" * 16,
+    "unknown api key": struct.pack(">i", 10) + header(999, 0, 1)[:10],
+    "unsupported JoinGroup version": struct.pack(">i", 10) + header(11, 42, 1)[:10],
+    "malformed body": struct.pack(">i", 13) + header(12, 3, 1) + b"\xff\xff\xff",
+}
+
+
+@pytest.mark.parametrize("name", list(BAD_INPUT))
+async def test_bad_input_closes_only_its_connection(broker, name, caplog):
+    healthy = await WireClient.connect(broker.port)
+    member, generation = await join_stable_member(healthy)
+    bad = await WireClient.connect(broker.port)
+    if name == "truncated frame":
+        await bad.send_raw(BAD_INPUT[name])
+        await bad.stream.send_eof()
+    else:
+        await bad.send_raw(BAD_INPUT[name])
+    with trio.fail_after(5):
+        assert await bad.closed_by_peer()
+    hb = REQUESTS[12].cls(group_id=GROUP, generation_id=generation, member_id=member)
+    for _ in range(3):                       # the healthy member stays in its stable group
+        assert (await healthy.call(12, 3, hb)).error_code == ErrorCode.NONE
+        await trio.sleep(0.3)
+    describe = await healthy.call(15, 5, REQUESTS[15].cls(groups=(GROUP,)))
+    assert describe.groups[0].group_state == "Stable"
+    if name != "truncated frame":
+        assert any("closing connection from 127.0.0.1" in r.getMessage() for r in caplog.records)
+
+
+def test_cli_serve_prints_one_line_and_stops_cleanly_on_sigterm(tmp_path):
+    proc = subprocess.Popen([sys.executable, "-m", "broker", "serve", "--port", "0", "--data-dir",
+                             str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith("groupbroker listening on 127.0.0.1:")
+        port = int(line.strip().rsplit(":", 1)[1])
+        assert port > 0
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=10) == 0
+        assert proc.stdout.read() == ""                 # exactly one line on stdout
+    finally:
+        proc.kill()
