@@ -38,6 +38,7 @@ class BrokerConfig:
     port: int = 9092
     data_dir: str = "./groupbroker-data"
     node_id: int = 1
+    cluster_id: str = "groupbroker-local"
     advertised_host: str | None = None
     advertised_port: int | None = None
     socket_request_max_bytes: int = DEFAULT_MAX_FRAME
@@ -53,6 +54,7 @@ class BrokerConfig:
     #: Kafka config name -> (field, parser). Coordinator names are handled by CoordinatorConfig.
     _NAMES = {
         "node.id": ("node_id", int), "broker.id": ("node_id", int),
+        "cluster.id": ("cluster_id", str),
         "socket.request.max.bytes": ("socket_request_max_bytes", int),
         "auto.create.topics.enable": ("auto_create_topics_enable", _bool),
         "num.partitions": ("num_partitions", int),

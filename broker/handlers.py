@@ -6,6 +6,7 @@ from protocol.registry import API_TABLE
 
 from .api_versions import api_versions_answer
 from .config import BrokerConfig
+from .data import DataPlane
 from .groups import GroupRouter
 
 GROUP_APIS = (10, 11, 14, 12, 13, 8, 9, 15, 16, 42, 47)
@@ -14,7 +15,8 @@ GROUP_APIS = (10, 11, 14, 12, 13, 8, 9, 15, 16, 42, 47)
 class Handlers:
     def __init__(self, config: BrokerConfig, groups: GroupRouter, advertised: tuple[str, int]):
         self.config, self.advertised = config, advertised
-        self.routes = {18: self._api_versions}
+        self.data = DataPlane(config, advertised)
+        self.routes = {18: self._api_versions, **self.data.routes}
         self.routes.update({key: groups.handle for key in GROUP_APIS})
 
     def serves(self, api_key: int, version: int) -> bool:
@@ -27,4 +29,5 @@ class Handlers:
         return api_versions_answer(ctx.version, body, list(self.routes))
 
     def close(self) -> None:
-        """Release what the handlers hold open (topic logs)."""
+        """Flush and close the topic logs."""
+        self.data.close()

@@ -68,6 +68,7 @@ class Broker:
             advertised = (cfg.advertised_host or cfg.host, cfg.advertised_port or self.port)
             groups = GroupRouter(self.runners, cfg.node_id, advertised)
             self.handlers = Handlers(cfg, groups, advertised)
+            shards.start_soon(self.handlers.data.retention_loop)
             try:
                 async with trio.open_nursery() as connections:
                     async with trio.open_nursery() as accepting:

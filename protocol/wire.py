@@ -58,7 +58,7 @@ _UVARINT_CACHE = []
 
 def uvarint(n: int) -> bytes:
     """Encode an unsigned varint (small values come from a table)."""
-    if n < 1024:
+    if 0 <= n < 1024:
         return _UVARINT_CACHE[n]
     if n < 0 or n > 0xFFFFFFFF:
         raise WireError(f"unsigned varint out of range: {n}")

@@ -9,8 +9,11 @@ rules), not borrowed from the codec under test.
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import pkgutil
 import uuid
 from functools import lru_cache
+from types import SimpleNamespace
 
 from hypothesis import strategies as st
 
@@ -46,10 +49,6 @@ def is_present(msg, f, version: int) -> bool:
     if f.tagged is not None:
         return msg.is_flexible(version) and within(f.tagged, version)
     return True
-
-
-def is_tagged(msg, f, version: int) -> bool:
-    return f.tagged is not None and is_present(msg, f, version)
 
 
 def is_nullable(f, version: int) -> bool:
@@ -157,15 +156,32 @@ def replace_at(obj, path: tuple, name: str, value):
     return dataclasses.replace(obj, **{head: child})
 
 
-def all_cases(*tables):
+def declared_messages() -> list:
+    """Every ``Message`` declared under protocol.messages: the REQUESTS / RESPONSES / DATA
+    tables, plus any declared elsewhere in those modules (at module level, or inside a
+    namespace or dict there, e.g. the ``__consumer_offsets`` record schemas)."""
+    import protocol.messages as package
+    from protocol.messages import DATA, REQUESTS, RESPONSES
+    from protocol.schema import Message
+
+    found = {id(m): m for table in (REQUESTS, RESPONSES, DATA) for m in table.values()}
+    for info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        for value in list(vars(module).values()):
+            inner = (list(vars(value).values()) if isinstance(value, SimpleNamespace)
+                     else list(value.values()) if isinstance(value, dict) else [])
+            for m in [value, *inner]:
+                if isinstance(m, Message):
+                    found.setdefault(id(m), m)
+    return sorted(found.values(), key=lambda m: (m.kind != "request", m.kind != "response",
+                                                 m.api_key if m.api_key is not None else 0,
+                                                 m.name))
+
+
+def all_cases(messages=None):
     """(message, version) for every declared message and version, in a stable order."""
-    out = []
-    for table in tables:
-        for key in sorted(table, key=str):
-            msg = table[key]
-            for v in range(msg.min_version, msg.max_version + 1):
-                out.append((msg, v))
-    return out
+    return [(msg, v) for msg in (declared_messages() if messages is None else messages)
+            for v in range(msg.min_version, msg.max_version + 1)]
 
 
 def case_id(case) -> str:

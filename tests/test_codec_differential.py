@@ -13,11 +13,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from protocol.exceptions import DecodeError, EncodeError
-from protocol.messages import DATA, REQUESTS, RESPONSES
-from strategies import (all_cases, case_id, field_strategy, is_present, replace_at,
+from protocol.messages import REQUESTS
+from strategies import (all_cases, case_id, field_strategy, is_nullable, is_present, replace_at,
                         struct_levels, values_for)
 
-CASES = all_cases(REQUESTS, RESPONSES, DATA)
+CASES = all_cases()
 
 FAST = settings(max_examples=10, deadline=None, report_multiple_bugs=False,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
@@ -56,9 +56,10 @@ def encode_both(codec, obj):
     return outcomes
 
 
-def _value(data, msg, version):
-    non_default = data.draw(st.booleans(), label="non_default")
-    return data.draw(values_for(msg, version, non_default=non_default), label="value")
+def any_values(msg, version):
+    """Values with defaults mixed in, or with every present field off its default."""
+    return st.booleans().flatmap(lambda non_default: values_for(msg, version,
+                                                                non_default=non_default))
 
 
 @pytest.mark.parametrize("case", CASES, ids=case_id)
@@ -67,7 +68,7 @@ def _value(data, msg, version):
 def test_round_trip_and_framing(case, data):
     msg, version = case
     codec = msg.codec(version)
-    value = _value(data, msg, version)
+    value = data.draw(any_values(msg, version), label="value")
 
     wire = codec.encode(value)
     assert codec.encode_interpreted(value) == wire
@@ -100,7 +101,7 @@ def test_every_prefix_is_refused(case, data):
 
 @st.composite
 def _mutated(draw, msg, version):
-    wire = bytearray(msg.codec(version).encode(_value_strategy_draw(draw, msg, version)))
+    wire = bytearray(msg.codec(version).encode(draw(any_values(msg, version))))
     for _ in range(draw(st.integers(1, 3), label="mutations")):
         op = draw(st.sampled_from(["set", "insert", "delete"]))
         at = draw(st.integers(0, len(wire)))
@@ -111,10 +112,6 @@ def _mutated(draw, msg, version):
         else:
             del wire[min(at, len(wire) - 1)]
     return bytes(wire)
-
-
-def _value_strategy_draw(draw, msg, version):
-    return draw(values_for(msg, version, non_default=draw(st.booleans())))
 
 
 @pytest.mark.parametrize("case", CASES, ids=case_id)
@@ -200,7 +197,6 @@ _INT_RANGES = {"int8": (-(2**7), 2**7 - 1), "int16": (-(2**15), 2**15 - 1),
 
 def _invalid_values(msg, f, version):
     """Values field ``f`` can never carry at ``version``."""
-    from strategies import is_nullable
     bad = []
     if not is_nullable(f, version):
         bad.append(None)
@@ -259,3 +255,36 @@ def test_wrong_message_type_refused():
     for mode in (codec.encode, codec.encode_interpreted, codec.encode_parts):
         with pytest.raises(EncodeError):
             mode(jg.cls())
+
+
+def test_known_tagged_field_must_fill_its_size_exactly():
+    msg = REQUESTS[1]                                           # Fetch v12: cluster_id is tag 0
+    codec = msg.codec(12)
+    obj = msg.cls(cluster_id="a")
+    wire = codec.encode(obj)
+    assert wire.endswith(b"\x01\x00\x02\x02a")                 # 1 tag: tag 0, size 2, "a"
+    assert decode_both(codec, wire) == [("ok", obj)] * 2
+    for bad in (b"\x01\x00\x03\x02a\xff",                      # a byte left over inside the tag
+                b"\x01\x00\x01\x02a"):                         # the value runs past its size
+        assert_refused(codec, wire[:-5] + bad, "mis-sized tagged field")
+
+
+@pytest.mark.parametrize("version", [3, 9])                    # classic and flexible Produce
+def test_records_are_never_copied(version):
+    msg = REQUESTS[0]
+    topic_f = next(f for f in msg.fields if f.is_struct)
+    topic = getattr(msg.cls, topic_f.element_type)
+    part_f = next(f for f in msg.struct_fields(topic_f) if f.is_struct)
+    part = getattr(topic, part_f.element_type)
+    payload = bytes(range(200))
+    codec = msg.codec(version)
+
+    def build(records):
+        return msg.cls(acks=-1, timeout_ms=1000, **{topic_f.name: (topic(**{
+            "name": "t", part_f.name: (part(index=0, records=records),)}),)})
+    expected = codec.encode(build(payload))
+    for records in (memoryview(payload), bytearray(payload), memoryview(payload)[0:200]):
+        obj = build(records)
+        parts = codec.encode_parts(obj)
+        assert any(p is records for p in parts), "the records chunk was copied"
+        assert codec.encode(obj) == codec.encode_interpreted(obj) == expected

@@ -1,0 +1,286 @@
+"""The data APIs around a group: Metadata, Produce, Fetch, ListOffsets, Create/DeleteTopics, InitProducerId.
+
+All run in the trio thread against one :class:`broker.topics.TopicStore` (appends are plain
+buffered writes, as Kafka's are: durability of topic data comes from the page cache, not an
+fsync per request). Fetch long-polls: it waits on an event that every append replaces, until
+``min_bytes`` are available or ``max_wait_ms`` passes.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import trio
+
+from protocol.errors import ErrorCode
+from protocol.messages import RESPONSES
+from protocol.records import read_batches
+from protocol.exceptions import DecodeError
+
+from .config import BrokerConfig
+from .topics import TopicsError, TopicStore, UnknownTopicId, UnknownTopicOrPartition
+
+log = logging.getLogger("groupbroker.data")
+E = ErrorCode
+UNSET_OPERATIONS = -2147483648
+#: READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS (no ACLs here)
+TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
+LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
+
+Metadata, Produce, Fetch = RESPONSES[3].cls, RESPONSES[0].cls, RESPONSES[1].cls
+ListOffsets, CreateTopics, DeleteTopics = RESPONSES[2].cls, RESPONSES[19].cls, RESPONSES[20].cls
+InitProducerId = RESPONSES[22].cls
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class DataPlane:
+    def __init__(self, config: BrokerConfig, advertised: tuple[str, int]):
+        self.config, self.advertised = config, advertised
+        self.store = TopicStore(config.data_dir, num_partitions=config.num_partitions,
+                                auto_create=config.auto_create_topics_enable,
+                                segment_bytes=config.log_segment_bytes,
+                                retention_ms=config.log_retention_ms,
+                                retention_bytes=config.log_retention_bytes)
+        self._appended = trio.Event()
+        self.routes = {3: self.metadata, 0: self.produce, 1: self.fetch, 2: self.list_offsets,
+                       19: self.create_topics, 20: self.delete_topics, 22: self.init_producer_id}
+
+    def close(self) -> None:
+        self.store.flush()
+        self.store.close()
+
+    # --- Metadata --------------------------------------------------------------------------
+    async def metadata(self, ctx, req):
+        v = ctx.version
+        node = self.config.node_id
+        host, port = self.advertised
+        wanted = req.topics
+        if wanted is None or (v == 0 and not wanted):
+            topics = [self._topic_metadata(t, E.NONE) for t in self.store.topics()]
+        else:
+            allow = self.config.auto_create_topics_enable and (v < 4 or req.allow_auto_topic_creation)
+            topics = [self._lookup(t, allow) for t in wanted]
+        if v >= 8 and req.include_topic_authorized_operations:
+            topics = [t.__class__(**{**_fields(t), "topic_authorized_operations": TOPIC_OPERATIONS})
+                      for t in topics]
+        broker = Metadata.MetadataResponseBroker(node_id=node, host=host, port=port, rack=None)
+        return Metadata(brokers=(broker,), cluster_id=self.config.cluster_id, controller_id=node,
+                        topics=tuple(topics))
+
+    def _lookup(self, wanted, allow_create: bool):
+        T = Metadata.MetadataResponseTopic
+        try:
+            if wanted.name is None:
+                return self._topic_metadata(self.store.topic_by_id(wanted.topic_id), E.NONE)
+            return self._topic_metadata(self.store.topic(wanted.name), E.NONE)
+        except UnknownTopicId:
+            return T(error_code=E.UNKNOWN_TOPIC_ID, name=None, topic_id=wanted.topic_id)
+        except UnknownTopicOrPartition:
+            pass
+        if not allow_create:
+            return T(error_code=E.UNKNOWN_TOPIC_OR_PARTITION, name=wanted.name)
+        try:
+            topic = self.store.create_topic(wanted.name)
+        except TopicsError as e:
+            return T(error_code=e.error_code, name=wanted.name)
+        # Kafka answers the request that triggered auto-creation with LEADER_NOT_AVAILABLE.
+        return T(error_code=E.LEADER_NOT_AVAILABLE, name=topic.name, topic_id=topic.topic_id)
+
+    def _topic_metadata(self, topic, error):
+        T = Metadata.MetadataResponseTopic
+        node = self.config.node_id
+        parts = tuple(T.MetadataResponsePartition(error_code=E.NONE, partition_index=p, leader_id=node,
+                                                  leader_epoch=0, replica_nodes=(node,), isr_nodes=(node,))
+                      for p in range(len(topic.partitions)))
+        return T(error_code=error, name=topic.name, topic_id=topic.topic_id, partitions=parts)
+
+    # --- Produce -----------------------------------------------------------------------------
+    async def produce(self, ctx, req):
+        now = _now_ms()
+        topic_cls = Produce.TopicProduceResponse
+        part_cls = topic_cls.PartitionProduceResponse
+        responses = []
+        appended = False
+        for t in req.topic_data:
+            parts = []
+            for p in t.partition_data:
+                try:
+                    if req.transactional_id is not None:
+                        raise _Refused(E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+                    log_ = self.store.partition(t.name, p.index)
+                    _one_batch(p.records)
+                    info = log_.append(bytes(p.records), now)
+                    appended = True
+                    parts.append(part_cls(index=p.index, error_code=E.NONE, base_offset=info.base_offset,
+                                          log_append_time_ms=info.log_append_time,
+                                          log_start_offset=log_.log_start_offset))
+                except (TopicsError, _Refused) as e:
+                    parts.append(part_cls(index=p.index, error_code=e.error_code, base_offset=-1,
+                                          error_message=str(e) or None))
+            responses.append(topic_cls(name=t.name, partition_responses=tuple(parts)))
+        if appended:
+            self._appended.set()
+            self._appended = trio.Event()
+        if req.acks == 0:
+            return None
+        return Produce(responses=tuple(responses))
+
+    # --- Fetch -------------------------------------------------------------------------------
+    async def fetch(self, ctx, req):
+        deadline = trio.current_time() + max(req.max_wait_ms, 0) / 1000
+        while True:
+            waiter = self._appended
+            response, size = self._read(ctx.version, req)
+            if size >= req.min_bytes or trio.current_time() >= deadline:
+                return response
+            with trio.move_on_at(deadline):
+                await waiter.wait()
+
+    def _read(self, v: int, req):
+        topic_cls = Fetch.FetchableTopicResponse
+        part_cls = topic_cls.PartitionData
+        budget = req.max_bytes
+        total = 0
+        first = True
+        out = []
+        for t in req.topics:
+            try:
+                name = self.store.topic_by_id(t.topic_id).name if v >= 13 else t.topic
+            except UnknownTopicId:
+                name = None
+            parts = []
+            for p in t.partitions:
+                try:
+                    if name is None:
+                        raise UnknownTopicId(f"unknown topic id {t.topic_id}")
+                    log_ = self.store.partition(name, p.partition)
+                    records = log_.read(p.fetch_offset, max(0, min(p.partition_max_bytes, budget)),
+                                        min_one=first)
+                    if records:
+                        first = False
+                    budget -= len(records)
+                    total += len(records)
+                    parts.append(part_cls(partition_index=p.partition, error_code=E.NONE,
+                                          high_watermark=log_.high_watermark,
+                                          last_stable_offset=log_.high_watermark,
+                                          log_start_offset=log_.log_start_offset, records=records))
+                except TopicsError as e:
+                    parts.append(part_cls(partition_index=p.partition, error_code=e.error_code,
+                                          high_watermark=-1, records=b""))
+            out.append(topic_cls(topic=t.topic, topic_id=t.topic_id, partitions=tuple(parts)))
+        return Fetch(error_code=E.NONE, session_id=0, responses=tuple(out)), total
+
+    # --- ListOffsets -------------------------------------------------------------------------
+    async def list_offsets(self, ctx, req):
+        topic_cls = ListOffsets.ListOffsetsTopicResponse
+        part_cls = topic_cls.ListOffsetsPartitionResponse
+        topics = []
+        for t in req.topics:
+            parts = []
+            for p in t.partitions:
+                try:
+                    log_ = self.store.partition(t.name, p.partition_index)
+                    if p.timestamp == LATEST:
+                        offset, ts = log_.high_watermark, -1
+                    elif p.timestamp == MAX_TIMESTAMP:
+                        offset, ts = log_.max_timestamp_offset()
+                    elif p.timestamp < 0:                    # earliest, earliest-local, tiered
+                        offset, ts = log_.log_start_offset, -1
+                    else:
+                        offset, ts = log_.offset_for_timestamp(p.timestamp)
+                    parts.append(part_cls(partition_index=p.partition_index, error_code=E.NONE,
+                                          timestamp=ts, offset=offset, leader_epoch=0))
+                except TopicsError as e:
+                    parts.append(part_cls(partition_index=p.partition_index, error_code=e.error_code))
+            topics.append(topic_cls(name=t.name, partitions=tuple(parts)))
+        return ListOffsets(topics=tuple(topics))
+
+    # --- CreateTopics / DeleteTopics ----------------------------------------------------------
+    async def create_topics(self, ctx, req):
+        result_cls = CreateTopics.CreatableTopicResult
+        results = []
+        for t in req.topics:
+            try:
+                partitions = t.num_partitions
+                if t.assignments:
+                    if any(tuple(a.broker_ids) != (self.config.node_id,) for a in t.assignments):
+                        raise _Refused(E.INVALID_REPLICA_ASSIGNMENT, "this cluster has one broker")
+                    partitions = len(t.assignments)
+                if t.replication_factor not in (-1, 1):
+                    raise _Refused(E.INVALID_REPLICATION_FACTOR, f"Replication factor: "
+                                   f"{t.replication_factor} larger than available brokers: 1.")
+                topic = self.store.create_topic(t.name, partitions, validate_only=req.validate_only)
+                results.append(result_cls(name=t.name, topic_id=topic.topic_id, error_code=E.NONE,
+                                          error_message=None, num_partitions=len(topic.partitions)
+                                          or partitions, replication_factor=1, configs=()))
+            except (TopicsError, _Refused) as e:
+                results.append(result_cls(name=t.name, error_code=e.error_code, error_message=str(e)))
+        return CreateTopics(topics=tuple(results))
+
+    async def delete_topics(self, ctx, req):
+        v = ctx.version
+        wanted = [(t.name, t.topic_id) for t in req.topics] if v >= 6 else \
+            [(name, None) for name in req.topic_names]
+        result_cls = DeleteTopics.DeletableTopicResult
+        results = []
+        for name, topic_id in wanted:
+            try:
+                if name is None:
+                    name = self.store.topic_by_id(topic_id).name
+                topic = self.store.delete_topic(name)
+                results.append(result_cls(name=name, topic_id=topic.topic_id, error_code=E.NONE))
+            except TopicsError as e:
+                results.append(result_cls(name=name, topic_id=topic_id or _zero(),
+                                          error_code=e.error_code, error_message=str(e)))
+        return DeleteTopics(responses=tuple(results))
+
+    # --- InitProducerId ----------------------------------------------------------------------
+    async def init_producer_id(self, ctx, req):
+        if req.transactional_id is not None:
+            return InitProducerId(error_code=E.COORDINATOR_NOT_AVAILABLE, producer_id=-1, producer_epoch=-1)
+        if req.producer_id >= 0:          # KIP-360: an idempotent producer bumps its epoch
+            return InitProducerId(error_code=E.NONE, producer_id=req.producer_id,
+                                  producer_epoch=req.producer_epoch + 1)
+        return InitProducerId(error_code=E.NONE, producer_id=self.store.producer_ids.allocate(),
+                              producer_epoch=0)
+
+    # --- housekeeping ------------------------------------------------------------------------
+    async def retention_loop(self, interval_s: float = 300.0) -> None:
+        """Kafka's log.retention.check.interval.ms (5 minutes)."""
+        while True:
+            await trio.sleep(interval_s)
+            deleted = self.store.apply_retention(_now_ms())
+            if deleted:
+                log.info("retention deleted %d segment(s)", deleted)
+
+
+class _Refused(Exception):
+    """A request the data plane turns down with a specific Kafka error."""
+
+    def __init__(self, error_code: ErrorCode, message: str = ""):
+        super().__init__(message)
+        self.error_code = error_code
+
+
+def _one_batch(records) -> None:
+    """Produce v3+ carries exactly one record batch per partition (Kafka: INVALID_RECORD otherwise)."""
+    if not records:
+        raise _Refused(E.INVALID_RECORD, "no records")
+    try:
+        if len(read_batches(records, verify_crc=False)) != 1:
+            raise _Refused(E.INVALID_RECORD, "produce requests carry one batch per partition")
+    except DecodeError as e:
+        raise _Refused(E.CORRUPT_MESSAGE, str(e)) from None
+
+
+def _fields(obj) -> dict:
+    return {f: getattr(obj, f) for f in obj.__dataclass_fields__}
+
+
+def _zero():
+    import uuid
+    return uuid.UUID(int=0)

@@ -1,0 +1,87 @@
+"""Typed failures of the topic data plane, each carrying the Kafka error code a handler answers with.
+
+Handlers catch :class:`TopicsError` once and put ``exc.error_code`` into the response
+partition; the message is for the log line only.
+"""
+
+from __future__ import annotations
+
+from protocol.errors import ErrorCode
+
+
+class TopicsError(Exception):
+    """Base of every error raised by broker.topics."""
+
+    error_code: ErrorCode = ErrorCode.UNKNOWN_SERVER_ERROR
+
+
+class CorruptRecords(TopicsError):
+    """A produced batch fails its CRC, magic or length checks (raised from the DecodeError)."""
+
+    error_code = ErrorCode.CORRUPT_MESSAGE
+
+
+class InvalidRecord(TopicsError):
+    """Records Kafka refuses from clients: no batch at all, or a control batch."""
+
+    error_code = ErrorCode.INVALID_RECORD
+
+
+class MessageTooLarge(TopicsError):
+    """A batch larger than max.message.bytes."""
+
+    error_code = ErrorCode.MESSAGE_TOO_LARGE
+
+
+class TransactionsUnsupported(TopicsError):
+    """A transactional batch: this broker has no transaction coordinator."""
+
+    error_code = ErrorCode.INVALID_TXN_STATE
+
+
+class OffsetOutOfRange(TopicsError):
+    """A fetch offset below the log start or above the high watermark."""
+
+    error_code = ErrorCode.OFFSET_OUT_OF_RANGE
+
+
+class OutOfOrderSequence(TopicsError):
+    """An idempotent batch whose sequence does not follow the producer's last one."""
+
+    error_code = ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+
+
+class InvalidProducerEpoch(TopicsError):
+    """A batch from a producer epoch older than one already written (a fenced producer)."""
+
+    error_code = ErrorCode.INVALID_PRODUCER_EPOCH
+
+
+class StorageError(TopicsError):
+    """The disk refused a write; the partition's tail was rolled back to its last good size."""
+
+    error_code = ErrorCode.KAFKA_STORAGE_ERROR
+
+
+class InvalidTopic(TopicsError):
+    """A topic name Kafka would refuse (characters, length, "." / "..", collisions)."""
+
+    error_code = ErrorCode.INVALID_TOPIC_EXCEPTION
+
+
+class TopicAlreadyExists(TopicsError):
+    error_code = ErrorCode.TOPIC_ALREADY_EXISTS
+
+
+class InvalidPartitions(TopicsError):
+    error_code = ErrorCode.INVALID_PARTITIONS
+
+
+class UnknownTopicOrPartition(TopicsError):
+    """No such topic or partition, or its log was closed (deleted topic, shutdown)."""
+
+    error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+class UnknownTopicId(TopicsError):
+    error_code = ErrorCode.UNKNOWN_TOPIC_ID
