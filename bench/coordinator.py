@@ -15,7 +15,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from coordinator.actions import Reply, RequestContext  # noqa: E402
 from coordinator.routing import shard_for  # noqa: E402
 from coordinator.shard import Shard  # noqa: E402
-from protocol import REQUESTS  # noqa: E402
+from protocol import DATA, REQUESTS  # noqa: E402
+from protocol.payloads import encode_payload  # noqa: E402
 
 GROUP = "bench-group"
 MEMBERS = 100
@@ -24,7 +25,9 @@ MEMBERS = 100
 def stable_group() -> tuple[Shard, list[str], int, int]:
     shard = Shard(shard_for(GROUP))
     join, sync = REQUESTS[11].cls, REQUESTS[14].cls
-    proto = join.JoinGroupRequestProtocol(name="range", metadata=b"\x00\x00\x00\x00\x00\x00\x00\x00")
+    subscription = DATA["ConsumerProtocolSubscription"]
+    metadata = encode_payload(subscription, 0, subscription.cls(topics=("orders",), user_data=None))
+    proto = join.JoinGroupRequestProtocol(name="range", metadata=metadata)
     now = 0
     for i in range(MEMBERS):
         shard.handle(now, RequestContext(i, 11, 3, f"c{i}"),

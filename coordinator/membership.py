@@ -251,6 +251,23 @@ def _join_new_static_member(shard: Shard, now: int, ctx: RequestContext, req, gr
                     join_error(ctx.version, E.UNKNOWN_MEMBER_ID, new_id))
 
 
+def _check_member(shard: Shard, req) -> tuple[ClassicGroup | None, ErrorCode]:
+    """SyncGroup's and Heartbeat's shared checks, in Kafka's order: group, member, generation."""
+    if req.group_id == "":
+        return None, E.INVALID_GROUP_ID
+    if not shard.owns(req.group_id):
+        return None, E.NOT_COORDINATOR
+    group = shard.groups.get(req.group_id)
+    if group is None:
+        return None, E.UNKNOWN_MEMBER_ID
+    if group.is_in(S.DEAD):
+        return group, E.COORDINATOR_NOT_AVAILABLE
+    error = validate_member(group, req.member_id, req.group_instance_id)
+    if error == E.NONE and req.generation_id != group.generation:
+        error = E.ILLEGAL_GENERATION
+    return group, error
+
+
 # --- SyncGroup --------------------------------------------------------------------------------
 
 def sync_group(shard: Shard, now: int, ctx: RequestContext, req) -> None:
@@ -261,20 +278,9 @@ def sync_group(shard: Shard, now: int, ctx: RequestContext, req) -> None:
 
     if v >= 5 and (req.protocol_type is None or req.protocol_name is None):
         return fail(E.INCONSISTENT_GROUP_PROTOCOL)    # KafkaApis checks this before anything else
-    if req.group_id == "":
-        return fail(E.INVALID_GROUP_ID)
-    if not shard.owns(req.group_id):
-        return fail(E.NOT_COORDINATOR)
-    group = shard.groups.get(req.group_id)
-    if group is None:
-        return fail(E.UNKNOWN_MEMBER_ID)
-    if group.is_in(S.DEAD):
-        return fail(E.COORDINATOR_NOT_AVAILABLE)
-    error = validate_member(group, req.member_id, req.group_instance_id)
+    group, error = _check_member(shard, req)
     if error != E.NONE:
         return fail(error)
-    if req.generation_id != group.generation:
-        return fail(E.ILLEGAL_GENERATION)
     if _inconsistent(req.protocol_type, group.protocol_type or None) or \
             _inconsistent(req.protocol_name, group.protocol_name):
         return fail(E.INCONSISTENT_GROUP_PROTOCOL)
@@ -325,20 +331,9 @@ def heartbeat(shard: Shard, now: int, ctx: RequestContext, req) -> None:
     def answer(error: ErrorCode) -> None:
         shard.reply(ctx.token, r.HEARTBEAT, ctx.version, r.heartbeat(error))
 
-    if req.group_id == "":
-        return answer(E.INVALID_GROUP_ID)
-    if not shard.owns(req.group_id):
-        return answer(E.NOT_COORDINATOR)
-    group = shard.groups.get(req.group_id)
-    if group is None:
-        return answer(E.UNKNOWN_MEMBER_ID)
-    if group.is_in(S.DEAD):
-        return answer(E.COORDINATOR_NOT_AVAILABLE)
-    error = validate_member(group, req.member_id, req.group_instance_id)
+    group, error = _check_member(shard, req)
     if error != E.NONE:
         return answer(error)
-    if req.generation_id != group.generation:
-        return answer(E.ILLEGAL_GENERATION)
     if group.is_in(S.EMPTY):
         return answer(E.UNKNOWN_MEMBER_ID)
     shard.schedule_session(group, group.members[req.member_id], now)

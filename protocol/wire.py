@@ -53,7 +53,16 @@ def read_uvarint(data, pos: int, end: int) -> tuple[int, int]:
     raise WireError("varint longer than 5 bytes")
 
 
-_UVARINT_CACHE = []
+def _leb128(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+_UVARINT_CACHE = [_leb128(i) for i in range(1024)]
 
 
 def uvarint(n: int) -> bytes:
@@ -62,24 +71,7 @@ def uvarint(n: int) -> bytes:
         return _UVARINT_CACHE[n]
     if n < 0 or n > 0xFFFFFFFF:
         raise WireError(f"unsigned varint out of range: {n}")
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def _uvarint_slow(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-_UVARINT_CACHE.extend(_uvarint_slow(i) for i in range(1024))
+    return _leb128(n)
 
 
 def fail(reason: str):

@@ -1,0 +1,397 @@
+"""Real processes for end-to-end tests: the broker (``python -m broker serve``) and Kafka clients.
+
+Standard library only at import time: the client half of this file also runs as a script
+(``python broker_process.py consume|produce ...``) under another virtualenv (kafka-python
+2.0.2), where neither trio nor the broker is installed.
+
+* :class:`BrokerProcess` starts ``python -m broker serve --port 0`` on a data dir with ``-o``
+  overrides, waits for its one stdout line ``groupbroker listening on H:P``, sends its
+  stderr (the logs) to a file for assertions, and stops it with SIGTERM (expecting exit 0),
+  kills it, or restarts it on the same data dir (and, by default, the same port).
+* :class:`ConsumerProcess` runs the ``consume`` script: one group member with manual commits
+  after each batch and before the next poll, reporting every event as a JSON line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+LISTENING = re.compile(r"^groupbroker listening on (\S+):(\d+)$")
+
+
+class BrokerProcess:
+    def __init__(self, data_dir, log_path, overrides: dict | None = None, *,
+                 python: str = sys.executable, host: str = "127.0.0.1"):
+        self.data_dir, self.log_path = Path(data_dir), Path(log_path)
+        self.overrides = dict(overrides or {})
+        self.python, self.host = python, host
+        self.port: int | None = None
+        self.proc: subprocess.Popen | None = None
+        self.stdout_line: str | None = None
+        self.starts = 0
+
+    # --- lifecycle -------------------------------------------------------------------------
+    def start(self, port: int = 0, timeout: float = 20.0) -> BrokerProcess:
+        assert self.proc is None or self.proc.poll() is not None, "already running"
+        cmd = [self.python, "-m", "broker", "serve", "--host", self.host, "--port", str(port),
+               "--data-dir", str(self.data_dir)]
+        for key, value in self.overrides.items():
+            cmd += ["-o", f"{key}={value}"]
+        self.starts += 1
+        with open(self.log_path, "ab") as log:
+            log.write(f"=== start #{self.starts}: {' '.join(cmd)}\n".encode())
+            log.flush()
+            self.proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=log,
+                                         stdin=subprocess.DEVNULL)
+        line = _read_line(self.proc, timeout)
+        match = LISTENING.match(line.rstrip("\n"))
+        if not match:
+            self.kill()
+            raise RuntimeError(f"broker did not start: stdout {line!r}; log:\n{self.log_text()[-3000:]}")
+        self.stdout_line = line
+        self.port = int(match.group(2))
+        return self
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, timeout: float = 15.0) -> int:
+        """SIGTERM, then wait; returns the exit code (the broker promises 0 within seconds)."""
+        if self.proc is None:
+            return 0
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            code = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise AssertionError(f"broker ignored SIGTERM for {timeout}s")
+        rest = self.proc.stdout.read()
+        self.proc.stdout.close()
+        assert not rest, f"broker printed more than its one line on stdout: {rest!r}"
+        return code
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+        if self.proc is not None and self.proc.stdout and not self.proc.stdout.closed:
+            self.proc.stdout.close()
+
+    def restart(self, same_port: bool = True, timeout: float = 20.0) -> int:
+        """SIGTERM, then start again on the same data dir; returns the stop's exit code."""
+        code = self.stop()
+        self.start(self.port if same_port else 0, timeout)
+        return code
+
+    # --- logs -------------------------------------------------------------------------------
+    def log_text(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def log_since_start(self) -> str:
+        """The log of the current (last) start only."""
+        return self.log_text().rsplit("=== start #", 1)[-1]
+
+    def wait_for_log(self, pattern: str, timeout: float = 10.0, text=None) -> re.Match:
+        deadline = time.monotonic() + timeout
+        while True:
+            found = re.search(pattern, text() if text else self.log_text(), re.MULTILINE)
+            if found:
+                return found
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no log line matching {pattern!r} within {timeout}s; "
+                                     f"log tail:\n{self.log_text()[-4000:]}")
+            time.sleep(0.05)
+
+
+def _read_line(proc: subprocess.Popen, timeout: float) -> str:
+    """The first stdout line, without blocking past ``timeout`` (the broker may never print)."""
+    deadline = time.monotonic() + timeout
+    fd = proc.stdout.fileno()
+    data = b""
+    while b"\n" not in data:
+        left = deadline - time.monotonic()
+        if left <= 0 or proc.poll() is not None and not select.select([fd], [], [], 0)[0]:
+            break
+        if select.select([fd], [], [], min(left, 0.1))[0]:
+            chunk = os.read(fd, 1)
+            if not chunk:
+                break
+            data += chunk
+    return data.decode(errors="replace")
+
+
+def wait_until(predicate, timeout: float, what: str, interval: float = 0.05):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+# --- client processes ---------------------------------------------------------------------------
+
+class ConsumerProcess:
+    """One group member in its own process (the ``consume`` script below), read as events.
+
+    Events (dicts, each with ``t`` = time.time()): ``assigned`` (partitions, generation,
+    member), ``revoked``, ``batch`` (records as [partition, offset]), ``commit`` (ok, error),
+    ``closed``. SIGTERM closes the consumer (LeaveGroup); SIGKILL leaves without a word.
+    """
+
+    def __init__(self, name: str, bootstrap: str, group: str, topic: str, *,
+                 python: str = sys.executable, session_ms: int = 3000, heartbeat_ms: int = 500,
+                 max_poll_ms: int = 10000, max_records: int = 500, api_version: str | None = None,
+                 stderr_path=None):
+        self.name = name
+        cmd = [python, str(Path(__file__).resolve()), "consume", "--bootstrap", bootstrap,
+               "--group", group, "--topic", topic, "--client-id", name,
+               "--session-ms", str(session_ms), "--heartbeat-ms", str(heartbeat_ms),
+               "--max-poll-ms", str(max_poll_ms), "--max-records", str(max_records)]
+        if api_version:
+            cmd += ["--api-version", api_version]
+        self._stderr = open(stderr_path, "ab") if stderr_path else subprocess.DEVNULL
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self._stderr,
+                                     stdin=subprocess.DEVNULL)
+        self.events: list[dict] = []
+        self._lock = threading.Lock()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            with self._lock:
+                self.events.append(event)
+
+    def snapshot(self) -> list[dict]:
+        with self._lock:
+            return list(self.events)
+
+    @property
+    def assignment(self) -> set[int] | None:
+        """Partitions currently held: None before the first assignment or after a revocation."""
+        current = None
+        for e in self.snapshot():
+            if e["ev"] == "assigned":
+                current = set(e["partitions"])
+            elif e["ev"] == "revoked":
+                current = None
+        return current
+
+    @property
+    def generation(self) -> int | None:
+        gens = [e["generation"] for e in self.snapshot() if e["ev"] == "assigned"]
+        return gens[-1] if gens else None
+
+    @property
+    def member_id(self) -> str | None:
+        ids = [e["member"] for e in self.snapshot() if e["ev"] == "assigned"]
+        return ids[-1] if ids else None
+
+    def batches(self) -> list[dict]:
+        """Each batch with ``committed`` True/False (commit failed) or None (never committed)."""
+        out, pending = [], None
+        for e in self.snapshot():
+            if e["ev"] == "batch":
+                pending = {"records": [tuple(r) for r in e["records"]], "t": e["t"],
+                           "committed": None, "consumer": self.name}
+                out.append(pending)
+            elif e["ev"] == "commit" and pending is not None:
+                pending["committed"] = e["ok"]
+                pending["error"] = e.get("error")
+                pending = None
+        return out
+
+    def terminate(self, timeout: float = 15.0) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        code = self.proc.wait(timeout)
+        self._reader.join(5)
+        return code
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(10)
+        self._reader.join(5)
+
+    def close(self) -> None:
+        """Cleanup for finalizers: whatever state it is in, make sure it is gone."""
+        try:
+            if self.proc.poll() is None:
+                self.terminate(5)
+        except subprocess.TimeoutExpired:
+            self.kill()
+        if self._stderr is not subprocess.DEVNULL:
+            self._stderr.close()
+
+
+def check_exactly_once(expected: set, consumers) -> dict:
+    """Every record in ``expected`` was consumed in exactly one successfully committed batch;
+    any other consumption of it was in a batch whose commit failed or never happened (the
+    uncommitted window), and came before the committed one. Returns a summary."""
+    committed: dict[tuple, dict] = {}
+    uncommitted: dict[tuple, list] = {}
+    for consumer in consumers:
+        for batch in consumer.batches():
+            for rec in batch["records"]:
+                if batch["committed"]:
+                    assert rec not in committed, (
+                        f"record {rec} consumed and committed twice: by {committed[rec]['consumer']} "
+                        f"and {batch['consumer']}")
+                    committed[rec] = batch
+                else:
+                    uncommitted.setdefault(rec, []).append(batch)
+    missing = expected - set(committed)
+    assert not missing, f"{len(missing)} records never committed, e.g. {sorted(missing)[:5]}"
+    extra = set(committed) - expected
+    assert not extra, f"consumed records nobody produced: {sorted(extra)[:5]}"
+    duplicates = 0
+    for rec, batches in uncommitted.items():
+        for batch in batches:
+            assert batch["t"] <= committed[rec]["t"], (
+                f"record {rec} consumed by {batch['consumer']} after {committed[rec]['consumer']} "
+                f"had committed it")
+            duplicates += 1
+    return {"committed": len(committed), "redelivered": duplicates,
+            "uncommitted_window": len(uncommitted)}
+
+
+# --- the client scripts (run with any kafka-python, 2.0.2 or 3.0.12) ---------------------------
+
+def _emit(**event) -> None:
+    event["t"] = time.time()
+    sys.stdout.write(json.dumps(event) + "\n")
+    sys.stdout.flush()
+
+
+def _api_version(text):
+    return tuple(int(x) for x in text.split(".")) if text else None
+
+
+def _consume(args) -> int:
+    from kafka import KafkaConsumer, ConsumerRebalanceListener
+    from kafka.errors import CommitFailedError, KafkaError
+
+    if os.environ.get("E2E_CLIENT_LOG"):
+        import logging
+        logging.basicConfig(level=getattr(logging, os.environ["E2E_CLIENT_LOG"]), stream=sys.stderr,
+                            format="%(asctime)s %(levelname)s %(name)s %(threadName)s: %(message)s")
+    stopping = []
+    signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
+    kw = dict(bootstrap_servers=args.bootstrap, group_id=args.group, client_id=args.client_id,
+              enable_auto_commit=False, auto_offset_reset="earliest",
+              session_timeout_ms=args.session_ms, heartbeat_interval_ms=args.heartbeat_ms,
+              max_poll_interval_ms=args.max_poll_ms, max_poll_records=args.max_records,
+              request_timeout_ms=max(30000, args.session_ms + 5000))
+    if args.api_version:
+        kw["api_version"] = _api_version(args.api_version)
+    consumer = KafkaConsumer(**kw)
+
+    def generation():
+        gen = getattr(consumer._coordinator, "_generation", None)
+        return (getattr(gen, "generation_id", None), getattr(gen, "member_id", None))
+
+    class Listener(ConsumerRebalanceListener):
+        def on_partitions_revoked(self, revoked):
+            _emit(ev="revoked", partitions=sorted(tp.partition for tp in revoked))
+
+        def on_partitions_assigned(self, assigned):
+            gen, member = generation()
+            _emit(ev="assigned", partitions=sorted(tp.partition for tp in assigned),
+                  generation=gen, member=member)
+
+    consumer.subscribe([args.topic], listener=Listener())
+    while not stopping:
+        batch = consumer.poll(timeout_ms=100)
+        records = [[tp.partition, r.offset] for tp, rs in batch.items() for r in rs]
+        if not records:
+            continue
+        _emit(ev="batch", records=records)
+        try:
+            consumer.commit()
+            _emit(ev="commit", ok=True)
+        except CommitFailedError as e:
+            _emit(ev="commit", ok=False, error=repr(e))
+        except KafkaError as e:                       # e.g. RebalanceInProgressError (3.x)
+            _emit(ev="commit", ok=False, error=repr(e))
+    consumer.close()
+    _emit(ev="closed")
+    return 0
+
+
+def _produce(args) -> int:
+    """Produce ``count`` messages round-robin over ``partitions``; print each [partition, offset]."""
+    from kafka import KafkaProducer
+
+    kw = dict(bootstrap_servers=args.bootstrap, acks="all", linger_ms=5)
+    if args.api_version:
+        kw["api_version"] = _api_version(args.api_version)
+    producer = KafkaProducer(**kw)
+    futures = [producer.send(args.topic, value=b"m%d" % i, key=b"k%d" % i,
+                             partition=i % args.partitions) for i in range(args.count)]
+    producer.flush(30)
+    records = [[m.partition, m.offset] for m in (f.get(30) for f in futures)]
+    producer.close()
+    _emit(ev="produced", records=records)
+    return 0
+
+
+def _committed(args) -> int:
+    """Print the group's committed offset of every partition of the topic (OffsetFetch)."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    kw = dict(bootstrap_servers=args.bootstrap, group_id=args.group, enable_auto_commit=False)
+    if args.api_version:
+        kw["api_version"] = _api_version(args.api_version)
+    consumer = KafkaConsumer(**kw)
+    parts = sorted(consumer.partitions_for_topic(args.topic) or ())
+    offsets = {p: consumer.committed(TopicPartition(args.topic, p)) for p in parts}
+    consumer.close()
+    _emit(ev="committed", offsets=offsets)
+    return 0
+
+
+def main(argv=None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("mode", choices=("consume", "produce", "committed"))
+    parser.add_argument("--bootstrap", required=True)
+    parser.add_argument("--topic", required=True)
+    parser.add_argument("--group")
+    parser.add_argument("--client-id", default="e2e")
+    parser.add_argument("--session-ms", type=int, default=3000)
+    parser.add_argument("--heartbeat-ms", type=int, default=500)
+    parser.add_argument("--max-poll-ms", type=int, default=10000)
+    parser.add_argument("--max-records", type=int, default=500)
+    parser.add_argument("--count", type=int, default=100)
+    parser.add_argument("--partitions", type=int, default=1)
+    parser.add_argument("--api-version")
+    args = parser.parse_args(argv)
+    return {"consume": _consume, "produce": _produce, "committed": _committed}[args.mode](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
