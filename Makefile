@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
-	$(VENV)/bin/pip install --quiet -e '.[test]'
+	$(VENV)/bin/pip install --quiet -e '.[test,bench]'
 	touch $(STAMP)
 
 serve: $(STAMP)
@@ -19,6 +19,8 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(VENV)/bin/python bench/codec.py
+	$(VENV)/bin/python bench/coordinator.py
+	$(VENV)/bin/python bench/offsets_log.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis
