@@ -49,6 +49,13 @@ class DataPlane:
         self.routes = {3: self.metadata, 0: self.produce, 1: self.fetch, 2: self.list_offsets,
                        19: self.create_topics, 20: self.delete_topics, 22: self.init_producer_id}
 
+    def has_partition(self, topic: str, partition: int) -> bool:
+        try:
+            self.store.partition(topic, partition)
+        except TopicsError:
+            return False
+        return True
+
     def close(self) -> None:
         self.store.flush()
         self.store.close()

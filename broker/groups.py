@@ -9,6 +9,7 @@ ListGroups asks every shard.
 from __future__ import annotations
 
 import dataclasses
+from typing import Callable
 
 import trio
 
@@ -19,12 +20,19 @@ from protocol.messages import RESPONSES
 from .shard_runner import ShardRunner
 
 FindCoordinatorResponse = RESPONSES[10].cls
+_COMMIT_TOPIC = RESPONSES[8].cls.OffsetCommitResponseTopic
+_DELETE_TOPIC = RESPONSES[47].cls.OffsetDeleteResponseTopic
+#: per-partition result classes of OffsetCommit (8) and OffsetDelete (47)
+_RESULT_CLASSES = {8: (_COMMIT_TOPIC, _COMMIT_TOPIC.OffsetCommitResponsePartition),
+                   47: (_DELETE_TOPIC, _DELETE_TOPIC.OffsetDeleteResponsePartition)}
 SINGLE_GROUP_APIS = (11, 14, 12, 13, 8, 47)     # Join, Sync, Heartbeat, Leave, OffsetCommit, OffsetDelete
 
 
 class GroupRouter:
-    def __init__(self, runners: list[ShardRunner], node_id: int, advertised: tuple[str, int]):
+    def __init__(self, runners: list[ShardRunner], node_id: int, advertised: tuple[str, int],
+                 partition_exists: Callable[[str, int], bool]):
         self.runners, self.node_id, self.advertised = runners, node_id, advertised
+        self.partition_exists = partition_exists
 
     def runner_for(self, group_id: str) -> ShardRunner:
         return self.runners[shard_for(group_id, len(self.runners))]
@@ -33,6 +41,8 @@ class GroupRouter:
         key, v = ctx.api_key, ctx.version
         if key == 10:
             return self.find_coordinator(v, request)
+        if key in (8, 47):
+            return await self._known_partitions_only(ctx, request)
         if key in SINGLE_GROUP_APIS or (key == 9 and v < 8):
             return await self.runner_for(request.group_id).call(
                 key, v, request, client_id=ctx.client_id, client_host=ctx.client_host)
@@ -45,6 +55,32 @@ class GroupRouter:
         if key == 16:
             return await self._list_groups(ctx, request)
         raise KeyError(f"api key {key} is not a group API")
+
+    async def _known_partitions_only(self, ctx, request):
+        """OffsetCommit/OffsetDelete: as Kafka's API layer does, answer partitions that do not
+        exist with UNKNOWN_TOPIC_OR_PARTITION and send only the rest to the coordinator."""
+        kept = tuple(dataclasses.replace(t, partitions=tuple(
+            p for p in t.partitions if self.partition_exists(t.name, p.partition_index)))
+            for t in request.topics)
+        kept = tuple(t for t in kept if t.partitions)
+        response_cls = RESPONSES[ctx.api_key].cls
+        if ctx.api_key == 8 and not kept:
+            answer = response_cls()
+        else:
+            answer = await self.runner_for(request.group_id).call(
+                ctx.api_key, ctx.version, dataclasses.replace(request, topics=kept),
+                client_id=ctx.client_id, client_host=ctx.client_host)
+        if kept == request.topics or getattr(answer, "error_code", ErrorCode.NONE) != ErrorCode.NONE:
+            return answer
+        errors = {(t.name, p.partition_index): p.error_code for t in answer.topics for p in t.partitions}
+        topic_cls, part_cls = _RESULT_CLASSES[ctx.api_key]
+        return dataclasses.replace(answer, topics=tuple(
+            topic_cls(name=t.name, partitions=tuple(
+                part_cls(partition_index=p.partition_index,
+                         error_code=errors.get((t.name, p.partition_index),
+                                               ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+                for p in t.partitions))
+            for t in request.topics))
 
     def find_coordinator(self, version: int, request):
         host, port = self.advertised
@@ -96,3 +132,4 @@ class GroupRouter:
                 nursery.start_soon(ask, i)
         error = next((a.error_code for a in answers if a.error_code != ErrorCode.NONE), ErrorCode.NONE)
         return RESPONSES[16].cls(error_code=error, groups=tuple(g for a in answers for g in a.groups))
+

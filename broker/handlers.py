@@ -13,10 +13,12 @@ GROUP_APIS = (10, 11, 14, 12, 13, 8, 9, 15, 16, 42, 47)
 
 
 class Handlers:
-    def __init__(self, config: BrokerConfig, groups: GroupRouter, advertised: tuple[str, int]):
+    def __init__(self, config: BrokerConfig, advertised: tuple[str, int]):
         self.config, self.advertised = config, advertised
         self.data = DataPlane(config, advertised)
         self.routes = {18: self._api_versions, **self.data.routes}
+
+    def serve_groups(self, groups: GroupRouter) -> None:
         self.routes.update({key: groups.handle for key in GROUP_APIS})
 
     def serves(self, api_key: int, version: int) -> bool:

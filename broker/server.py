@@ -66,8 +66,9 @@ class Broker:
             listeners = await trio.open_tcp_listeners(cfg.port, host=cfg.host)
             self.port = listeners[0].socket.getsockname()[1]
             advertised = (cfg.advertised_host or cfg.host, cfg.advertised_port or self.port)
-            groups = GroupRouter(self.runners, cfg.node_id, advertised)
-            self.handlers = Handlers(cfg, groups, advertised)
+            self.handlers = Handlers(cfg, advertised)
+            groups = GroupRouter(self.runners, cfg.node_id, advertised, self.handlers.data.has_partition)
+            self.handlers.serve_groups(groups)
             shards.start_soon(self.handlers.data.retention_loop)
             try:
                 async with trio.open_nursery() as connections:

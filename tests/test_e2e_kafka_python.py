@@ -18,7 +18,8 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
 from kafka.errors import CommitFailedError, IllegalGenerationError, UnknownMemberIdError
 
-from broker_process import BrokerProcess, ConsumerProcess, check_exactly_once, wait_until
+from broker_process import (BrokerProcess, ConsumerProcess, check_exactly_once, committed_records,
+                            wait_until)
 
 FAST = {
     "group.initial.rebalance.delay.ms": 0,
@@ -47,6 +48,14 @@ def produce(bootstrap: str, topic: str, count: int, partitions: int, start: int 
         return {(m.partition, m.offset) for m in (f.get(30) for f in futures)}
     finally:
         producer.close()
+
+
+def create_topic(bootstrap: str, name: str, partitions: int) -> None:
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.create_topics([NewTopic(name, partitions, 1)])
+    finally:
+        admin.close()
 
 
 def log_lines(text: str, pattern: str) -> list[str]:
@@ -87,7 +96,7 @@ def test_stalled_consumer_commit_fails_after_rebalance(broker, static):
     rebalance: B added, (dynamic) A removed for not rejoining, generation 2 formed.
     """
     topic, group = "stall", f"stall-{'static' if static else 'dynamic'}"
-    KafkaAdminClient(bootstrap_servers=broker.bootstrap).create_topics([NewTopic(topic, 2, 1)])
+    create_topic(broker.bootstrap, topic, 2)
     produce(broker.bootstrap, topic, 20, 2)
     common = dict(bootstrap_servers=broker.bootstrap, group_id=group, enable_auto_commit=False,
                   auto_offset_reset="earliest", session_timeout_ms=10000)
@@ -105,7 +114,7 @@ def test_stalled_consumer_commit_fails_after_rebalance(broker, static):
         a.commit()
         stalled_at = time.monotonic()               # A's last poll: from here on A stalls
         member_a = a._coordinator._generation.member_id
-        assert a._coordinator._generation.generation_id == 1
+        gen = a._coordinator._generation.generation_id       # 1, or 2 if metadata came late
 
         b = KafkaConsumer(client_id="B", heartbeat_interval_ms=1000, max_poll_interval_ms=2000,
                           **common)
@@ -118,10 +127,10 @@ def test_stalled_consumer_commit_fails_after_rebalance(broker, static):
         thread = threading.Thread(target=run_b, daemon=True)
         thread.start()
 
-        broker.wait_for_log(rf"group {group}: Stable -> PreparingRebalance \(generation 1, .*adding "
+        broker.wait_for_log(rf"group {group}: Stable -> PreparingRebalance \(generation {gen}, .*adding "
                             r"member B-", timeout=10)
         a.commit()            # PreparingRebalance, A still a member of generation 1: accepted
-        broker.wait_for_log(rf"group {group}: CompletingRebalance -> Stable \(generation 2,",
+        broker.wait_for_log(rf"group {group}: CompletingRebalance -> Stable \(generation {gen + 1},",
                             timeout=10)
         stalled = time.monotonic() - stalled_at
         assert stalled > 1.0, "A must have stalled past its max.poll.interval.ms"
@@ -134,7 +143,7 @@ def test_stalled_consumer_commit_fails_after_rebalance(broker, static):
 
         log = broker.log_text()
         joined = log_lines(log, rf"group {group}: PreparingRebalance -> CompletingRebalance "
-                                r"\(generation 2, ")
+                                rf"\(generation {gen + 1}, ")
         assert len(joined) == 1
         if static:
             assert member_a in joined[0], "a static member that did not rejoin stays in the group"
@@ -147,3 +156,143 @@ def test_stalled_consumer_commit_fails_after_rebalance(broker, static):
         a.close()
         if thread is not None:
             thread.join(15)
+
+
+# --- 1. the whole life of a group: consume, grow, lose a member, survive a restart -------------
+
+SESSION_MS = 3000
+
+
+def settled(consumers, partitions: int = 6, newer_than: int = -1):
+    """The members' assignments once they are disjoint, cover every partition and share one
+    generation (newer than ``newer_than``); falsy until then."""
+    views = [(c.assignment, c.generation) for c in consumers]
+    if any(a is None or g is None for a, g in views):
+        return None
+    generations = {g for _, g in views}
+    owned = [p for a, _ in views for p in a]
+    if len(generations) != 1 or sorted(owned) != list(range(partitions)) or generations.pop() <= newer_than:
+        return None
+    return views[0][1]
+
+
+def test_group_lifecycle_kafka_python(broker, tmp_path):
+    """Issue 4's first acceptance scenario, phase by phase (about 15 s):
+
+    1. 10,000 messages to a 6-partition topic (CreateTopics), consumed by a 3-member group with
+       a commit after every batch and before the next poll: every record committed exactly once,
+       none redelivered.
+    2. A 4th member joins while more messages arrive; the group rebalances to 4 members; every
+       record is committed exactly once, and a record is seen twice only if an earlier
+       consumption of it was never committed (the uncommitted window).
+    3. A member is SIGKILLed (no LeaveGroup): after its session timeout the broker removes it and
+       its partitions move to the 3 others; same exactly-once check.
+    4. The members leave; the broker is stopped with SIGTERM (exit 0) and restarted on the same
+       data dir: the topic (6 partitions, same end offsets), the committed offsets and the
+       group's generation survive, and a new member resumes exactly at the committed offsets.
+    """
+    topic, group = "orders", "lifecycle"
+    create_topic(broker.bootstrap, topic, 6)
+    members = []
+
+    def member(name):
+        c = ConsumerProcess(name, broker.bootstrap, group, topic, session_ms=SESSION_MS,
+                            heartbeat_ms=500, max_poll_ms=10000, max_records=500,
+                            stderr_path=tmp_path / f"{name}.log")
+        members.append(c)
+        return c
+
+    try:
+        # 1. three members, 10,000 messages
+        c1, c2, c3 = member("c1"), member("c2"), member("c3")
+        gen3 = wait_until(lambda: settled([c1, c2, c3]), 20, "3 members sharing 6 partitions")
+        produced = produce(broker.bootstrap, topic, 10_000, 6)
+        assert len(produced) == 10_000
+        wait_until(lambda: committed_records(members) >= produced, 20, "10,000 records committed")
+        summary = check_exactly_once(produced, members)
+        assert summary == {"committed": 10_000, "redelivered": 0}
+        for c in (c1, c2, c3):
+            consumed = {p for b in c.batches() for p, _ in b["records"]}
+            assert consumed and consumed <= c.assignment, f"{c.name} read partitions it does not own"
+
+        # 2. a 4th member joins while messages keep coming
+        more: set = set()
+
+        def trickle():
+            for i in range(10):
+                more.update(produce(broker.bootstrap, topic, 300, 6, start=10_000 + 300 * i))
+                time.sleep(0.1)
+        producer = threading.Thread(target=trickle)
+        producer.start()
+        c4 = member("c4")
+        gen4 = wait_until(lambda: settled([c1, c2, c3, c4], newer_than=gen3), 20,
+                          "4 members sharing 6 partitions")
+        producer.join(30)
+        produced |= more
+        produced |= produce(broker.bootstrap, topic, 1_200, 6, start=13_000)
+        assert len(produced) == 14_200
+        wait_until(lambda: committed_records(members) >= produced, 20, "14,200 records committed")
+        summary = check_exactly_once(produced, members)
+        assert summary["committed"] == 14_200
+        assert any(b["records"] for b in c4.batches()), "the new member consumed nothing"
+        broker.wait_for_log(rf"group {group}: Stable -> PreparingRebalance \(generation {gen3}, .*"
+                            rf"adding member c4-", timeout=1)
+
+        # 3. kill one member without a LeaveGroup: its partitions move after its session timeout
+        victim, survivors = c2, [c1, c3, c4]
+        victim_id, victim_parts = victim.member_id, victim.assignment
+        killed_at = time.monotonic()
+        victim.kill()
+        produced |= produce(broker.bootstrap, topic, 1_200, 6, start=14_200)
+        gen5 = wait_until(lambda: settled(survivors, newer_than=gen4), SESSION_MS / 1000 + 10,
+                          "the killed member's partitions to move")
+        moved_after = time.monotonic() - killed_at
+        assert moved_after > SESSION_MS / 1000 - 1.0, f"partitions moved after {moved_after:.1f}s"
+        assert victim_parts <= set().union(*(c.assignment for c in survivors))
+        broker.wait_for_log(rf"group {group}: removed member {re.escape(victim_id)} "
+                            r"\(session timeout expired\)", timeout=1)
+        wait_until(lambda: committed_records(members) >= produced, 20, "15,400 records committed")
+        summary = check_exactly_once(produced, members)
+        assert summary["committed"] == 15_400
+
+        # 4. members leave; SIGTERM and restart on the same data dir
+        for c in survivors:
+            c.proc.send_signal(signal.SIGTERM)
+        for c in survivors:
+            assert c.terminate() == 0
+        empty = broker.wait_for_log(rf"group {group}: \w+ -> Empty \(generation (\d+), members \[\]\)",
+                                    timeout=10)
+        generation = int(empty.group(1))
+        assert generation > gen5
+        before = group_view(broker.bootstrap, group, topic)
+        ends = {p: sum(1 for q, _ in produced if q == p) for p in range(6)}
+        assert before == {"partitions": set(range(6)), "end": ends, "committed": ends}
+
+        assert broker.restart() == 0, "SIGTERM must stop the broker with exit code 0"
+        broker.wait_for_log(rf"loaded group {group} \(Empty, generation {generation}, 0 members\)",
+                            text=broker.log_since_start, timeout=10)
+        assert group_view(broker.bootstrap, group, topic) == before
+
+        # a new member continues the generations and starts at the committed offsets
+        c5 = member("c5")
+        wait_until(lambda: settled([c5], newer_than=0), 20, "a member after the restart")
+        assert c5.generation == generation + 1
+        after = produce(broker.bootstrap, topic, 600, 6, start=15_400)
+        wait_until(lambda: committed_records([c5]) >= after, 20, "600 new records committed")
+        assert committed_records([c5]) == after, "the restarted group re-read committed records"
+    finally:
+        for c in members:
+            c.close()
+
+
+def group_view(bootstrap: str, group: str, topic: str) -> dict:
+    """Partitions, end offsets and the group's committed offsets, through kafka-python."""
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False)
+    try:
+        parts = consumer.partitions_for_topic(topic)
+        tps = [TopicPartition(topic, p) for p in sorted(parts)]
+        return {"partitions": parts,
+                "end": {tp.partition: o for tp, o in consumer.end_offsets(tps).items()},
+                "committed": {tp.partition: consumer.committed(tp) for tp in tps}}
+    finally:
+        consumer.close()

@@ -145,3 +145,25 @@ def test_cli_serve_prints_one_line_and_stops_cleanly_on_sigterm(tmp_path):
         assert proc.stdout.read() == ""                 # exactly one line on stdout
     finally:
         proc.kill()
+
+
+async def test_commits_to_partitions_that_do_not_exist_get_unknown_topic(broker):
+    client = await WireClient.connect(broker.port)
+    ct = REQUESTS[19].cls
+    created = await client.call(19, 5, ct(topics=(ct.CreatableTopic(name="known", num_partitions=2,
+                                                                     replication_factor=1),)))
+    assert created.topics[0].error_code == ErrorCode.NONE
+    oc = REQUESTS[8].cls
+    topic, part = oc.OffsetCommitRequestTopic, oc.OffsetCommitRequestTopic.OffsetCommitRequestPartition
+    commit = oc(group_id="simple", generation_id_or_member_epoch=-1, member_id="", topics=(
+        topic(name="known", partitions=(part(partition_index=0, committed_offset=5, committed_metadata=""),
+                                        part(partition_index=2, committed_offset=5, committed_metadata=""))),
+        topic(name="missing", partitions=(part(partition_index=0, committed_offset=5, committed_metadata=""),))))
+    answer = await client.call(8, 8, commit)
+    assert [(t.name, [(p.partition_index, p.error_code) for p in t.partitions]) for t in answer.topics] == [
+        ("known", [(0, ErrorCode.NONE), (2, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]),
+        ("missing", [(0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)])]
+    of = REQUESTS[9].cls
+    fetched = await client.call(9, 6, of(group_id="simple", topics=(
+        of.OffsetFetchRequestTopic(name="known", partition_indexes=(0, 2)),)))
+    assert [(p.partition_index, p.committed_offset) for p in fetched.topics[0].partitions] == [(0, 5), (2, -1)]
