@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Callable
 
 import trio
 
@@ -38,8 +39,10 @@ def _now_ms() -> int:
 
 
 class DataPlane:
-    def __init__(self, config: BrokerConfig, advertised: tuple[str, int]):
+    def __init__(self, config: BrokerConfig, advertised: tuple[str, int],
+                 on_topics_deleted: Callable[[set[str]], None] = lambda names: None):
         self.config, self.advertised = config, advertised
+        self.on_topics_deleted = on_topics_deleted
         self.store = TopicStore(config.data_dir, num_partitions=config.num_partitions,
                                 auto_create=config.auto_create_topics_enable,
                                 segment_bytes=config.log_segment_bytes,
@@ -243,6 +246,9 @@ class DataPlane:
             except TopicsError as e:
                 results.append(result_cls(name=name, topic_id=topic_id or _zero(),
                                           error_code=e.error_code, error_message=str(e)))
+        deleted = {r.name for r in results if r.error_code == E.NONE}
+        if deleted:
+            self.on_topics_deleted(deleted)
         return DeleteTopics(responses=tuple(results))
 
     # --- InitProducerId ----------------------------------------------------------------------

@@ -13,9 +13,9 @@ GROUP_APIS = (10, 11, 14, 12, 13, 8, 9, 15, 16, 42, 47)
 
 
 class Handlers:
-    def __init__(self, config: BrokerConfig, advertised: tuple[str, int]):
+    def __init__(self, config: BrokerConfig, advertised: tuple[str, int], on_topics_deleted):
         self.config, self.advertised = config, advertised
-        self.data = DataPlane(config, advertised)
+        self.data = DataPlane(config, advertised, on_topics_deleted)
         self.routes = {18: self._api_versions, **self.data.routes}
 
     def serve_groups(self, groups: GroupRouter) -> None:

@@ -66,7 +66,7 @@ class Broker:
             listeners = await trio.open_tcp_listeners(cfg.port, host=cfg.host)
             self.port = listeners[0].socket.getsockname()[1]
             advertised = (cfg.advertised_host or cfg.host, cfg.advertised_port or self.port)
-            self.handlers = Handlers(cfg, advertised)
+            self.handlers = Handlers(cfg, advertised, self._forget_topics)
             groups = GroupRouter(self.runners, cfg.node_id, advertised, self.handlers.data.has_partition)
             self.handlers.serve_groups(groups)
             shards.start_soon(self.handlers.data.retention_loop)
@@ -84,6 +84,10 @@ class Broker:
                 shards.cancel_scope.cancel()
                 with trio.CancelScope(shield=True):
                     await trio.to_thread.run_sync(self._close_logs)
+
+    def _forget_topics(self, topics: set[str]) -> None:
+        for runner in self.runners:
+            runner.forget_topics(topics)
 
     def _close_logs(self) -> None:
         for runner in self.runners:

@@ -72,9 +72,15 @@ class ShardRunner:
             code = ErrorCode.NONE if api_key == HEARTBEAT else ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
             return error_response(api_key, version, request, code)
         ticket = Ticket(api_key, version, request)
-        self._send.send_nowait((RequestContext(ticket, api_key, version, client_id, client_host), request))
+        ctx = RequestContext(ticket, api_key, version, client_id, client_host)
+        self._send.send_nowait(lambda now: self.shard.handle(now, ctx, request))
         await ticket.done.wait()
         return ticket.response
+
+    def forget_topics(self, topics: set[str]) -> None:
+        """Deleted topics: tombstone their committed offsets in every group (Kafka does too)."""
+        if self.loaded and self.failed is None:
+            self._send.send_nowait(lambda now: self.shard.forget_topics(topics))
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         self._epoch_ms = self._wall_clock() * 1000 - trio.current_time() * 1000
@@ -97,8 +103,8 @@ class ShardRunner:
                     break
             now = self.now_ms()
             actions = []
-            for ctx, request in batch:
-                actions += self.shard.handle(now, ctx, request)
+            for operation in batch:
+                actions += operation(now)
             actions += self.shard.tick(now)
             await self._execute(actions)
             if trio.current_time() >= next_compaction:

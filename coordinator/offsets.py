@@ -234,3 +234,15 @@ def _expired(c, base: int, now: int, retention: int) -> bool:
     if c.expire_ts is not None:
         return now >= c.expire_ts
     return now - base >= retention
+
+
+def forget_topics(shard: Shard, topics: set[str]) -> None:
+    """Tombstone every committed offset of deleted topics, in every group of the shard."""
+    records, gone = [], []
+    for group_id, offsets in list(shard.offsets.items()):
+        for topic, partition in sorted(k for k in offsets if k[0] in topics):
+            records.append(tombstone(offset_commit_key(group_id, topic, partition)))
+            gone.append(OffsetCommitTombstone(group_id, topic, partition))
+    for record in gone:
+        shard.replay(record)
+    shard.persist(records)

@@ -89,6 +89,12 @@ class Shard:
             heapq.heappop(self._heap)
         return None
 
+    def forget_topics(self, topics: set[str]) -> list[Action]:
+        """Drop the committed offsets of deleted topics (tombstones), as Kafka does on deletion."""
+        from .offsets import forget_topics
+        forget_topics(self, topics)
+        return self._take()
+
     def owns(self, group_id: str) -> bool:
         return shard_for(group_id, self.config.offsets_topic_num_partitions) == self.shard_id
 

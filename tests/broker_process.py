@@ -171,6 +171,7 @@ class ConsumerProcess:
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self._stderr,
                                      stdin=subprocess.DEVNULL)
         self.events: list[dict] = []
+        self._asked = False
         self._lock = threading.Lock()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -223,9 +224,15 @@ class ConsumerProcess:
                 pending = None
         return out
 
-    def terminate(self, timeout: float = 15.0) -> int:
-        if self.proc.poll() is None:
+    def ask_to_stop(self) -> None:
+        """SIGTERM once (a second one could land while Python is finalizing, and kill it)."""
+        if not self._asked and self.proc.poll() is None:
+            self._asked = True
             self.proc.send_signal(signal.SIGTERM)
+
+    def terminate(self, timeout: float = 15.0) -> int:
+        """Stop it cleanly (close() sends LeaveGroup); its exit code."""
+        self.ask_to_stop()
         code = self.proc.wait(timeout)
         self._reader.join(5)
         return code

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import threading
 import time
 
@@ -257,7 +256,7 @@ def test_group_lifecycle_kafka_python(broker, tmp_path):
 
         # 4. members leave; SIGTERM and restart on the same data dir
         for c in survivors:
-            c.proc.send_signal(signal.SIGTERM)
+            c.ask_to_stop()
         for c in survivors:
             assert c.terminate() == 0
         empty = broker.wait_for_log(rf"group {group}: \w+ -> Empty \(generation (\d+), members \[\]\)",

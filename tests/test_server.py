@@ -167,3 +167,22 @@ async def test_commits_to_partitions_that_do_not_exist_get_unknown_topic(broker)
     fetched = await client.call(9, 6, of(group_id="simple", topics=(
         of.OffsetFetchRequestTopic(name="known", partition_indexes=(0, 2)),)))
     assert [(p.partition_index, p.committed_offset) for p in fetched.topics[0].partitions] == [(0, 5), (2, -1)]
+
+
+async def test_deleting_a_topic_drops_its_committed_offsets(broker):
+    client = await WireClient.connect(broker.port)
+    ct, dt = REQUESTS[19].cls, REQUESTS[20].cls
+    oc, of = REQUESTS[8].cls, REQUESTS[9].cls
+    create = ct(topics=(ct.CreatableTopic(name="gone", num_partitions=1, replication_factor=1),))
+    assert (await client.call(19, 5, create)).topics[0].error_code == ErrorCode.NONE
+    topic = oc.OffsetCommitRequestTopic
+    commit = oc(group_id="g-del", generation_id_or_member_epoch=-1, member_id="", topics=(
+        topic(name="gone", partitions=(topic.OffsetCommitRequestPartition(
+            partition_index=0, committed_offset=9, committed_metadata=""),)),))
+    assert (await client.call(8, 8, commit)).topics[0].partitions[0].error_code == ErrorCode.NONE
+    assert (await client.call(20, 4, dt(topic_names=("gone",), timeout_ms=1000))).responses[0].error_code == 0
+    assert (await client.call(19, 5, create)).topics[0].error_code == ErrorCode.NONE     # recreated
+    fetch = of(group_id="g-del", topics=(of.OffsetFetchRequestTopic(name="gone", partition_indexes=(0,)),))
+    with trio.fail_after(5):
+        while (await client.call(9, 6, fetch)).topics[0].partitions[0].committed_offset != -1:
+            await trio.sleep(0.01)
