@@ -164,6 +164,7 @@ class DataPlane:
                 name = None
             parts = []
             for p in t.partitions:
+                log_ = None
                 try:
                     if name is None:
                         raise UnknownTopicId(f"unknown topic id {t.topic_id}")
@@ -178,9 +179,11 @@ class DataPlane:
                                           high_watermark=log_.high_watermark,
                                           last_stable_offset=log_.high_watermark,
                                           log_start_offset=log_.log_start_offset, records=records))
-                except TopicsError as e:
+                except TopicsError as e:          # e.g. OFFSET_OUT_OF_RANGE still reports the bounds
                     parts.append(part_cls(partition_index=p.partition, error_code=e.error_code,
-                                          high_watermark=-1, records=b""))
+                                          high_watermark=log_.high_watermark if log_ else -1,
+                                          log_start_offset=log_.log_start_offset if log_ else -1,
+                                          records=b""))
             out.append(topic_cls(topic=t.topic, topic_id=t.topic_id, partitions=tuple(parts)))
         return Fetch(error_code=E.NONE, session_id=0, responses=tuple(out)), total
 
