@@ -205,8 +205,10 @@ class DataPlane:
                         offset, ts = log_.log_start_offset, -1
                     else:
                         offset, ts = log_.offset_for_timestamp(p.timestamp)
+                    # LeaderEpoch exists from v4 on; v1-3 (kafka-python 2.0.2) keep the default.
                     parts.append(part_cls(partition_index=p.partition_index, error_code=E.NONE,
-                                          timestamp=ts, offset=offset, leader_epoch=0))
+                                          timestamp=ts, offset=offset,
+                                          leader_epoch=0 if ctx.version >= 4 else -1))
                 except TopicsError as e:
                     parts.append(part_cls(partition_index=p.partition_index, error_code=e.error_code))
             topics.append(topic_cls(name=t.name, partitions=tuple(parts)))

@@ -112,9 +112,8 @@ class Broker:
                         break
                     frames.feed(data)
                     continue
-                parts = await self._answer(frame, peer)
-                for part in parts:
-                    await stream.send_all(part)
+                for chunk in _coalesce(await self._answer(frame, peer)):
+                    await stream.send_all(chunk)
         except (FrameTooLarge, DecodeError, UnsupportedVersion) as e:
             log.warning("closing connection from %s: %s", peer, e)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
@@ -151,6 +150,26 @@ class Broker:
         except EncodeError:
             log.exception("cannot encode the answer to api %d v%d", header.api_key, header.api_version)
             raise
+
+
+#: Response parts at least this large (record data) are sent as they are, not copied.
+_LARGE = 64 * 1024
+
+
+def _coalesce(parts: list) -> list:
+    """Join the small pieces of a response so it goes out in as few sends as possible."""
+    out, small = [], []
+    for part in parts:
+        if len(part) >= _LARGE:
+            if small:
+                out.append(b"".join(small))
+                small = []
+            out.append(part)
+        else:
+            small.append(part)
+    if small:
+        out.append(b"".join(small))
+    return out
 
 
 def _peer(stream: trio.SocketStream) -> str:

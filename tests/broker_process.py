@@ -201,8 +201,13 @@ class ConsumerProcess:
         return current
 
     @property
+    def generations(self) -> list[int]:
+        """The generation of every assignment it received, in order."""
+        return [e["generation"] for e in self.snapshot() if e["ev"] == "assigned"]
+
+    @property
     def generation(self) -> int | None:
-        gens = [e["generation"] for e in self.snapshot() if e["ev"] == "assigned"]
+        gens = self.generations
         return gens[-1] if gens else None
 
     @property
@@ -342,9 +347,14 @@ def _consume(args) -> int:
             _emit(ev="assigned", partitions=sorted(tp.partition for tp in assigned),
                   generation=gen, member=member)
 
+    # kafka-python 3.0.12 wedges a leader whose rejoin was caused only by new topic metadata
+    # when poll()'s timeout runs out during that join (the join's completion is then skipped:
+    # no assignment, heartbeats stay off). Knowing the topic before the first join avoids that
+    # rejoin, and a longer poll timeout makes the race rarer.
+    consumer.partitions_for_topic(args.topic)
     consumer.subscribe([args.topic], listener=Listener())
     while not stopping:
-        batch = consumer.poll(timeout_ms=100)
+        batch = consumer.poll(timeout_ms=500)
         records = [[tp.partition, r.offset] for tp, rs in batch.items() for r in rs]
         if not records:
             continue

@@ -1,0 +1,404 @@
+"""End-to-end benchmark: our broker against the librdkafka mock cluster, in one run.
+
+Starts ``python -m broker serve --port 0`` (group.initial.rebalance.delay.ms=0) in a temporary
+data dir and, in this process, the librdkafka mock cluster (confluent-kafka's
+``test.mock.num.brokers=1`` on a Producer kept alive for the whole run). The mock's own
+initial rebalance delay (3000 ms, not settable through any config property) is set to 0
+through librdkafka's C API ``rd_kafka_mock_group_initial_rebalance_delay_ms`` via ctypes.
+Then it measures and prints:
+
+1. seconds from the first subscribe until N = 1, 5, 20 consumers of one group on a
+   60-partition topic all hold an assignment (confluent-kafka on both brokers, kafka-python
+   3.0.12 on ours; the median of 3 runs);
+2. requests per second of Heartbeat v4 and OffsetCommit v8 (10 partitions; ours durable,
+   its default) from bench/loadgen.py in a separate process, 1/16/64 connections, serial and
+   32 in flight;
+3. the peak RSS (VmHWM) of our broker holding 10,000 groups of 5 members.
+
+Every ratio is ours/mock. Run: ``.venv/bin/python bench/e2e.py [--quick]``.
+Only 127.0.0.1 is ever used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import glob
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+PY = sys.executable
+LOADGEN = str(REPO / "bench" / "loadgen.py")
+TOPIC = "bench-60"
+PARTITIONS = 60
+SESSION_MS = 10_000          # consumers, both brokers (the mock waits session-1 s in a rebalance)
+HEARTBEAT_MS = 3_000         # librdkafka's and kafka-python's default
+
+
+def log(msg: str) -> None:
+    sys.stderr.write(f"[e2e {time.strftime('%H:%M:%S')}] {msg}\n")
+    sys.stderr.flush()
+
+
+# --- the two brokers -----------------------------------------------------------------------
+
+class OurBroker:
+    def __init__(self, workdir: str, overrides: dict):
+        self.data_dir = os.path.join(workdir, "data")
+        self.log_path = os.path.join(workdir, "broker.log")
+        cmd = [PY, "-m", "broker", "serve", "--host", "127.0.0.1", "--port", "0", "--data-dir", self.data_dir]
+        for k, v in overrides.items():
+            cmd += ["-o", f"{k}={v}"]
+        self.cmd = cmd
+        self._log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=self._log,
+                                     stdin=subprocess.DEVNULL)
+        line = self.proc.stdout.readline().decode()
+        m = re.match(r"^groupbroker listening on (\S+):(\d+)$", line.strip())
+        if not m:
+            self.proc.kill()
+            raise RuntimeError(f"broker did not start: {line!r}")
+        self.host, self.port = m.group(1), int(m.group(2))
+        assert self.host == "127.0.0.1"
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def status(self, key: str) -> int:
+        """A /proc/<pid>/status memory figure, in kB."""
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1])
+        raise KeyError(key)
+
+    def stop(self) -> int:
+        self.proc.terminate()
+        try:
+            return self.proc.wait(20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return -9
+        finally:
+            self._log.close()
+
+
+class MockCluster:
+    """librdkafka's mock cluster, alive as long as the Producer that owns it."""
+
+    def __init__(self, initial_delay_ms: int | None = 0):
+        import confluent_kafka
+        from confluent_kafka import Producer
+        self.holder = Producer({"test.mock.num.brokers": 1, "client.id": "mock-holder",
+                                "log_level": 3})
+        brokers = self.holder.list_topics(timeout=10).brokers
+        (b,) = brokers.values()
+        self.host, self.port = b.host, b.port
+        assert self.host == "127.0.0.1", self.host
+        self.delay_note = "librdkafka default (3000 ms)"
+        if initial_delay_ms is not None:
+            self.delay_note = self._set_initial_delay(confluent_kafka, initial_delay_ms)
+
+    def _set_initial_delay(self, ck, delay_ms: int) -> str:
+        """No config property exists; call rd_kafka_mock_group_initial_rebalance_delay_ms()."""
+        libs = glob.glob(os.path.join(os.path.dirname(ck.__file__), "..", "confluent_kafka.libs",
+                                      "librdkafka*.so*"))
+        if not libs:
+            return "NOT SET (bundled librdkafka not found): 3000 ms"
+        lib = ctypes.CDLL(libs[0])
+        # confluent_kafka's Handle object: PyObject_HEAD, then rd_kafka_t *rk
+        rk = ctypes.c_void_p.from_address(id(self.holder) + 2 * ctypes.sizeof(ctypes.c_void_p)).value
+        lib.rd_kafka_name.restype, lib.rd_kafka_name.argtypes = ctypes.c_char_p, [ctypes.c_void_p]
+        if lib.rd_kafka_name(rk) != b"mock-holder#producer-1" and not lib.rd_kafka_name(rk).startswith(b"mock-holder#"):
+            return "NOT SET (could not find the rd_kafka_t handle): 3000 ms"
+        lib.rd_kafka_handle_mock_cluster.restype = ctypes.c_void_p
+        lib.rd_kafka_handle_mock_cluster.argtypes = [ctypes.c_void_p]
+        mc = lib.rd_kafka_handle_mock_cluster(rk)
+        lib.rd_kafka_mock_cluster_bootstraps.restype = ctypes.c_char_p
+        lib.rd_kafka_mock_cluster_bootstraps.argtypes = [ctypes.c_void_p]
+        assert lib.rd_kafka_mock_cluster_bootstraps(mc).decode() == self.bootstrap
+        lib.rd_kafka_mock_group_initial_rebalance_delay_ms.argtypes = [ctypes.c_void_p, ctypes.c_int32]
+        lib.rd_kafka_mock_group_initial_rebalance_delay_ms(mc, delay_ms)
+        lib.rd_kafka_mock_topic_create.restype = ctypes.c_int
+        lib.rd_kafka_mock_topic_create.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_int]
+        self._lib, self._mc = lib, mc
+        return f"{delay_ms} ms (set via rd_kafka_mock_group_initial_rebalance_delay_ms, ctypes)"
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def create_topic(self, name: str, partitions: int) -> None:
+        """AdminClient.create_topics hangs on this mock ("waiting for controller": its Metadata
+        names no usable controller), so use the mock's C API rd_kafka_mock_topic_create."""
+        err = self._lib.rd_kafka_mock_topic_create(self._mc, name.encode(), partitions, 1)
+        if err:
+            raise RuntimeError(f"rd_kafka_mock_topic_create: error {err}")
+        from confluent_kafka.admin import AdminClient
+        md = AdminClient({"bootstrap.servers": self.bootstrap}).list_topics(name, timeout=10)
+        assert len(md.topics[name].partitions) == partitions
+
+
+def create_topic(bootstrap: str) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for fut in admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)], operation_timeout=10).values():
+        fut.result(20)
+    for _ in range(100):
+        md = admin.list_topics(TOPIC, timeout=10)
+        t = md.topics.get(TOPIC)
+        if t is not None and t.error is None and len(t.partitions) == PARTITIONS:
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"topic {TOPIC} not visible on {bootstrap}")
+
+
+# --- 1. rebalance time ---------------------------------------------------------------------
+
+def _assign_time(n: int, make, subscribe, assigned, close, timeout: float = 40.0) -> float:
+    """Each consumer polls in its own thread; the clock stops once all hold an assignment."""
+    consumers = [make(i) for i in range(n)]
+    barrier = threading.Barrier(n + 1)
+    holding = [False] * n
+    stop = threading.Event()
+    errors = []
+
+    def run(i: int) -> None:
+        c = consumers[i]
+        try:
+            barrier.wait()
+            subscribe(c)
+            while not stop.is_set():
+                holding[i] = assigned(c)
+        except Exception as e:           # noqa: BLE001 - reported below
+            errors.append(repr(e))
+            stop.set()
+
+    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(n)]
+    for t in threads:
+        t.start()
+    barrier.wait()
+    t0 = time.perf_counter()
+    elapsed = None
+    while not stop.is_set():
+        if all(holding):
+            elapsed = time.perf_counter() - t0
+            break
+        if time.perf_counter() - t0 > timeout:
+            errors.append(f"not all {n} consumers assigned after {timeout}s")
+            break
+        time.sleep(0.002)
+    stop.set()
+    for t in threads:
+        t.join(30)
+    closers = [threading.Thread(target=close, args=(c,), daemon=True) for c in consumers]
+    for t in closers:
+        t.start()
+    for t in closers:
+        t.join(30)
+    if errors:
+        raise RuntimeError(errors[0])
+    return elapsed
+
+
+def confluent_round(bootstrap: str, group: str, n: int) -> float:
+    from confluent_kafka import Consumer
+
+    def make(i):
+        return Consumer({"bootstrap.servers": bootstrap, "group.id": group, "client.id": f"ck-{i}",
+                         "session.timeout.ms": SESSION_MS, "heartbeat.interval.ms": HEARTBEAT_MS,
+                         "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                         "log_level": 3})
+
+    def assigned(c):
+        c.poll(0.02)
+        return bool(c.assignment())
+
+    return _assign_time(n, make, lambda c: c.subscribe([TOPIC]), assigned, lambda c: c.close())
+
+
+def kafka_python_round(bootstrap: str, group: str, n: int) -> float:
+    from kafka import KafkaConsumer
+
+    def make(i):
+        return KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, client_id=f"kp-{i}",
+                             session_timeout_ms=SESSION_MS, heartbeat_interval_ms=HEARTBEAT_MS,
+                             enable_auto_commit=False, auto_offset_reset="earliest")
+
+    def assigned(c):
+        c.poll(timeout_ms=20)
+        return bool(c.assignment())
+
+    return _assign_time(n, make, lambda c: c.subscribe([TOPIC]), assigned, lambda c: c.close())
+
+
+# --- 2. requests per second ---------------------------------------------------------------
+
+def loadgen_rate(port: int, api: str, conns: int, inflight: int, seconds: float, tag: str) -> dict:
+    cmd = [PY, LOADGEN, "rate", "--port", str(port), "--api", api, "--conns", str(conns),
+           "--inflight", str(inflight), "--seconds", str(seconds), "--warmup", str(min(0.5, seconds / 4)),
+           "--topic", TOPIC, "--tag", tag]
+    out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120 + seconds)
+    if out.returncode != 0:
+        raise RuntimeError(f"loadgen failed: {out.stderr[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+# --- 3. memory -----------------------------------------------------------------------------
+
+def build_groups(broker: OurBroker, groups: int, members: int, lanes: int) -> dict:
+    base_rss, base_hwm = broker.status("VmRSS"), broker.status("VmHWM")
+    cmd = [PY, LOADGEN, "groups", "--port", str(broker.port), "--groups", str(groups),
+           "--members", str(members), "--lanes", str(lanes), "--topic", TOPIC, "--tag", "mem", "--hold"]
+    proc = subprocess.Popen(cmd, cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    line = proc.stdout.readline()
+    if not line:
+        proc.wait(10)
+        raise RuntimeError("group builder failed")
+    stats = json.loads(line)
+    time.sleep(1.0)
+    stats.update(rss_before_kb=base_rss, hwm_before_kb=base_hwm, rss_kb=broker.status("VmRSS"),
+                 hwm_kb=broker.status("VmHWM"))
+    proc.stdin.write("\n")
+    proc.stdin.close()
+    proc.wait(30)
+    return stats
+
+
+# --- output --------------------------------------------------------------------------------
+
+def table(title: str, header: list[str], rows: list[list]) -> str:
+    cells = [header] + [[str(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    lines = [title, "  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(header, widths)))]
+    lines.append("  ".join("-" * w for w in widths))
+    for r in cells[1:]:
+        lines.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))))
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="short run: 1 repeat, 1 s cells, 1,000 groups")
+    ap.add_argument("--skip", default="", help="comma list of parts to skip: rebalance,rate,memory")
+    args = ap.parse_args()
+    skip = set(filter(None, args.skip.split(",")))
+    reps = 1 if args.quick else 3
+    cell_s = 1.0 if args.quick else 3.0
+    n_groups = 1_000 if args.quick else 10_000
+    sizes = [1, 5, 20]
+    out = []
+
+    def emit(text: str = "") -> None:
+        print(text, flush=True)
+        out.append(text)
+
+    workdir = tempfile.mkdtemp(prefix="groupbroker-e2e-")
+    overrides = {"group.initial.rebalance.delay.ms": 0}
+    ours = OurBroker(workdir, overrides)
+    mock = MockCluster(initial_delay_ms=0)
+    emit(f"groupbroker e2e benchmark ({'quick' if args.quick else 'full'}) on {os.cpu_count()} cores")
+    emit(f"ours: {' '.join(ours.cmd[1:])}  (pid {ours.proc.pid}) at {ours.bootstrap}")
+    emit(f"mock: librdkafka {__import__('confluent_kafka').libversion()[0]} mock cluster, 1 broker at "
+         f"{mock.bootstrap}, in this process; initial rebalance delay {mock.delay_note}")
+    emit(f"consumers: session.timeout.ms={SESSION_MS}, heartbeat.interval.ms={HEARTBEAT_MS}; "
+         f"topic {TOPIC} with {PARTITIONS} partitions "
+         f"(ours: AdminClient.create_topics; mock: rd_kafka_mock_topic_create, AdminClient hangs there)")
+    create_topic(ours.bootstrap)
+    mock.create_topic(TOPIC, PARTITIONS)
+    summary = []
+    try:
+        # 1. rebalance
+        if "rebalance" not in skip:
+            rows = []
+            for n in sizes:
+                res = {}
+                for label, fn, bootstrap in (("ck-ours", confluent_round, ours.bootstrap),
+                                             ("ck-mock", confluent_round, mock.bootstrap),
+                                             ("kp-ours", kafka_python_round, ours.bootstrap)):
+                    times = []
+                    for r in range(reps):
+                        g = f"rb-{label}-{n}-{r}-{os.getpid()}"
+                        log(f"rebalance {label} N={n} run {r + 1}/{reps}")
+                        try:
+                            times.append(fn(bootstrap, g, n))
+                        except RuntimeError as e:      # a cell that never converged: report it
+                            log(f"  {label} N={n}: {e}")
+                            times.append(float("inf"))
+                    res[label] = (statistics.median(times), times)
+                ratio = res["ck-ours"][0] / res["ck-mock"][0]
+                rows.append([n, f"{res['ck-ours'][0]:.3f}", f"{res['ck-mock'][0]:.3f}", f"{ratio:.2f}",
+                             f"{res['kp-ours'][0]:.3f}",
+                             " / ".join(f"{t:.2f}" for t in res["ck-ours"][1]),
+                             " / ".join(f"{t:.2f}" for t in res["ck-mock"][1]),
+                             " / ".join(f"{t:.2f}" for t in res["kp-ours"][1])])
+                summary.append((f"rebalance N={n} (confluent)", ratio, ratio <= 1.0, "<= 1.00"))
+            emit()
+            emit(table(f"1. seconds from first subscribe until all N consumers hold an assignment "
+                       f"(median of {reps}; lower is better; ratio = ours/mock)",
+                       ["N", "ck ours", "ck mock", "ours/mock", "kafka-python ours",
+                        "ck ours runs", "ck mock runs", "kp ours runs"], rows))
+
+        # 2. requests per second
+        if "rate" not in skip:
+            rows = []
+            for api in ("heartbeat", "commit"):
+                for conns in (1, 16, 64):
+                    for inflight in (1, 32):
+                        r = {}
+                        for label, port in (("ours", ours.port), ("mock", mock.port)):
+                            log(f"rate {api} conns={conns} inflight={inflight} {label}")
+                            r[label] = loadgen_rate(port, api, conns, inflight, cell_s,
+                                                    f"{api[:2]}{conns}x{inflight}")
+                        ratio = r["ours"]["rate"] / r["mock"]["rate"]
+                        name = f"{'Heartbeat v4' if api == 'heartbeat' else 'OffsetCommit v8'}"
+                        mode = "serial" if inflight == 1 else f"{inflight} in flight"
+                        rows.append([name, conns, mode, f"{r['ours']['rate']:,.0f}", f"{r['mock']['rate']:,.0f}",
+                                     f"{ratio:.3f}", f"{r['ours']['client_cpu']:.0%}", f"{r['mock']['client_cpu']:.0%}",
+                                     f"{r['ours']['errors']}/{r['mock']['errors']}"])
+                        summary.append((f"{name} {conns} conn {mode}", ratio, ratio >= 0.5, ">= 0.50"))
+            emit()
+            emit(table(f"2. requests per second ({cell_s:g} s per cell after warm-up; higher is better; "
+                       f"ratio = ours/mock; load generator in its own process)",
+                       ["request", "conns", "mode", "ours req/s", "mock req/s", "ours/mock",
+                        "client cpu ours", "client cpu mock", "errors o/m"], rows))
+
+        # 3. memory
+        if "memory" not in skip:
+            log(f"memory: building {n_groups} groups of 5")
+            m = build_groups(ours, n_groups, 5, 100)
+            emit()
+            emit(table(f"3. our broker's memory with {m['groups']:,} groups of 5 members "
+                       f"({m['connections']} client connections, built in {m['seconds']:.1f} s, "
+                       f"{m['requests']:,} requests, {m['slow_groups']} groups needed rejoins)",
+                       ["measure", "MiB"],
+                       [["VmRSS before building", f"{m['rss_before_kb'] / 1024:.1f}"],
+                        ["VmRSS with the groups", f"{m['rss_kb'] / 1024:.1f}"],
+                        ["VmHWM (peak RSS)", f"{m['hwm_kb'] / 1024:.1f}"],
+                        ["growth per group (KiB)", f"{(m['rss_kb'] - m['rss_before_kb']) / max(m['groups'], 1):.2f}"]]))
+    finally:
+        code = ours.stop()
+        log(f"our broker stopped with exit code {code}; logs in {ours.log_path}")
+
+    if summary:
+        emit()
+        emit("summary against the bar (ours at least matches the mock's rebalance time; at least half its req/s)")
+        for name, ratio, ok, bar in summary:
+            emit(f"  {'PASS' if ok else 'FAIL'}  {name:<42} ours/mock {ratio:8.3f}  (bar {bar})")
+        passed = sum(ok for *_, ok, _ in summary)
+        emit(f"  {passed}/{len(summary)} cells meet the bar")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
