@@ -45,6 +45,27 @@ class Ticket:
         if not self.done.is_set():
             self.response = response
             self.done.set()
+            _log_error(self, response)
+
+
+_API_NAMES = {11: "JoinGroup", 14: "SyncGroup", 12: "Heartbeat", 13: "LeaveGroup", 8: "OffsetCommit",
+              47: "OffsetDelete", 9: "OffsetFetch"}
+
+
+def _log_error(ticket: Ticket, response) -> None:
+    """One INFO line per group-API error answered to a member: what reproducing a
+    rebalance failure needs to see (e.g. ILLEGAL_GENERATION on a late commit)."""
+    error = getattr(response, "error_code", 0)
+    if not error and ticket.api_key == 8:
+        error = next((p.error_code for t in response.topics for p in t.partitions if p.error_code), 0)
+    group = getattr(ticket.request, "group_id", None)
+    if not error or group is None or ticket.api_key not in _API_NAMES:
+        return
+    request = ticket.request
+    generation = getattr(request, "generation_id", getattr(request, "generation_id_or_member_epoch", None))
+    log.info("group %s: %s v%d from member %s (generation %s) answered %s", group,
+             _API_NAMES[ticket.api_key], ticket.version, getattr(request, "member_id", ""),
+             generation, ErrorCode(error).name)
 
 
 class ShardRunner:

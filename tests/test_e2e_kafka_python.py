@@ -90,8 +90,9 @@ def test_stalled_consumer_commit_fails_after_rebalance(broker, static):
       its stall, so the commit is the broker's call; the assertion on the wrapped error type
       proves it (a local failure carries a message string instead).
 
-    The broker does not log per-request error codes; its state-change log lines show the
-    rebalance: B added, (dynamic) A removed for not rejoining, generation N+1 formed.
+    The broker logs the error it answered (``OffsetCommit ... answered ILLEGAL_GENERATION``)
+    and its state changes show the rebalance: B added, (dynamic) A removed for not
+    rejoining, generation N+1 formed.
     """
     topic, group = "stall", f"stall-{'static' if static else 'dynamic'}"
     create_topic(broker.bootstrap, topic, 2)
@@ -141,6 +142,9 @@ def test_stalled_consumer_commit_fails_after_rebalance(broker, static):
         expected = IllegalGenerationError if static else UnknownMemberIdError
         assert type(cause) is expected, f"expected CommitFailedError({expected.__name__}), got {failed.value!r}"
 
+        code = "ILLEGAL_GENERATION" if static else "UNKNOWN_MEMBER_ID"
+        broker.wait_for_log(rf"group {group}: OffsetCommit v\d+ from member {re.escape(member_a)} "
+                            rf"\(generation {gen}\) answered {code}", timeout=5)
         log = broker.log_text()
         joined = log_lines(log, rf"group {group}: PreparingRebalance -> CompletingRebalance "
                                 rf"\(generation {gen + 1}, ")
