@@ -45,7 +45,8 @@ class GroupRouter:
             return await self._known_partitions_only(ctx, request)
         if key in SINGLE_GROUP_APIS or (key == 9 and v < 8):
             return await self.runner_for(request.group_id).call(
-                key, v, request, client_id=ctx.client_id, client_host=ctx.client_host)
+                key, v, request, client_id=ctx.client_id, client_host=ctx.client_host,
+                barriers=ctx.barriers)
         if key == 15:
             return await self._split(ctx, request, "groups", lambda g: g, "groups")
         if key == 42:
@@ -69,7 +70,7 @@ class GroupRouter:
         else:
             answer = await self.runner_for(request.group_id).call(
                 ctx.api_key, ctx.version, dataclasses.replace(request, topics=kept),
-                client_id=ctx.client_id, client_host=ctx.client_host)
+                client_id=ctx.client_id, client_host=ctx.client_host, barriers=ctx.barriers)
         if kept == request.topics or getattr(answer, "error_code", ErrorCode.NONE) != ErrorCode.NONE:
             return answer
         errors = {(t.name, p.partition_index): p.error_code for t in answer.topics for p in t.partitions}
@@ -109,7 +110,8 @@ class GroupRouter:
         async def ask(shard: int, part: list) -> None:
             sub = dataclasses.replace(request, **{field: tuple(part)})
             answers[shard] = await self.runners[shard].call(ctx.api_key, ctx.version, sub,
-                                                            client_id=ctx.client_id)
+                                                            client_id=ctx.client_id,
+                                                            barriers=ctx.barriers)
 
         async with trio.open_nursery() as nursery:
             for shard, part in by_shard.items():
@@ -125,7 +127,8 @@ class GroupRouter:
         answers = [None] * len(self.runners)
 
         async def ask(i: int) -> None:
-            answers[i] = await self.runners[i].call(ctx.api_key, ctx.version, request)
+            answers[i] = await self.runners[i].call(ctx.api_key, ctx.version, request,
+                                                    barriers=ctx.barriers)
 
         async with trio.open_nursery() as nursery:
             for i in range(len(self.runners)):

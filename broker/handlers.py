@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from protocol.registry import API_TABLE
 
 from .api_versions import api_versions_answer
@@ -10,6 +12,17 @@ from .data import DataPlane
 from .groups import GroupRouter
 
 GROUP_APIS = (10, 11, 14, 12, 13, 8, 9, 15, 16, 42, 47)
+
+
+@dataclass(slots=True)
+class Call:
+    """One request as the handlers see it: API, version, who sent it."""
+    api_key: int
+    version: int
+    client_id: str
+    client_host: str
+    #: events the answer must wait for before it is sent (records it depends on, made durable)
+    barriers: list = field(default_factory=list)
 
 
 class Handlers:

@@ -17,7 +17,6 @@ from functools import partial
 
 import trio
 
-from coordinator.actions import RequestContext
 from coordinator.shard import Shard
 from offsets_log.log import Durability, ShardLog
 from protocol.exceptions import DecodeError, EncodeError, FrameTooLarge, UnsupportedVersion
@@ -27,7 +26,7 @@ from protocol.header import decode_request, decode_request_header, encode_respon
 from .api_versions import unsupported_version_answer
 from .config import BrokerConfig
 from .groups import GroupRouter
-from .handlers import Handlers
+from .handlers import Call, Handlers
 from .shard_runner import ShardRunner
 
 log = logging.getLogger("groupbroker.server")
@@ -102,20 +101,12 @@ class Broker:
     async def _connection(self, stream: trio.SocketStream) -> None:
         peer = _peer(stream)
         log.info("connection from %s opened", peer)
-        frames = FrameBuffer(self.config.socket_request_max_bytes)
         try:
-            while True:
-                frame = frames.next_frame()
-                if frame is None:
-                    data = await stream.receive_some(1 << 16)
-                    if not data:
-                        break
-                    frames.feed(data)
-                    continue
-                for chunk in _coalesce(await self._answer(frame, peer)):
-                    await stream.send_all(chunk)
-        except (FrameTooLarge, DecodeError, UnsupportedVersion) as e:
-            log.warning("closing connection from %s: %s", peer, e)
+            async with trio.open_nursery() as nursery:
+                answers_in, answers_out = trio.open_memory_channel(_IN_FLIGHT)
+                nursery.start_soon(_send_in_order, stream, answers_out)
+                async with answers_in:
+                    await self._read_requests(stream, peer, answers_in)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
         except Exception:                              # a handler bug must not kill the server
@@ -125,7 +116,26 @@ class Broker:
                 await stream.aclose()
             log.info("connection from %s closed", peer)
 
-    async def _answer(self, frame: bytes, peer: str) -> list:
+    async def _read_requests(self, stream, peer: str, answers) -> None:
+        """Decide each request in order; a request is read only once the one before it is
+        decided (so a parked JoinGroup holds the rest), while answers wait for durability."""
+        frames = FrameBuffer(self.config.socket_request_max_bytes)
+        try:
+            while True:
+                frame = frames.next_frame()
+                if frame is None:
+                    data = await stream.receive_some(1 << 16)
+                    if not data:
+                        return
+                    frames.feed(data)
+                    continue
+                barriers: list[trio.Event] = []
+                parts = await self._answer(frame, peer, barriers)
+                await answers.send((barriers, parts))
+        except (FrameTooLarge, DecodeError, UnsupportedVersion) as e:
+            log.warning("closing connection from %s: %s", peer, e)
+
+    async def _answer(self, frame: bytes, peer: str, barriers: list) -> list:
         """The framed response chunks for one request (none for acks=0 produce)."""
         try:
             request = decode_request(frame)
@@ -139,8 +149,8 @@ class Broker:
         header = request.header
         if not self.handlers.serves(header.api_key, header.api_version):
             raise UnsupportedVersion(f"api {header.api_key} v{header.api_version} is not served")
-        ctx = RequestContext(None, header.api_key, header.api_version, header.client_id or "",
-                             "/" + peer.rsplit(":", 1)[0])
+        ctx = Call(header.api_key, header.api_version, header.client_id or "",
+                   "/" + peer.rsplit(":", 1)[0], barriers)
         response = await self.handlers.handle(ctx, request.body)
         if response is None:
             return []
@@ -150,6 +160,20 @@ class Broker:
         except EncodeError:
             log.exception("cannot encode the answer to api %d v%d", header.api_key, header.api_version)
             raise
+
+
+#: Answers decided but not yet sent, per connection (then the reader waits).
+_IN_FLIGHT = 32
+
+
+async def _send_in_order(stream: trio.SocketStream, answers) -> None:
+    """Send answers in request order, each once the records it depends on are durable."""
+    async with answers:
+        async for barriers, parts in answers:
+            for barrier in barriers:
+                await barrier.wait()
+            for chunk in _coalesce(parts):
+                await stream.send_all(chunk)
 
 
 #: Response parts at least this large (record data) are sent as they are, not copied.

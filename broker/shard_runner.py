@@ -1,10 +1,12 @@
 """One trio task per coordinator shard: the only code that touches that shard.
 
 The runner loads the shard from its offsets log, then loops: wait for requests or the next
-timer deadline, hand everything queued to the pure :class:`coordinator.shard.Shard`, write
-the records it produced in one append and one fsync (group commit: every request that
-arrived meanwhile shares it), and only then release the replies that depended on them.
-Compaction of the shard's log runs in a worker thread between batches.
+timer deadline, hand everything queued to the pure :class:`coordinator.shard.Shard`, and
+append the records it produced. A writer task makes them durable (group commit: one fsync
+covers everything appended while the previous one ran). As in Kafka's coordinator runtime,
+every reply is *decided* at once but *released* only when every record written before it is
+durable, so no client ever sees state that a crash could take back, while the shard goes on
+deciding the next requests during the fsync. Compaction runs in a worker thread.
 
 Time given to the shard is wall-clock milliseconds anchored once at start and advanced by
 trio's clock, so trio's MockClock drives every coordinator timeout in tests while stored
@@ -16,17 +18,18 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections import deque
 from dataclasses import dataclass, field
 
 import trio
 
-from coordinator.actions import Persist, Reply, RequestContext
+from coordinator.actions import Persist, RequestContext
 from coordinator.recovery import load_shard
 from coordinator.responses import HEARTBEAT, error_response
 from coordinator.shard import Shard
 from offsets_log.compaction import compact
 from offsets_log.errors import OffsetsLogError
-from offsets_log.log import GroupCommit, ShardLog
+from offsets_log.log import Durability, GroupCommit, ShardLog
 from protocol.errors import ErrorCode
 
 log = logging.getLogger("groupbroker.shards")
@@ -34,18 +37,25 @@ log = logging.getLogger("groupbroker.shards")
 
 @dataclass(eq=False)
 class Ticket:
-    """One request waiting for its answer; the shard sees it as the reply token."""
+    """One request in the shard's hands; the shard sees it as the reply token.
+
+    ``decided`` fires when the shard has answered; ``durable`` when that answer may be sent.
+    """
     api_key: int
     version: int
     request: object
-    done: trio.Event = field(default_factory=trio.Event)
+    decided: trio.Event = field(default_factory=trio.Event)
+    durable: trio.Event = field(default_factory=trio.Event)
     response: object = None
 
-    def answer(self, response) -> None:
-        if not self.done.is_set():
+    def decide(self, response) -> None:
+        if not self.decided.is_set():
             self.response = response
-            self.done.set()
+            self.decided.set()
             _log_error(self, response)
+
+    def release(self) -> None:
+        self.durable.set()
 
 
 _API_NAMES = {11: "JoinGroup", 14: "SyncGroup", 12: "Heartbeat", 13: "LeaveGroup", 8: "OffsetCommit",
@@ -79,13 +89,20 @@ class ShardRunner:
         self._send, self._receive = trio.open_memory_channel(math.inf)
         self.failed: str | None = None
         self.loaded = False
+        self._appended = self._durable = -1          # log offsets: last written, last fsynced
+        self._unreleased: deque[tuple[int, Ticket]] = deque()
+        self._dirty = trio.Event()                   # wakes the writer
 
     def now_ms(self) -> int:
         return int(self._epoch_ms + trio.current_time() * 1000)
 
     async def call(self, api_key: int, version: int, request, *, client_id: str = "",
-                   client_host: str = "/127.0.0.1"):
-        """Submit a request and wait for the shard's answer (however long a join parks)."""
+                   client_host: str = "/127.0.0.1", barriers: list | None = None):
+        """Submit a request and wait until the shard decides its answer (a join may park long).
+
+        The answer may not be sent before ``ticket.durable``: a caller that sends it later
+        passes ``barriers`` to collect that event; without it, this waits for it too.
+        """
         if self.failed is not None:
             return error_response(api_key, version, request, ErrorCode.NOT_COORDINATOR)
         if not self.loaded:
@@ -95,7 +112,11 @@ class ShardRunner:
         ticket = Ticket(api_key, version, request)
         ctx = RequestContext(ticket, api_key, version, client_id, client_host)
         self._send.send_nowait(lambda now: self.shard.handle(now, ctx, request))
-        await ticket.done.wait()
+        await ticket.decided.wait()
+        if barriers is None:
+            await ticket.durable.wait()
+        else:
+            barriers.append(ticket.durable)
         return ticket.response
 
     def forget_topics(self, topics: set[str]) -> None:
@@ -106,9 +127,15 @@ class ShardRunner:
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         self._epoch_ms = self._wall_clock() * 1000 - trio.current_time() * 1000
         actions = await trio.to_thread.run_sync(load_shard, self.shard, self.log, self.now_ms())
+        self._appended = self._durable = self.log.next_offset - 1
         self.loaded = True
-        await self._execute(actions)
-        task_status.started()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._writer)
+            self._apply(actions)
+            task_status.started()
+            await self._loop()
+
+    async def _loop(self) -> None:
         next_compaction = trio.current_time() + self.compact_interval_s
         while True:
             deadline = self.shard.next_deadline()
@@ -127,36 +154,68 @@ class ShardRunner:
             for operation in batch:
                 actions += operation(now)
             actions += self.shard.tick(now)
-            await self._execute(actions)
+            self._apply(actions)
             if trio.current_time() >= next_compaction:
                 await self._compact()
                 next_compaction = trio.current_time() + self.compact_interval_s
 
-    async def _execute(self, actions) -> None:
-        """Send replies in order; those after a Persist wait until its records are durable."""
-        records = [r for a in actions if isinstance(a, Persist) for r in a.records]
-        first_persist = next((i for i, a in enumerate(actions) if isinstance(a, Persist)), len(actions))
-        for action in actions[:first_persist]:
-            action.token.answer(action.response)
-        if not records:
+    def _apply(self, actions) -> None:
+        """Append records; decide every reply now, release it once what came before is durable."""
+        for action in actions:
+            if isinstance(action, Persist):
+                self._append(action.records)
+                continue
+            ticket = action.token
+            if self.failed is not None:
+                ticket.decide(error_response(ticket.api_key, ticket.version, ticket.request,
+                                             ErrorCode.NOT_COORDINATOR))
+                ticket.release()
+                continue
+            ticket.decide(action.response)
+            if self._appended <= self._durable:
+                ticket.release()
+            else:
+                self._unreleased.append((self._appended, ticket))
+
+    def _append(self, records) -> None:
+        if self.failed is not None:
             return
         try:
-            if self.failed is None:
-                await trio.to_thread.run_sync(self.group_commit.commit, records, self.now_ms())
-            else:
-                raise OffsetsLogError(self.failed)
+            self._appended = self.group_commit.append_pending(records, self.now_ms())[-1]
         except OffsetsLogError as e:
-            self.failed = str(e)
-            log.error("shard %d: offsets log failed (%s); the shard answers NOT_COORDINATOR until "
-                      "restarted", self.shard.shard_id, e)
-            for action in actions[first_persist:]:
-                if isinstance(action, Reply):
-                    t = action.token
-                    t.answer(error_response(t.api_key, t.version, t.request, ErrorCode.NOT_COORDINATOR))
+            self._fail(e)
             return
-        for action in actions[first_persist:]:
-            if isinstance(action, Reply):
-                action.token.answer(action.response)
+        if self.log.durability is Durability.NONE_UNSAFE:
+            self._durable = self._appended
+        else:
+            self._dirty.set()
+
+    async def _writer(self) -> None:
+        """Group commit: fsync whatever is appended, then release the replies it covers."""
+        while True:
+            await self._dirty.wait()
+            self._dirty = trio.Event()
+            if self.failed is not None or self._appended <= self._durable:
+                continue
+            try:
+                durable = await trio.to_thread.run_sync(self.group_commit.flush)
+            except OffsetsLogError as e:
+                self._fail(e)
+                continue
+            self._durable = max(self._durable, durable)
+            while self._unreleased and self._unreleased[0][0] <= self._durable:
+                self._unreleased.popleft()[1].release()
+
+    def _fail(self, e: OffsetsLogError) -> None:
+        """A write that failed is never acknowledged: its replies turn into NOT_COORDINATOR."""
+        self.failed = str(e)
+        log.error("shard %d: offsets log failed (%s); the shard answers NOT_COORDINATOR until "
+                  "restarted", self.shard.shard_id, e)
+        while self._unreleased:
+            _, ticket = self._unreleased.popleft()
+            ticket.response = error_response(ticket.api_key, ticket.version, ticket.request,
+                                             ErrorCode.NOT_COORDINATOR)
+            ticket.release()
 
     async def _compact(self) -> None:
         try:

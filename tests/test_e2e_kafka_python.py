@@ -239,8 +239,11 @@ def test_group_lifecycle_kafka_python(broker, tmp_path):
         summary = check_exactly_once(produced, members)
         assert summary["committed"] == 14_200
         assert any(b["records"] for b in c4.batches()), "the new member consumed nothing"
-        broker.wait_for_log(rf"group {group}: Stable -> PreparingRebalance \(generation {gen3}, .*"
-                            rf"adding member c4-", timeout=1)
+        # kafka-python members may rejoin once more on a metadata refresh, so the generation
+        # c4 arrived in is at least the one the three had settled in, not necessarily equal.
+        found = broker.wait_for_log(rf"group {group}: Stable -> PreparingRebalance \(generation (\d+), .*"
+                                    rf"adding member c4-", timeout=1)
+        assert gen3 <= int(found.group(1)) < gen4
 
         # 3. kill one member without a LeaveGroup: its partitions move after its session timeout
         victim, survivors = c2, [c1, c3, c4]

@@ -2,6 +2,7 @@
 
 import dataclasses
 
+import pytest
 import trio
 
 from broker.shard_runner import ShardRunner
@@ -18,6 +19,13 @@ SHARD = shard_for(GROUP)
 JoinGroup, SyncGroup, Heartbeat = REQUESTS[11].cls, REQUESTS[14].cls, REQUESTS[12].cls
 OffsetCommitReq, OffsetFetch, DescribeGroups = REQUESTS[8].cls, REQUESTS[9].cls, REQUESTS[15].cls
 PROTOCOL = JoinGroup.JoinGroupRequestProtocol(name="range", metadata=b"\x00\x00\x00\x00\x00\x00\x00\x00")
+
+
+@pytest.fixture
+def clock(autojump_clock):
+    """Jump only after real idleness: an fsync in a worker thread must not look like idle time."""
+    autojump_clock.autojump_threshold = 0.05
+    return autojump_clock
 
 
 async def start(nursery, data_dir, fs=None) -> ShardRunner:
@@ -45,7 +53,7 @@ async def describe(runner):
     return group
 
 
-async def test_initial_delay_and_session_expiry_run_on_the_mock_clock(nursery, tmp_path, autojump_clock):
+async def test_initial_delay_and_session_expiry_run_on_the_mock_clock(nursery, tmp_path, clock):
     runner = await start(nursery, tmp_path)
     started = trio.current_time()
     member = await join_and_sync(runner)
@@ -62,7 +70,7 @@ async def test_initial_delay_and_session_expiry_run_on_the_mock_clock(nursery, t
     assert hb.error_code == ErrorCode.UNKNOWN_MEMBER_ID
 
 
-async def test_commit_is_on_disk_when_acknowledged_and_survives_restart(tmp_path, autojump_clock):
+async def test_commit_is_on_disk_when_acknowledged_and_survives_restart(tmp_path, clock):
     async with trio.open_nursery() as nursery:
         runner = await start(nursery, tmp_path)
         member = await join_and_sync(runner)
@@ -90,7 +98,7 @@ async def test_commit_is_on_disk_when_acknowledged_and_survives_restart(tmp_path
         nursery.cancel_scope.cancel()
 
 
-async def test_a_failed_fsync_turns_the_shard_away_instead_of_acknowledging(nursery, tmp_path, autojump_clock):
+async def test_a_failed_fsync_turns_the_shard_away_instead_of_acknowledging(nursery, tmp_path, clock):
     fs = FakeFS()
     runner = await start(nursery, "/data", fs)
     topic = OffsetCommitReq.OffsetCommitRequestTopic
