@@ -125,6 +125,18 @@ class Conn:
         return response
 
 
+def flush(ep, c) -> None:
+    """Send what the connection has queued; wait for EPOLLOUT if the socket is full."""
+    while c.out:
+        try:
+            n = c.sock.send(c.out)
+        except BlockingIOError:
+            ep.modify(c.fd, select.EPOLLIN | select.EPOLLOUT)
+            return
+        del c.out[:n]
+    ep.modify(c.fd, select.EPOLLIN)
+
+
 def cpu_seconds() -> float:
     r = resource.getrusage(resource.RUSAGE_SELF)
     return r.ru_utime + r.ru_stime
@@ -192,17 +204,8 @@ def run_rate(args) -> dict:
             c.expect.append(corr)
             chunks.append(with_corr(tmpl[corr % len(tmpl)], corr))
         c.out += b"".join(chunks)
-        flush(c)
+        flush(ep, c)
 
-    def flush(c):
-        while c.out:
-            try:
-                n = c.sock.send(c.out)
-            except BlockingIOError:
-                ep.modify(c.fd, select.EPOLLIN | select.EPOLLOUT)
-                return
-            del c.out[:n]
-        ep.modify(c.fd, select.EPOLLIN)
 
     start = time.perf_counter()
     warm_end = start + args.warmup
@@ -229,7 +232,7 @@ def run_rate(args) -> dict:
         for fd, ev in ep.poll(0.05):
             c, tmpl = by_fd[fd]
             if ev & select.EPOLLOUT:
-                flush(c)
+                flush(ep, c)
             if not ev & (select.EPOLLIN | select.EPOLLHUP | select.EPOLLERR):
                 continue
             data = c.sock.recv(1 << 18)
@@ -374,13 +377,7 @@ def run_groups(args) -> dict:
         c.expect.append((corr, api, version))
         c.out += encode_request(api, version, corr, body, "loadgen")
         stats["requests"] += 1
-        while c.out:
-            try:
-                n = c.sock.send(c.out)
-            except BlockingIOError:
-                ep.modify(c.fd, select.EPOLLIN | select.EPOLLOUT)
-                return
-            del c.out[:n]
+        flush(ep, c)
 
     start = time.perf_counter()
     for lane in lanes:

@@ -5,9 +5,10 @@ outermost nursery so they outlive every connection; connection handlers run in t
 nursery; the accept loop in an inner one. ``stop()`` closes the listeners, gives in-flight
 requests ``shutdown_grace_s`` to finish, then stops the shards and closes the logs.
 
-A connection reads one request, answers it, then reads the next: a parked JoinGroup holds the
-requests behind it, as Kafka's muted channels do. Bad input (a malformed or oversized frame,
-an unknown API or version) closes only that connection, with one log line.
+A connection reads the next request only once the one before it is decided, so a parked
+JoinGroup holds the requests behind it, as Kafka's muted channels do; answers leave strictly in
+request order, each once the records it depends on are durable. Bad input (a malformed or
+oversized frame, an unknown API or version) closes only that connection, with one log line.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from functools import partial
 import trio
 
 from coordinator.shard import Shard
+from offsets_log.errors import OffsetsLogError
 from offsets_log.log import Durability, ShardLog
 from protocol.exceptions import DecodeError, EncodeError, FrameTooLarge, UnsupportedVersion
 from protocol.frames import FrameBuffer
@@ -92,8 +94,8 @@ class Broker:
         for runner in self.runners:
             try:
                 runner.log.sync()
-            except OSError:
-                log.exception("shard %d: final fsync failed", runner.shard.shard_id)
+            except OffsetsLogError as e:
+                log.error("shard %d: final fsync failed: %s", runner.shard.shard_id, e)
             runner.log.close()
         if self.handlers is not None:
             self.handlers.close()
