@@ -221,5 +221,5 @@ class ShardRunner:
         try:
             result = await trio.to_thread.run_sync(compact, self.log, self.now_ms())
             log.info("shard %d: compacted %s", self.shard.shard_id, result)
-        except OffsetsLogError as e:
+        except (OffsetsLogError, OSError) as e:       # the old segments stay; try again later
             log.error("shard %d: compaction failed: %s", self.shard.shard_id, e)
