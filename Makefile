@@ -21,6 +21,7 @@ bench: $(STAMP)
 	$(VENV)/bin/python bench/codec.py
 	$(VENV)/bin/python bench/coordinator.py
 	$(VENV)/bin/python bench/offsets_log.py
+	$(VENV)/bin/python bench/e2e.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis
