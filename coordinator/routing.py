@@ -8,6 +8,8 @@ be used for this.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 DEFAULT_SHARDS = 50
 
 
@@ -25,5 +27,7 @@ def kafka_abs(n: int) -> int:
     return 0 if n == -0x80000000 else abs(n)
 
 
+@lru_cache(maxsize=1 << 16)
 def shard_for(group_id: str, shards: int = DEFAULT_SHARDS) -> int:
+    """Cached: every group request routes by it, and group ids repeat."""
     return kafka_abs(java_string_hash(group_id)) % shards
