@@ -137,6 +137,16 @@ def flush(ep, c) -> None:
     ep.modify(c.fd, select.EPOLLIN)
 
 
+def read_frames(c):
+    """The complete response frames that one read of the connection brings."""
+    data = c.sock.recv(1 << 18)
+    if not data:
+        raise ConnectionError("broker closed a connection")
+    c.frames.feed(data)
+    while (frame := c.frames.next_frame()) is not None:
+        yield frame
+
+
 def cpu_seconds() -> float:
     r = resource.getrusage(resource.RUSAGE_SELF)
     return r.ru_utime + r.ru_stime
@@ -235,12 +245,8 @@ def run_rate(args) -> dict:
                 flush(ep, c)
             if not ev & (select.EPOLLIN | select.EPOLLHUP | select.EPOLLERR):
                 continue
-            data = c.sock.recv(1 << 18)
-            if not data:
-                raise ConnectionError("broker closed a connection")
-            c.frames.feed(data)
             got = 0
-            while (frame := c.frames.next_frame()) is not None:
+            for frame in read_frames(c):
                 corr, response = decode_response(api, version, frame)
                 want = c.expect.pop(0)
                 assert corr == want, (corr, want)
@@ -391,21 +397,10 @@ def run_groups(args) -> dict:
             lane, i = where[fd]
             c = lane.conns[i]
             if ev & select.EPOLLOUT:
-                while c.out:
-                    try:
-                        n = c.sock.send(c.out)
-                    except BlockingIOError:
-                        break
-                    del c.out[:n]
-                if not c.out:
-                    ep.modify(fd, select.EPOLLIN)
+                flush(ep, c)
             if not ev & (select.EPOLLIN | select.EPOLLHUP | select.EPOLLERR):
                 continue
-            data = c.sock.recv(1 << 18)
-            if not data:
-                raise ConnectionError("broker closed a connection")
-            c.frames.feed(data)
-            while (frame := c.frames.next_frame()) is not None:
+            for frame in read_frames(c):
                 corr, api, version = c.expect.pop(0)
                 got, r = decode_response(api, version, frame)
                 assert got == corr

@@ -2,7 +2,7 @@
 
 Kafka: ``Utils.abs(groupId.hashCode()) % offsets.topic.num.partitions``, where
 ``String.hashCode`` runs over UTF-16 code units and ``Utils.abs`` maps
-Integer.MIN_VALUE to 0. Python's ``hash()`` is salted per process and must never
+Integer.MIN_VALUE to 0. Python's built-in string hash is salted per process and must never
 be used for this.
 """
 
