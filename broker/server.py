@@ -105,10 +105,10 @@ class Broker:
         log.info("connection from %s opened", peer)
         try:
             async with trio.open_nursery() as nursery:
-                answers_in, answers_out = trio.open_memory_channel(_IN_FLIGHT)
-                nursery.start_soon(_send_in_order, stream, answers_out)
-                async with answers_in:
-                    await self._read_requests(stream, peer, answers_in)
+                sender = _OrderedSender(stream)
+                nursery.start_soon(sender.run)
+                async with sender.queue:
+                    await self._read_requests(stream, peer, sender)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
         except Exception:                              # a handler bug must not kill the server
@@ -118,7 +118,7 @@ class Broker:
                 await stream.aclose()
             log.info("connection from %s closed", peer)
 
-    async def _read_requests(self, stream, peer: str, answers) -> None:
+    async def _read_requests(self, stream, peer: str, sender: _OrderedSender) -> None:
         """Decide each request in order; a request is read only once the one before it is
         decided (so a parked JoinGroup holds the rest), while answers wait for durability."""
         frames = FrameBuffer(self.config.socket_request_max_bytes)
@@ -133,7 +133,7 @@ class Broker:
                     continue
                 barriers: list[trio.Event] = []
                 parts = await self._answer(frame, peer, barriers)
-                await answers.send((barriers, parts))
+                await sender.submit(barriers, parts)
         except (FrameTooLarge, DecodeError, UnsupportedVersion) as e:
             log.warning("closing connection from %s: %s", peer, e)
 
@@ -168,14 +168,37 @@ class Broker:
 _IN_FLIGHT = 32
 
 
-async def _send_in_order(stream: trio.SocketStream, answers) -> None:
-    """Send answers in request order, each once the records it depends on are durable."""
-    async with answers:
-        async for barriers, parts in answers:
-            for barrier in barriers:
-                await barrier.wait()
-            for chunk in _coalesce(parts):
-                await stream.send_all(chunk)
+class _OrderedSender:
+    """Sends a connection's answers in request order, each once its records are durable.
+
+    An answer that is already durable, with nothing queued ahead of it, goes out from the
+    reader at once; the others queue for the background task, which alone sends while any
+    are queued (so the two never write at the same time).
+    """
+
+    def __init__(self, stream: trio.SocketStream):
+        self.stream = stream
+        self.queue, self._queued = trio.open_memory_channel(_IN_FLIGHT)
+        self._pending = 0                       # answers queued or being sent by run()
+
+    async def submit(self, barriers: list, parts: list) -> None:
+        if self._pending == 0 and all(b.is_set() for b in barriers):
+            await self._send(parts)
+            return
+        self._pending += 1
+        await self.queue.send((barriers, parts))
+
+    async def run(self) -> None:
+        async with self._queued:
+            async for barriers, parts in self._queued:
+                for barrier in barriers:
+                    await barrier.wait()
+                await self._send(parts)
+                self._pending -= 1
+
+    async def _send(self, parts: list) -> None:
+        for chunk in _coalesce(parts):
+            await self.stream.send_all(chunk)
 
 
 #: Response parts at least this large (record data) are sent as they are, not copied.

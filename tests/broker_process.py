@@ -425,3 +425,65 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+# --- helpers for in-process clients (confluent-kafka, aiokafka) --------------------------------
+
+def import_client(name: str):
+    """Import a Kafka client library for a test: in CI (``CI`` set and not false/0) a missing
+    library fails the test; elsewhere the test is skipped."""
+    import importlib
+    import pytest
+    if os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no"):
+        try:
+            return importlib.import_module(name)
+        except ImportError as e:
+            pytest.fail(f"CI is set but the client library {name!r} is missing: {e}", pytrace=False)
+    return pytest.importorskip(name)
+
+
+class BatchRecorder:
+    """What one in-process consumer read and committed, in the shape :func:`check_exactly_once`
+    and :func:`committed_records` expect (``name`` and ``batches()``)."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self._batches: list[dict] = []
+
+    def batch(self, records) -> dict:
+        """A consumed batch of (partition, offset); mark it with :meth:`committed` afterwards."""
+        entry = {"records": [tuple(r) for r in records], "t": time.time(), "committed": None,
+                 "consumer": self.name, "error": None}
+        self._batches.append(entry)
+        return entry
+
+    @staticmethod
+    def committed(entry: dict, ok: bool, error=None) -> None:
+        entry["committed"], entry["error"] = ok, None if error is None else str(error)
+
+    def batches(self) -> list[dict]:
+        return list(self._batches)
+
+    def partitions(self) -> set[int]:
+        return {p for b in self._batches for p, _ in b["records"]}
+
+    def failed_commits(self) -> list[str]:
+        return [b["error"] for b in self._batches if b["committed"] is False]
+
+
+STATE_CHANGE = re.compile(r"group (?P<group>\S+): (?P<before>\w+) -> (?P<after>\w+) "
+                          r"\(generation (?P<generation>\d+), members \[(?P<members>[^\]]*)\]\): (?P<reason>.*)$")
+
+
+def state_changes(text: str, group: str) -> list[dict]:
+    """The broker's state-change log lines for ``group`` (``group G: A -> B (generation N,
+    members [...]): reason``), oldest first, as dicts (generation an int, members a list)."""
+    out = []
+    for line in text.splitlines():
+        found = STATE_CHANGE.search(line)
+        if found and found["group"] == group:
+            change = found.groupdict()
+            change["generation"] = int(change["generation"])
+            change["members"] = re.findall(r"'([^']*)'", change["members"])
+            out.append(change)
+    return out
