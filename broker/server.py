@@ -104,13 +104,14 @@ class Broker:
         peer = _peer(stream)
         log.info("connection from %s opened", peer)
         try:
-            async with trio.open_nursery() as nursery:
-                sender = _OrderedSender(stream)
-                nursery.start_soon(sender.run)
-                async with sender.queue:
-                    await self._read_requests(stream, peer, sender)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
+            try:
+                async with trio.open_nursery() as nursery:
+                    sender = _OrderedSender(stream)
+                    nursery.start_soon(sender.run)
+                    async with sender.queue:
+                        await self._read_requests(stream, peer, sender)
+            except* (trio.BrokenResourceError, trio.ClosedResourceError):
+                pass                                   # the client went away mid-answer
         except Exception:                              # a handler bug must not kill the server
             log.exception("closing connection from %s after an internal error", peer)
         finally:

@@ -2,6 +2,7 @@
 
 import os
 import signal
+import socket
 import struct
 import subprocess
 import sys
@@ -186,3 +187,18 @@ async def test_deleting_a_topic_drops_its_committed_offsets(broker):
     with trio.fail_after(5):
         while (await client.call(9, 6, fetch)).topics[0].partitions[0].committed_offset != -1:
             await trio.sleep(0.01)
+
+
+async def test_a_client_leaving_mid_answer_is_not_an_internal_error(broker, caplog):
+    client = await WireClient.connect(broker.port)
+    ct, fetch = REQUESTS[19].cls, REQUESTS[1].cls
+    await client.call(19, 5, ct(topics=(ct.CreatableTopic(name="quiet", num_partitions=1,
+                                                           replication_factor=1),)))
+    topic = fetch.FetchTopic
+    await client.send(1, 12, fetch(max_wait_ms=300, min_bytes=1, topics=(topic(topic="quiet", partitions=(
+        topic.FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1024),)),)))
+    client.stream.socket.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                    struct.pack("ii", 1, 0))      # close with a reset
+    await client.aclose()
+    await trio.sleep(0.6)                                         # the long poll answers into nothing
+    assert not [r for r in caplog.records if r.levelname == "ERROR"], caplog.text
