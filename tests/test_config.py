@@ -1,0 +1,51 @@
+"""Broker configuration by Kafka's names: properties files, -o overrides, and refusals."""
+
+import subprocess
+import sys
+
+import pytest
+
+from broker.config import BrokerConfig, ConfigError, parse_properties
+
+
+def test_properties_file_syntax():
+    props = parse_properties("# comment\n! also a comment\n\nnum.partitions=6\n"
+                             "group.max.size : 10\nlog.dirs = /tmp/x\n")
+    assert props == {"num.partitions": "6", "group.max.size": "10", "log.dirs": "/tmp/x"}
+    with pytest.raises(ConfigError):
+        parse_properties("just-a-key\n")
+
+
+def test_kafka_names_reach_broker_and_coordinator_settings():
+    config = BrokerConfig.build({
+        "num.partitions": "6", "auto.create.topics.enable": "false", "node.id": "3",
+        "advertised.listeners": "PLAINTEXT://broker.local:19092",
+        "group.initial.rebalance.delay.ms": "0", "group.min.session.timeout.ms": "500",
+        "offsets.retention.minutes": "1", "log.retention.hours": "2"}, port=0)
+    assert (config.num_partitions, config.auto_create_topics_enable, config.node_id) == (6, False, 3)
+    assert config.advertised == ("broker.local", 19092)
+    assert config.coordinator.group_initial_rebalance_delay_ms == 0
+    assert config.coordinator.group_min_session_timeout_ms == 500
+    assert config.coordinator.offsets_retention_ms == 60_000
+    assert config.log_retention_ms == 2 * 3_600_000
+
+
+def test_explicit_cli_values_win_over_properties():
+    config = BrokerConfig.build({"log.dirs": "/from/file"}, data_dir="/from/cli", port=None)
+    assert config.data_dir == "/from/cli" and config.port == 9092
+
+
+@pytest.mark.parametrize("props", [{"no.such.setting": "1"}, {"num.partitions": "many"},
+                                   {"auto.create.topics.enable": "yes"},
+                                   {"advertised.listeners": "PLAINTEXT://nohost"}])
+def test_bad_settings_are_refused(props):
+    with pytest.raises(ConfigError):
+        BrokerConfig.build(props)
+
+
+def test_serve_refuses_a_bad_override_with_exit_2(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "broker", "serve", "--port", "0", "--data-dir",
+                          str(tmp_path), "-o", "no.such.setting=1"], capture_output=True, text=True,
+                         timeout=30)
+    assert out.returncode == 2 and out.stdout == ""
+    assert "no.such.setting" in out.stderr
