@@ -163,6 +163,7 @@ class ShardLog:
 
     def _recover(self) -> None:
         finish_swaps(self.fs, self.directory)
+        recovered: list[Frame] = []
         bases = segment_bases(self.fs, self.directory)
         next_offset, kept = 0, []
         for i, base in enumerate(bases):
@@ -178,6 +179,7 @@ class ShardLog:
                     break
                 next_offset = f.offset if f.is_marker else f.offset + 1
             self.recovered_frames += len(frames)
+            recovered.extend(f for f in frames if not f.is_marker)
             if valid < len(buf):
                 log.warning("%s: truncating at byte %d of %d (torn or corrupt record)",
                             path, valid, len(buf))
@@ -199,6 +201,9 @@ class ShardLog:
         self.bases = kept
         self.next_offset = next_offset
         self.active_size = self.fs.size(self._path(kept[-1]))
+        # The shard replays the log right after opening it: hand it these frames once
+        # instead of reading and checking every segment a second time.
+        self._unread = (recovered, tuple(kept), next_offset)
 
     def _discard(self, bases: list[int]) -> None:
         """Segments after a corrupt record are unreachable; keep them aside for an operator."""
@@ -282,8 +287,12 @@ class ShardLog:
     def frames(self) -> Iterator[Frame]:
         """Every record frame in offset order (end markers skipped)."""
         with self.lock:
-            bases = list(self.bases)
-            buffers = [self.fs.read(self._path(b)) for b in bases]
+            unread, self._unread = self._unread, None
+            fresh = unread is not None and unread[1:] == (tuple(self.bases), self.next_offset)
+            buffers = [] if fresh else [self.fs.read(self._path(b)) for b in self.bases]
+        if fresh:
+            yield from unread[0]                # nothing changed since recovery scanned it all
+            return
         for buf in buffers:
             for f in scan(buf)[0]:
                 if not f.is_marker:

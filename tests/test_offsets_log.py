@@ -453,3 +453,17 @@ def test_offline_tools_dump_verify_and_compact():
     fs.truncate(path, fs.size(path) - 1)
     (shard, problem), = verify_all("/data", fs=fs)[:1]
     assert shard == 3 and problem.segment == f"{0:020d}.log" and "torn" in problem.reason
+
+
+def test_read_all_after_reopen_sees_later_appends_and_compaction():
+    """The frames recovery already scanned are reused only while nothing has changed."""
+    fs, log = build(workload())
+    reopened = ShardLog(DIR, fs, segment_bytes=250)
+    first = reopened.read_all()
+    assert [o for o, _ in first] == list(range(len(workload())))
+    reopened = ShardLog(DIR, fs, segment_bytes=250)
+    reopened.append([commit(99, 1)], now_ms=0)
+    assert reopened.read_all()[-1][1] == commit(99, 1)
+    reopened = ShardLog(DIR, fs, segment_bytes=250)
+    compact(reopened, now_ms=0)
+    assert replay(reopened.read_all()) == replay(first + [(0, commit(99, 1))])
