@@ -48,10 +48,6 @@ class BatchHeader:
         return _LENGTH_END + self.batch_length
 
     @property
-    def compression(self) -> int:
-        return self.attributes & 0x07
-
-    @property
     def is_transactional(self) -> bool:
         return bool(self.attributes & 0x10)
 
