@@ -8,6 +8,7 @@ import sys
 import time
 from importlib.metadata import PackageNotFoundError, version
 
+from broker import groups_cli
 from offsets_log import tools
 from protocol.registry import describe
 
@@ -38,6 +39,7 @@ def _parser() -> argparse.ArgumentParser:
                               "(exit 1 if any); compact: compact every shard (broker stopped)")
     log_cmd.add_argument("data_dir")
     log_cmd.add_argument("--shard", type=int, help="only this shard (0-49)")
+    groups_cli.add_parser(commands)
     return parser
 
 
@@ -67,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "log":
         return _log_command(args)
+    if args.command == "groups":
+        return groups_cli.run(args)
     return _serve(args)
 
 

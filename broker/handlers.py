@@ -21,7 +21,7 @@ class Call:
     version: int
     client_id: str
     client_host: str
-    #: events the answer must wait for before it is sent (records it depends on, made durable)
+    #: shard tickets the answer must wait for before it is sent (their records made durable)
     barriers: list = field(default_factory=list)
 
 

@@ -106,12 +106,14 @@ class Broker:
         try:
             try:
                 async with trio.open_nursery() as nursery:
-                    sender = _OrderedSender(stream)
+                    sender = OrderedSender(stream)
                     nursery.start_soon(sender.run)
                     async with sender.queue:
                         await self._read_requests(stream, peer, sender)
             except* (trio.BrokenResourceError, trio.ClosedResourceError):
                 pass                                   # the client went away mid-answer
+            except* Unacknowledged as group:
+                log.warning("closing connection from %s: %s", peer, group.exceptions[0])
         except Exception:                              # a handler bug must not kill the server
             log.exception("closing connection from %s after an internal error", peer)
         finally:
@@ -119,7 +121,7 @@ class Broker:
                 await stream.aclose()
             log.info("connection from %s closed", peer)
 
-    async def _read_requests(self, stream, peer: str, sender: _OrderedSender) -> None:
+    async def _read_requests(self, stream, peer: str, sender: OrderedSender) -> None:
         """Decide each request in order; a request is read only once the one before it is
         decided (so a parked JoinGroup holds the rest), while answers wait for durability."""
         frames = FrameBuffer(self.config.socket_request_max_bytes)
@@ -132,7 +134,7 @@ class Broker:
                         return
                     frames.feed(data)
                     continue
-                barriers: list[trio.Event] = []
+                barriers: list = []
                 parts = await self._answer(frame, peer, barriers)
                 await sender.submit(barriers, parts)
         except (FrameTooLarge, DecodeError, UnsupportedVersion) as e:
@@ -169,7 +171,11 @@ class Broker:
 _IN_FLIGHT = 32
 
 
-class _OrderedSender:
+class Unacknowledged(Exception):
+    """An answer that must not be sent: the records it reports were never made durable."""
+
+
+class OrderedSender:
     """Sends a connection's answers in request order, each once its records are durable.
 
     An answer that is already durable, with nothing queued ahead of it, goes out from the
@@ -183,8 +189,8 @@ class _OrderedSender:
         self._pending = 0                       # answers queued or being sent by run()
 
     async def submit(self, barriers: list, parts: list) -> None:
-        if self._pending == 0 and all(b.is_set() for b in barriers):
-            await self._send(parts)
+        if self._pending == 0 and all(t.durable.is_set() for t in barriers):
+            await self._send(barriers, parts)
             return
         self._pending += 1
         await self.queue.send((barriers, parts))
@@ -192,14 +198,18 @@ class _OrderedSender:
     async def run(self) -> None:
         async with self._queued:
             async for barriers, parts in self._queued:
-                for barrier in barriers:
-                    await barrier.wait()
-                await self._send(parts)
+                await self._send(barriers, parts)
                 self._pending -= 1
 
-    async def _send(self, parts: list) -> None:
+    async def _send(self, barriers: list, parts: list) -> None:
+        for ticket in barriers:
+            if not await ticket.wait_durable():
+                # Never acknowledge what is not on disk: drop the connection; the client
+                # retries and finds the shard answering NOT_COORDINATOR.
+                raise Unacknowledged("an answer depended on a write that failed")
         for chunk in _coalesce(parts):
             await self.stream.send_all(chunk)
+
 
 
 #: Response parts at least this large (record data) are sent as they are, not copied.

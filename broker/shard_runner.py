@@ -47,6 +47,7 @@ class Ticket:
     decided: trio.Event = field(default_factory=trio.Event)
     durable: trio.Event = field(default_factory=trio.Event)
     response: object = None
+    failed: bool = False          # the records it depended on were never made durable
 
     def decide(self, response) -> None:
         if not self.decided.is_set():
@@ -56,6 +57,11 @@ class Ticket:
 
     def release(self) -> None:
         self.durable.set()
+
+    async def wait_durable(self) -> bool:
+        """Wait until the answer may go out; False if it must not (its write failed)."""
+        await self.durable.wait()
+        return not self.failed
 
 
 _API_NAMES = {11: "JoinGroup", 14: "SyncGroup", 12: "Heartbeat", 13: "LeaveGroup", 8: "OffsetCommit",
@@ -100,8 +106,9 @@ class ShardRunner:
                    client_host: str = "/127.0.0.1", barriers: list | None = None):
         """Submit a request and wait until the shard decides its answer (a join may park long).
 
-        The answer may not be sent before ``ticket.durable``: a caller that sends it later
-        passes ``barriers`` to collect that event; without it, this waits for it too.
+        The answer may not be sent before its ticket is durable: a caller that sends it
+        later passes ``barriers`` to collect the ticket; without it, this waits here, and an
+        answer whose write failed becomes NOT_COORDINATOR.
         """
         if self.failed is not None:
             return error_response(api_key, version, request, ErrorCode.NOT_COORDINATOR)
@@ -113,10 +120,10 @@ class ShardRunner:
         ctx = RequestContext(ticket, api_key, version, client_id, client_host)
         self._send.send_nowait(lambda now: self.shard.handle(now, ctx, request))
         await ticket.decided.wait()
-        if barriers is None:
-            await ticket.durable.wait()
-        else:
-            barriers.append(ticket.durable)
+        if barriers is not None:
+            barriers.append(ticket)
+        elif not await ticket.wait_durable():
+            return error_response(api_key, version, request, ErrorCode.NOT_COORDINATOR)
         return ticket.response
 
     def forget_topics(self, topics: set[str]) -> None:
@@ -213,8 +220,7 @@ class ShardRunner:
                   "restarted", self.shard.shard_id, e)
         while self._unreleased:
             _, ticket = self._unreleased.popleft()
-            ticket.response = error_response(ticket.api_key, ticket.version, ticket.request,
-                                             ErrorCode.NOT_COORDINATOR)
+            ticket.failed = True
             ticket.release()
 
     async def _compact(self) -> None:

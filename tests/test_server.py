@@ -9,6 +9,7 @@ import sys
 
 import pytest
 import trio
+import trio.testing
 
 from broker.config import BrokerConfig
 from broker.server import Broker
@@ -202,3 +203,18 @@ async def test_a_client_leaving_mid_answer_is_not_an_internal_error(broker, capl
     await client.aclose()
     await trio.sleep(0.6)                                         # the long poll answers into nothing
     assert not [r for r in caplog.records if r.levelname == "ERROR"], caplog.text
+
+
+async def test_an_answer_whose_write_failed_is_never_sent():
+    from broker.server import OrderedSender, Unacknowledged
+    from broker.shard_runner import Ticket
+    ours, theirs = trio.testing.memory_stream_pair()
+    sender = OrderedSender(ours)
+    durable, failed = Ticket(12, 4, None), Ticket(8, 8, None)
+    durable.release()
+    await sender.submit([durable], [b"sent"])
+    assert await theirs.receive_some() == b"sent"
+    failed.failed = True
+    failed.release()
+    with pytest.raises(Unacknowledged):
+        await sender.submit([failed], [b"must not go out"])
