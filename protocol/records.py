@@ -48,6 +48,11 @@ class BatchHeader:
         return _LENGTH_END + self.batch_length
 
     @property
+    def compression(self) -> int:
+        """0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd: the records stay compressed as sent."""
+        return self.attributes & 0x07
+
+    @property
     def is_transactional(self) -> bool:
         return bool(self.attributes & 0x10)
 
