@@ -18,7 +18,7 @@ import os
 from dataclasses import dataclass
 
 from .log import CLEANED_SUFFIX, SWAP_SUFFIX, ShardLog, segment_name
-from .segment import encode_marker, encode_record, scan
+from .segment import PREFIX, encode_marker, scan
 
 log = logging.getLogger(__name__)
 
@@ -51,11 +51,13 @@ def compact(shard_log: ShardLog, now_ms: int,
         return CompactionResult(0, 0, 0, 0, 0)
 
     buffers = [fs.read(os.path.join(directory, segment_name(b))) for b in bases]
-    frames = [f for buf in buffers for f in scan(buf)[0] if not f.is_marker]
-    latest = {f.key: f.offset for f in frames}
-    kept = [f for f in frames if latest[f.key] == f.offset
+    frames = [(f, buf) for buf in buffers for f in scan(buf)[0] if not f.is_marker]
+    latest = {f.key: f.offset for f, _ in frames}
+    kept = [(f, buf) for f, buf in frames if latest[f.key] == f.offset
             and (f.value is not None or now_ms - f.append_ms < delete_retention_ms)]
-    data = b"".join(encode_record(f.offset, f.append_ms, f.key, f.value) for f in kept)
+    # A surviving frame is copied as it is (already framed and CRC-checked), not re-encoded.
+    data = b"".join(buf[f.position:f.position + PREFIX.size + PREFIX.unpack_from(buf, f.position)[0]]
+                    for f, buf in kept)
     data += encode_marker(end)
 
     final = os.path.join(directory, segment_name(bases[0]))
