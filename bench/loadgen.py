@@ -205,7 +205,6 @@ def run_rate(args) -> dict:
     for i, c in enumerate(conns):
         ep.register(c.fd, select.EPOLLIN)
         by_fd[c.fd] = (c, templates[i])
-    sent = [0]
 
     def fill(c, tmpl, n):
         chunks = []

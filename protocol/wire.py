@@ -278,7 +278,7 @@ class Blob(Kind):
                   f"    {var} = {value}",
                   f"    pos = {n}",
                   f"elif {n} == -1: {null}",
-                  f"else: fail('negative length')"]
+                  "else: fail('negative length')"]
         return lines
 
     def emit_encode(self, g, expr):
@@ -558,7 +558,7 @@ class NullableStruct(Kind):
 
     def emit_decode(self, g, var):
         return ["if pos >= end: fail('truncated struct marker')",
-                "if data[pos] >= 128:", f"    pos += 1", f"    {var} = None",
+                "if data[pos] >= 128:", "    pos += 1", f"    {var} = None",
                 "else:", "    pos += 1", *_indent(self.inner.emit_decode(g, var))]
 
     def emit_encode(self, g, expr):

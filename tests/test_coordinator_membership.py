@@ -208,7 +208,7 @@ def test_new_group_writes_an_empty_group_record_first():
 def test_join_static_fencing(state):
     h, ids, _ = build(state)
     h2 = h
-    t = h2.join(instance="inst-1", version=5)               # a static member joins the group
+    h2.join(instance="inst-1", version=5)               # a static member joins the group
     static_id = h2.group_state().static_members["inst-1"]
     t_wrong = h2.join(ids[1], instance="inst-1", version=5)
     assert (error_of(h2, t_wrong), h2.replies[t_wrong].member_id) == (E.FENCED_INSTANCE_ID, ids[1])
@@ -407,7 +407,7 @@ def test_heartbeat_checks_member_then_generation_then_state(state):
 
 def test_heartbeat_static_fencing_before_generation():
     h = Harness()
-    t = h.join(instance="i-1", version=5)
+    h.join(instance="i-1", version=5)
     h.advance(3_000)
     assert error_of(h, h.heartbeat("old-id", 99, instance="i-1")) == E.FENCED_INSTANCE_ID
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import tempfile
 
-import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule

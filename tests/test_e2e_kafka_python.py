@@ -16,8 +16,7 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
 from kafka.errors import CommitFailedError, IllegalGenerationError, UnknownMemberIdError
 
-from broker_process import (BrokerProcess, ConsumerProcess, check_exactly_once, committed_records,
-                            wait_until)
+from broker_process import (ConsumerProcess, check_exactly_once, committed_records, wait_until)
 
 FAST = {
     "group.initial.rebalance.delay.ms": 0,
@@ -26,14 +25,8 @@ FAST = {
 
 
 @pytest.fixture
-def broker(tmp_path):
-    b = BrokerProcess(tmp_path / "data", tmp_path / "broker.log", FAST).start()
-    yield b
-    try:
-        if b.running():
-            assert b.stop() == 0, "SIGTERM must stop the broker with exit code 0"
-    finally:
-        b.kill()
+def broker(start_broker):
+    return start_broker(FAST)
 
 
 def produce(bootstrap: str, topic: str, count: int, partitions: int, start: int = 0) -> set:

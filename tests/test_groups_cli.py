@@ -12,9 +12,7 @@ import trio
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from broker.api_versions import unsupported_version_answer
-from broker.config import BrokerConfig
 from broker.groups_cli import Connection, GroupsError
-from broker.server import Broker
 from protocol import REQUESTS
 from protocol.errors import ErrorCode
 from protocol.frames import FrameBuffer
@@ -27,16 +25,10 @@ GROUP, TOPIC, CLIENT = "billing", "orders", "cli-test"
 
 
 @pytest.fixture
-async def broker(nursery, tmp_path):
-    config = BrokerConfig.build({"group.initial.rebalance.delay.ms": "0",
-                                 "group.min.session.timeout.ms": "500",
-                                 "groupbroker.offsets.fsync": "false"},
-                                port=0, data_dir=str(tmp_path))
-    b = Broker(config)
-    await nursery.start(b.serve)
-    await b.ready.wait()
-    yield b
-    b.stop()
+async def broker(serve_broker):
+    return await serve_broker({"group.initial.rebalance.delay.ms": "0",
+                               "group.min.session.timeout.ms": "500",
+                               "groupbroker.offsets.fsync": "false"})
 
 
 async def cli(broker, *args) -> subprocess.CompletedProcess:

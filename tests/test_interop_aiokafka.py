@@ -17,33 +17,16 @@ from __future__ import annotations
 import asyncio
 import time
 
-import pytest
 
-from broker_process import (BatchRecorder, BrokerProcess, check_exactly_once, committed_records,
-                            import_client, state_changes)
+from broker_process import (BatchRecorder, check_exactly_once, committed_records, import_client,
+                            state_changes)
 
 import_client("aiokafka")          # CI: fail, not skip, when it is missing
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition  # noqa: E402
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic  # noqa: E402
 from aiokafka.errors import CommitFailedError, KafkaError  # noqa: E402
 
-FAST = {
-    "group.initial.rebalance.delay.ms": 0,
-    "group.min.session.timeout.ms": 1000,
-    "groupbroker.offsets.fsync": "false",
-}
 PARTITIONS = 6
-
-
-@pytest.fixture
-def broker(tmp_path):
-    b = BrokerProcess(tmp_path / "data", tmp_path / "broker.log", FAST).start()
-    yield b
-    try:
-        if b.running():
-            assert b.stop() == 0, "SIGTERM must stop the broker with exit code 0"
-    finally:
-        b.kill()
 
 
 async def until(predicate, timeout: float, what: str, interval: float = 0.05):

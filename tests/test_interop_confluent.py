@@ -28,8 +28,8 @@ import time
 
 import pytest
 
-from broker_process import (BatchRecorder, BrokerProcess, check_exactly_once, committed_records,
-                            import_client, state_changes, wait_until)
+from broker_process import (BatchRecorder, check_exactly_once, committed_records, import_client,
+                            state_changes, wait_until)
 
 ck = import_client("confluent_kafka")
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
@@ -37,24 +37,7 @@ from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 Consumer, Producer, TopicPartition, KafkaException = (ck.Consumer, ck.Producer, ck.TopicPartition,
                                                       ck.KafkaException)
 
-FAST = {
-    "group.initial.rebalance.delay.ms": 0,
-    "group.min.session.timeout.ms": 1000,
-    # every commit still goes through the offsets log; the fsync only slows a throwaway broker
-    "groupbroker.offsets.fsync": "false",
-}
 PARTITIONS = 6
-
-
-@pytest.fixture
-def broker(tmp_path):
-    b = BrokerProcess(tmp_path / "data", tmp_path / "broker.log", FAST).start()
-    yield b
-    try:
-        if b.running():
-            assert b.stop() == 0, "SIGTERM must stop the broker with exit code 0"
-    finally:
-        b.kill()
 
 
 def create_topic(bootstrap: str, name: str, partitions: int) -> None:

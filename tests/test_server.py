@@ -11,8 +11,6 @@ import pytest
 import trio
 import trio.testing
 
-from broker.config import BrokerConfig
-from broker.server import Broker
 from protocol import REQUESTS
 from protocol.errors import ErrorCode
 from protocol.registry import API_TABLE
@@ -22,15 +20,9 @@ GROUP = "healthy-group"
 
 
 @pytest.fixture
-async def broker(nursery, tmp_path):
-    config = BrokerConfig.build({"group.initial.rebalance.delay.ms": "0",
-                                 "group.min.session.timeout.ms": "500"},
-                                port=0, data_dir=str(tmp_path))
-    b = Broker(config)
-    await nursery.start(b.serve)
-    await b.ready.wait()
-    yield b
-    b.stop()
+async def broker(serve_broker):
+    return await serve_broker({"group.initial.rebalance.delay.ms": "0",
+                               "group.min.session.timeout.ms": "500"})
 
 
 async def join_stable_member(client: WireClient):

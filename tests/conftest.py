@@ -1,0 +1,52 @@
+"""Brokers for tests: a ``groupbroker serve`` subprocess, or a broker in this trio run."""
+
+import pytest
+
+from broker.config import BrokerConfig
+from broker.server import Broker
+from broker_process import BrokerProcess
+
+
+@pytest.fixture
+def start_broker(tmp_path):
+    """Start ``groupbroker serve`` with -o overrides; at the end SIGTERM must stop it with 0."""
+    started = []
+
+    def start(overrides: dict) -> BrokerProcess:
+        b = BrokerProcess(tmp_path / "data", tmp_path / "broker.log", overrides).start()
+        started.append(b)
+        return b
+
+    yield start
+    for b in started:
+        try:
+            if b.running():
+                assert b.stop() == 0, "SIGTERM must stop the broker with exit code 0"
+        finally:
+            b.kill()
+
+
+@pytest.fixture
+def broker(start_broker) -> BrokerProcess:
+    """A throwaway broker for client interop: no initial delay, short sessions allowed, and
+    commits still logged but not fsynced (durability is tested elsewhere). Modules that need
+    another broker define their own ``broker`` fixture, which takes precedence."""
+    return start_broker({"group.initial.rebalance.delay.ms": 0, "group.min.session.timeout.ms": 1000,
+                         "groupbroker.offsets.fsync": "false"})
+
+
+@pytest.fixture
+def serve_broker(nursery, tmp_path):
+    """Run a broker inside the test's trio run on a free port, with Kafka-named settings."""
+    started = []
+
+    async def serve(props: dict) -> Broker:
+        b = Broker(BrokerConfig.build(props, port=0, data_dir=str(tmp_path)))
+        await nursery.start(b.serve)
+        await b.ready.wait()
+        started.append(b)
+        return b
+
+    yield serve
+    for b in started:
+        b.stop()
