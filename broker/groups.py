@@ -9,6 +9,7 @@ ListGroups asks every shard.
 from __future__ import annotations
 
 import dataclasses
+from functools import partial
 from typing import Callable
 
 import trio
@@ -17,7 +18,7 @@ from coordinator.routing import shard_for
 from protocol.errors import ErrorCode
 from protocol.messages import RESPONSES
 
-from .shard_runner import ShardRunner
+from .shard_runner import ShardRunner, Ticket
 
 FindCoordinatorResponse = RESPONSES[10].cls
 _COMMIT_TOPIC = RESPONSES[8].cls.OffsetCommitResponseTopic
@@ -25,7 +26,8 @@ _DELETE_TOPIC = RESPONSES[47].cls.OffsetDeleteResponseTopic
 #: per-partition result classes of OffsetCommit (8) and OffsetDelete (47)
 _RESULT_CLASSES = {8: (_COMMIT_TOPIC, _COMMIT_TOPIC.OffsetCommitResponsePartition),
                    47: (_DELETE_TOPIC, _DELETE_TOPIC.OffsetDeleteResponsePartition)}
-SINGLE_GROUP_APIS = (11, 14, 12, 13, 8, 47)     # Join, Sync, Heartbeat, Leave, OffsetCommit, OffsetDelete
+SINGLE_GROUP_APIS = (11, 14, 13)                # JoinGroup, SyncGroup, LeaveGroup
+PIPELINED_APIS = (12, 8, 47)                    # Heartbeat, OffsetCommit, OffsetDelete
 
 
 class GroupRouter:
@@ -41,9 +43,10 @@ class GroupRouter:
         key, v = ctx.api_key, ctx.version
         if key == 10:
             return self.find_coordinator(v, request)
-        if key in (8, 47):
-            return await self._known_partitions_only(ctx, request)
-        if key in SINGLE_GROUP_APIS or (key == 9 and v < 8):
+        if self.pipelines(key, v):
+            ticket, finish = self.begin(ctx, request)
+            return finish(await ShardRunner.answer(ticket, ctx.barriers))
+        if key in SINGLE_GROUP_APIS:
             return await self.runner_for(request.group_id).call(
                 key, v, request, client_id=ctx.client_id, client_host=ctx.client_host,
                 barriers=ctx.barriers)
@@ -57,31 +60,34 @@ class GroupRouter:
             return await self._list_groups(ctx, request)
         raise KeyError(f"api key {key} is not a group API")
 
-    async def _known_partitions_only(self, ctx, request):
-        """OffsetCommit/OffsetDelete: as Kafka's API layer does, answer partitions that do not
-        exist with UNKNOWN_TOPIC_OR_PARTITION and send only the rest to the coordinator."""
+    @staticmethod
+    def pipelines(api_key: int, version: int) -> bool:
+        """Single-group requests whose answer never waits for other members (unlike a
+        JoinGroup or SyncGroup, which park): a connection may submit several at once."""
+        return api_key in PIPELINED_APIS or (api_key == 9 and version < 8)
+
+    def begin(self, ctx, request) -> tuple[Ticket, Callable]:
+        """Submit a pipelined request to its shard; returns its ticket and the function that
+        turns the shard's answer into the response."""
+        runner = self.runner_for(request.group_id)
+        if ctx.api_key not in (8, 47):
+            return runner.submit(ctx.api_key, ctx.version, request, client_id=ctx.client_id,
+                                 client_host=ctx.client_host), _unchanged
+        # OffsetCommit/OffsetDelete: as Kafka's API layer does, answer partitions that do not
+        # exist with UNKNOWN_TOPIC_OR_PARTITION and send only the rest to the coordinator.
         kept = tuple(dataclasses.replace(t, partitions=tuple(
             p for p in t.partitions if self.partition_exists(t.name, p.partition_index)))
             for t in request.topics)
         kept = tuple(t for t in kept if t.partitions)
-        response_cls = RESPONSES[ctx.api_key].cls
         if ctx.api_key == 8 and not kept:
-            answer = response_cls()
+            ticket = Ticket(ctx.api_key, ctx.version, request)
+            ticket.settle(RESPONSES[8].cls())
         else:
-            answer = await self.runner_for(request.group_id).call(
-                ctx.api_key, ctx.version, dataclasses.replace(request, topics=kept),
-                client_id=ctx.client_id, client_host=ctx.client_host, barriers=ctx.barriers)
-        if kept == request.topics or getattr(answer, "error_code", ErrorCode.NONE) != ErrorCode.NONE:
-            return answer
-        errors = {(t.name, p.partition_index): p.error_code for t in answer.topics for p in t.partitions}
-        topic_cls, part_cls = _RESULT_CLASSES[ctx.api_key]
-        return dataclasses.replace(answer, topics=tuple(
-            topic_cls(name=t.name, partitions=tuple(
-                part_cls(partition_index=p.partition_index,
-                         error_code=errors.get((t.name, p.partition_index),
-                                               ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
-                for p in t.partitions))
-            for t in request.topics))
+            ticket = runner.submit(ctx.api_key, ctx.version, dataclasses.replace(request, topics=kept),
+                                   client_id=ctx.client_id, client_host=ctx.client_host)
+        if kept == request.topics:
+            return ticket, _unchanged
+        return ticket, partial(_with_unknown_partitions, ctx.api_key, request.topics)
 
     def find_coordinator(self, version: int, request):
         host, port = self.advertised
@@ -136,3 +142,22 @@ class GroupRouter:
         error = next((a.error_code for a in answers if a.error_code != ErrorCode.NONE), ErrorCode.NONE)
         return RESPONSES[16].cls(error_code=error, groups=tuple(g for a in answers for g in a.groups))
 
+
+
+def _unchanged(answer):
+    return answer
+
+
+def _with_unknown_partitions(api_key: int, topics, answer):
+    """The shard's answer for the known partitions, completed in request order with
+    UNKNOWN_TOPIC_OR_PARTITION for the others (unless the whole request failed)."""
+    if getattr(answer, "error_code", ErrorCode.NONE) != ErrorCode.NONE:
+        return answer
+    errors = {(t.name, p.partition_index): p.error_code for t in answer.topics for p in t.partitions}
+    topic_cls, part_cls = _RESULT_CLASSES[api_key]
+    return dataclasses.replace(answer, topics=tuple(
+        topic_cls(name=t.name, partitions=tuple(
+            part_cls(partition_index=p.partition_index,
+                     error_code=errors.get((t.name, p.partition_index), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+            for p in t.partitions))
+        for t in topics))

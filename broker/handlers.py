@@ -30,15 +30,24 @@ class Handlers:
         self.config, self.advertised = config, advertised
         self.data = DataPlane(config, advertised, on_topics_deleted)
         self.routes = {18: self._api_versions, **self.data.routes}
+        self._groups: GroupRouter | None = None
 
     def serve_groups(self, groups: GroupRouter) -> None:
         self.routes.update({key: groups.handle for key in GROUP_APIS})
+        self._groups = groups
 
     def serves(self, api_key: int, version: int) -> bool:
         return api_key in self.routes and API_TABLE[api_key].supports(version)
 
     async def handle(self, ctx, body):
         return await self.routes[ctx.api_key](ctx, body)
+
+    def begin(self, ctx, body):
+        """Start a request that may be pipelined (see :meth:`GroupRouter.pipelines`) without
+        waiting: its shard ticket and the function that completes its response; else None."""
+        if self._groups is None or not self._groups.pipelines(ctx.api_key, ctx.version):
+            return None
+        return self._groups.begin(ctx, body)
 
     async def _api_versions(self, ctx, body):
         return api_versions_answer(ctx.version, body, list(self.routes))

@@ -13,7 +13,9 @@ oversized frame, an unknown API or version) closes only that connection, with on
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import os
 from functools import partial
 
 import trio
@@ -123,48 +125,88 @@ class Broker:
 
     async def _read_requests(self, stream, peer: str, sender: OrderedSender) -> None:
         """Decide each request in order; a request is read only once the one before it is
-        decided (so a parked JoinGroup holds the rest), while answers wait for durability."""
+        decided (so a parked JoinGroup holds the rest), while answers wait for durability.
+
+        Pipelined requests that never park (heartbeats, commits) are the exception: every one
+        already buffered goes to its shard at once, and their answers leave together.
+        """
         frames = FrameBuffer(self.config.socket_request_max_bytes)
+        started: list = []          # pipelined requests handed to their shards, not yet answered
         try:
             while True:
                 frame = frames.next_frame()
                 if frame is None:
+                    if started:
+                        await sender.submit(await self._finish(started))
+                        started = []
+                        continue
                     data = await stream.receive_some(1 << 16)
                     if not data:
                         return
                     frames.feed(data)
                     continue
-                barriers: list = []
-                parts = await self._answer(frame, peer, barriers)
-                await sender.submit(barriers, parts)
+                header, body = self._decode(frame)
+                ctx = Call(header.api_key, header.api_version, header.client_id or "",
+                           "/" + peer.rsplit(":", 1)[0])
+                began = self.handlers.begin(ctx, body)
+                if began is not None:
+                    started.append((header, ctx, *began))
+                    if len(started) < _IN_FLIGHT:
+                        continue
+                if started:
+                    await sender.submit(await self._finish(started))
+                    started = []
+                if began is None:
+                    response = await self._respond(ctx, body)
+                    await sender.submit([(ctx.barriers, _encode(header, response))])
         except (FrameTooLarge, DecodeError, UnsupportedVersion) as e:
             log.warning("closing connection from %s: %s", peer, e)
 
-    async def _answer(self, frame: bytes, peer: str, barriers: list) -> list:
-        """The framed response chunks for one request (none for acks=0 produce)."""
+    def _decode(self, frame: bytes):
+        """The request's header and body; bad input raises (and closes the connection)."""
         try:
             request = decode_request(frame)
         except UnsupportedVersion as e:
             header = getattr(e, "header", None) or decode_request_header(frame)[0]
             if header.api_key != 18:
                 raise UnsupportedVersion(f"api {header.api_key} v{header.api_version}: {e}") from None
-            return encode_response_parts(18, 0, header.correlation_id, unsupported_version_answer())
+            # Kafka answers an ApiVersions it cannot read with UNSUPPORTED_VERSION at v0
+            return dataclasses.replace(header, api_version=0), _UNKNOWN_API_VERSIONS
         except DecodeError as e:
             raise DecodeError(f"malformed request: {e}") from None
         header = request.header
         if not self.handlers.serves(header.api_key, header.api_version):
             raise UnsupportedVersion(f"api {header.api_key} v{header.api_version} is not served")
-        ctx = Call(header.api_key, header.api_version, header.client_id or "",
-                   "/" + peer.rsplit(":", 1)[0], barriers)
-        response = await self.handlers.handle(ctx, request.body)
-        if response is None:
-            return []
-        try:
-            return encode_response_parts(header.api_key, header.api_version, header.correlation_id,
-                                         response)
-        except EncodeError:
-            log.exception("cannot encode the answer to api %d v%d", header.api_key, header.api_version)
-            raise
+        return header, request.body
+
+    async def _respond(self, ctx: Call, body):
+        if body is _UNKNOWN_API_VERSIONS:
+            return unsupported_version_answer()
+        return await self.handlers.handle(ctx, body)
+
+    @staticmethod
+    async def _finish(started: list) -> list:
+        """Wait for the shards to decide pipelined requests; their answers, in order."""
+        answers = []
+        for header, ctx, ticket, complete in started:
+            response = complete(await ShardRunner.answer(ticket, ctx.barriers))
+            answers.append((ctx.barriers, _encode(header, response)))
+        return answers
+
+
+#: An ApiVersions request at a version this broker does not know.
+_UNKNOWN_API_VERSIONS = object()
+
+
+def _encode(header, response) -> list:
+    """The framed response chunks for one request (none for acks=0 produce)."""
+    if response is None:
+        return []
+    try:
+        return encode_response_parts(header.api_key, header.api_version, header.correlation_id, response)
+    except EncodeError:
+        log.exception("cannot encode the answer to api %d v%d", header.api_key, header.api_version)
+        raise
 
 
 #: Answers decided but not yet sent, per connection (then the reader waits).
@@ -178,9 +220,10 @@ class Unacknowledged(Exception):
 class OrderedSender:
     """Sends a connection's answers in request order, each once its records are durable.
 
-    An answer that is already durable, with nothing queued ahead of it, goes out from the
+    Answers that are already durable, with nothing queued ahead of them, go out from the
     reader at once; the others queue for the background task, which alone sends while any
-    are queued (so the two never write at the same time).
+    are queued (so the two never write at the same time). Either way, answers ready together
+    leave in one write.
     """
 
     def __init__(self, stream: trio.SocketStream):
@@ -188,36 +231,60 @@ class OrderedSender:
         self.queue, self._queued = trio.open_memory_channel(_IN_FLIGHT)
         self._pending = 0                       # answers queued or being sent by run()
 
-    async def submit(self, barriers: list, parts: list) -> None:
-        if self._pending == 0 and all(t.durable.is_set() for t in barriers):
-            await self._send(barriers, parts)
+    async def submit(self, answers: list) -> None:
+        """Send ``(barriers, parts)`` answers, in order, once their tickets are durable."""
+        if self._pending == 0 and all(t.durable.is_set() for barriers, _ in answers for t in barriers):
+            await self._send(answers)
             return
-        self._pending += 1
-        await self.queue.send((barriers, parts))
+        for answer in answers:
+            self._pending += 1
+            try:
+                self.queue.send_nowait(answer)
+            except trio.WouldBlock:
+                await self.queue.send(answer)
 
     async def run(self) -> None:
         async with self._queued:
-            async for barriers, parts in self._queued:
-                await self._send(barriers, parts)
-                self._pending -= 1
+            async for answer in self._queued:
+                answers = [answer]
+                while True:
+                    try:
+                        answers.append(self._queued.receive_nowait())
+                    except trio.WouldBlock:
+                        break
+                await self._send(answers)
+                self._pending -= len(answers)
 
-    async def _send(self, barriers: list, parts: list) -> None:
-        for ticket in barriers:
-            if not await ticket.wait_durable():
-                # Never acknowledge what is not on disk: drop the connection; the client
-                # retries and finds the shard answering NOT_COORDINATOR.
-                raise Unacknowledged("an answer depended on a write that failed")
-        for chunk in _coalesce(parts):
-            await self.stream.send_all(chunk)
+    async def _send(self, answers: list) -> None:
+        for barriers, _ in answers:
+            for ticket in barriers:
+                if not await ticket.wait_durable():
+                    # Never acknowledge what is not on disk: drop the connection; the client
+                    # retries and finds the shard answering NOT_COORDINATOR.
+                    raise Unacknowledged("an answer depended on a write that failed")
+        for chunk in _coalesce(part for _, parts in answers for part in parts):
+            await _write(self.stream, chunk)
 
+
+async def _write(stream: trio.SocketStream, data: bytes) -> None:
+    """Send ``data``: straight into the socket when it has room (no trip through trio's
+    scheduler, which costs more than the write), the rest through trio."""
+    try:
+        sent = os.write(stream.socket.fileno(), data)
+    except BlockingIOError:
+        sent = 0
+    except OSError as e:                      # reset, broken pipe: the client went away
+        raise trio.BrokenResourceError(str(e)) from e
+    if sent < len(data):
+        await stream.send_all(memoryview(data)[sent:])
 
 
 #: Response parts at least this large (record data) are sent as they are, not copied.
 _LARGE = 64 * 1024
 
 
-def _coalesce(parts: list) -> list:
-    """Join the small pieces of a response so it goes out in as few sends as possible."""
+def _coalesce(parts) -> list:
+    """Join the small pieces of responses so they go out in as few sends as possible."""
     out, small = [], []
     for part in parts:
         if len(part) >= _LARGE:

@@ -58,9 +58,15 @@ class Ticket:
     def release(self) -> None:
         self.durable.set()
 
+    def settle(self, response) -> None:
+        """Answer at once, with nothing to make durable (the shard never saw the request)."""
+        self.decide(response)
+        self.release()
+
     async def wait_durable(self) -> bool:
         """Wait until the answer may go out; False if it must not (its write failed)."""
-        await self.durable.wait()
+        if not self.durable.is_set():
+            await self.durable.wait()
         return not self.failed
 
 
@@ -102,29 +108,46 @@ class ShardRunner:
     def now_ms(self) -> int:
         return int(self._epoch_ms + trio.current_time() * 1000)
 
-    async def call(self, api_key: int, version: int, request, *, client_id: str = "",
-                   client_host: str = "/127.0.0.1", barriers: list | None = None):
-        """Submit a request and wait until the shard decides its answer (a join may park long).
+    def submit(self, api_key: int, version: int, request, *, client_id: str = "",
+               client_host: str = "/127.0.0.1") -> Ticket:
+        """Hand a request to the shard task without waiting; the shard decides its ticket.
+
+        Submitting does not wait, so a connection can pass on several pipelined requests at
+        once; the shard still sees them in order.
+        """
+        ticket = Ticket(api_key, version, request)
+        if self.failed is not None:
+            ticket.settle(error_response(api_key, version, request, ErrorCode.NOT_COORDINATOR))
+        elif not self.loaded:
+            # Kafka answers heartbeats "blindly" with NONE while the shard loads.
+            code = ErrorCode.NONE if api_key == HEARTBEAT else ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+            ticket.settle(error_response(api_key, version, request, code))
+        else:
+            ctx = RequestContext(ticket, api_key, version, client_id, client_host)
+            self._send.send_nowait(lambda now: self.shard.handle(now, ctx, request))
+        return ticket
+
+    @staticmethod
+    async def answer(ticket: Ticket, barriers: list | None = None):
+        """Wait until the shard decides (a join may park long).
 
         The answer may not be sent before its ticket is durable: a caller that sends it
         later passes ``barriers`` to collect the ticket; without it, this waits here, and an
         answer whose write failed becomes NOT_COORDINATOR.
         """
-        if self.failed is not None:
-            return error_response(api_key, version, request, ErrorCode.NOT_COORDINATOR)
-        if not self.loaded:
-            # Kafka answers heartbeats "blindly" with NONE while the shard loads.
-            code = ErrorCode.NONE if api_key == HEARTBEAT else ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-            return error_response(api_key, version, request, code)
-        ticket = Ticket(api_key, version, request)
-        ctx = RequestContext(ticket, api_key, version, client_id, client_host)
-        self._send.send_nowait(lambda now: self.shard.handle(now, ctx, request))
-        await ticket.decided.wait()
+        if not ticket.decided.is_set():
+            await ticket.decided.wait()
         if barriers is not None:
             barriers.append(ticket)
         elif not await ticket.wait_durable():
-            return error_response(api_key, version, request, ErrorCode.NOT_COORDINATOR)
+            return error_response(ticket.api_key, ticket.version, ticket.request, ErrorCode.NOT_COORDINATOR)
         return ticket.response
+
+    async def call(self, api_key: int, version: int, request, *, client_id: str = "",
+                   client_host: str = "/127.0.0.1", barriers: list | None = None):
+        """Submit a request and wait for its answer (see :meth:`answer`)."""
+        ticket = self.submit(api_key, version, request, client_id=client_id, client_host=client_host)
+        return await self.answer(ticket, barriers)
 
     def forget_topics(self, topics: set[str]) -> None:
         """Deleted topics: tombstone their committed offsets in every group (Kafka does too)."""
@@ -174,9 +197,8 @@ class ShardRunner:
                 continue
             ticket = action.token
             if self.failed is not None:
-                ticket.decide(error_response(ticket.api_key, ticket.version, ticket.request,
+                ticket.settle(error_response(ticket.api_key, ticket.version, ticket.request,
                                              ErrorCode.NOT_COORDINATOR))
-                ticket.release()
                 continue
             ticket.decide(action.response)
             if self._appended <= self._durable:

@@ -201,13 +201,15 @@ async def test_a_client_leaving_mid_answer_is_not_an_internal_error(broker, capl
 async def test_an_answer_whose_write_failed_is_never_sent():
     from broker.server import OrderedSender, Unacknowledged
     from broker.shard_runner import Ticket
-    ours, theirs = trio.testing.memory_stream_pair()
+    ours, theirs = (trio.SocketStream(s) for s in trio.socket.socketpair())
     sender = OrderedSender(ours)
     durable, failed = Ticket(12, 4, None), Ticket(8, 8, None)
     durable.release()
-    await sender.submit([durable], [b"sent"])
+    await sender.submit([([durable], [b"sent"])])
     assert await theirs.receive_some() == b"sent"
     failed.failed = True
     failed.release()
     with pytest.raises(Unacknowledged):
-        await sender.submit([failed], [b"must not go out"])
+        await sender.submit([([failed], [b"must not go out"])])
+    await ours.aclose()
+    assert await theirs.receive_some() == b""             # nothing else was written
