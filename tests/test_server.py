@@ -14,6 +14,7 @@ import trio.testing
 from protocol import REQUESTS
 from protocol.errors import ErrorCode
 from protocol.registry import API_TABLE
+from protocol.header import encode_request
 from wire_client import WireClient, header
 
 GROUP = "healthy-group"
@@ -92,6 +93,34 @@ async def test_answers_keep_request_order_behind_a_parked_join(broker):
     second = await client.send(18, 0, REQUESTS[18].cls())
     assert (await client.receive(11, 3))[0] == first
     assert (await client.receive(18, 0))[0] == second
+
+
+async def test_pipelined_requests_are_decided_in_order_and_answered_in_order(broker):
+    """Commits, heartbeats and fetches sent back to back without waiting (one write) go to
+    their shards together; each still sees the one before it, and the answers keep order."""
+    client = await WireClient.connect(broker.port)
+    ct, oc, of, hb = (REQUESTS[k].cls for k in (19, 8, 9, 12))
+    await client.call(19, 5, ct(topics=(ct.CreatableTopic(name="piped", num_partitions=1, replication_factor=1),)))
+    topic, part = oc.OffsetCommitRequestTopic, oc.OffsetCommitRequestTopic.OffsetCommitRequestPartition
+
+    def commit(group, offset):
+        return oc(group_id=group, generation_id_or_member_epoch=-1, member_id="", topics=(
+            topic(name="piped", partitions=(part(partition_index=0, committed_offset=offset,
+                                                 committed_metadata=""),)),))
+
+    def fetch(group):
+        return of(group_id=group, topics=(of.OffsetFetchRequestTopic(name="piped", partition_indexes=(0,)),))
+
+    plan = [(8, 8, commit("piped-a", 5)), (12, 4, hb(group_id="piped-a", generation_id=1, member_id="ghost")),
+            (9, 5, fetch("piped-a")), (8, 8, commit("piped-a", 9)), (8, 8, commit("piped-b", 7)),
+            (9, 5, fetch("piped-a")), (9, 5, fetch("piped-b"))]
+    wire = b"".join(encode_request(key, v, i, body, "t") for i, (key, v, body) in enumerate(plan))
+    await client.send_raw(wire)
+    answers = [await client.receive(key, v) for key, v, _ in plan]
+    assert [correlation for correlation, _ in answers] == list(range(len(plan)))
+    assert answers[1][1].error_code == ErrorCode.UNKNOWN_MEMBER_ID
+    fetched = [answers[i][1].topics[0].partitions[0].committed_offset for i in (2, 5, 6)]
+    assert fetched == [5, 9, 7]
 
 
 BAD_INPUT = {
