@@ -233,7 +233,7 @@ class OrderedSender:
 
     async def submit(self, answers: list) -> None:
         """Send ``(barriers, parts)`` answers, in order, once their tickets are durable."""
-        if self._pending == 0 and all(t.durable.is_set() for barriers, _ in answers for t in barriers):
+        if self._pending == 0 and all(t.durable for barriers, _ in answers for t in barriers):
             await self._send(answers)
             return
         for answer in answers:

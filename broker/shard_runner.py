@@ -19,7 +19,6 @@ import logging
 import math
 import time
 from collections import deque
-from dataclasses import dataclass, field
 
 import trio
 
@@ -35,39 +34,51 @@ from protocol.errors import ErrorCode
 log = logging.getLogger("groupbroker.shards")
 
 
-@dataclass(eq=False)
 class Ticket:
     """One request in the shard's hands; the shard sees it as the reply token.
 
-    ``decided`` fires when the shard has answered; ``durable`` when that answer may be sent.
+    ``decided`` once the shard has answered; ``durable`` once that answer may be sent. The
+    events to wait on are made only when someone has to wait (most answers are ready first).
     """
-    api_key: int
-    version: int
-    request: object
-    decided: trio.Event = field(default_factory=trio.Event)
-    durable: trio.Event = field(default_factory=trio.Event)
-    response: object = None
-    failed: bool = False          # the records it depended on were never made durable
+    __slots__ = ("api_key", "version", "request", "response", "decided", "durable", "failed", "_events")
+
+    def __init__(self, api_key: int, version: int, request):
+        self.api_key, self.version, self.request = api_key, version, request
+        self.response = None
+        self.decided = self.durable = False
+        self.failed = False          # the records it depended on were never made durable
+        self._events: dict[str, trio.Event] = {}
 
     def decide(self, response) -> None:
-        if not self.decided.is_set():
+        if not self.decided:
             self.response = response
-            self.decided.set()
+            self.decided = True
+            self._wake("decided")
             _log_error(self, response)
 
     def release(self) -> None:
-        self.durable.set()
+        self.durable = True
+        self._wake("durable")
 
     def settle(self, response) -> None:
         """Answer at once, with nothing to make durable (the shard never saw the request)."""
         self.decide(response)
         self.release()
 
+    async def wait_decided(self) -> None:
+        if not self.decided:
+            await self._events.setdefault("decided", trio.Event()).wait()
+
     async def wait_durable(self) -> bool:
         """Wait until the answer may go out; False if it must not (its write failed)."""
-        if not self.durable.is_set():
-            await self.durable.wait()
+        if not self.durable:
+            await self._events.setdefault("durable", trio.Event()).wait()
         return not self.failed
+
+    def _wake(self, what: str) -> None:
+        event = self._events.get(what)
+        if event is not None:
+            event.set()
 
 
 _API_NAMES = {11: "JoinGroup", 14: "SyncGroup", 12: "Heartbeat", 13: "LeaveGroup", 8: "OffsetCommit",
@@ -98,7 +109,8 @@ class ShardRunner:
         self.compact_interval_s = compact_interval_s
         self._wall_clock = wall_clock
         self._epoch_ms = 0.0
-        self._send, self._receive = trio.open_memory_channel(math.inf)
+        self._inbox: deque = deque()                 # operations for the shard task, in order
+        self._wakeup: trio.Event | None = None       # set while the shard task sleeps
         self.failed: str | None = None
         self.loaded = False
         self._appended = self._durable = -1          # log offsets: last written, last fsynced
@@ -124,7 +136,7 @@ class ShardRunner:
             ticket.settle(error_response(api_key, version, request, code))
         else:
             ctx = RequestContext(ticket, api_key, version, client_id, client_host)
-            self._send.send_nowait(lambda now: self.shard.handle(now, ctx, request))
+            self._post(lambda now: self.shard.handle(now, ctx, request))
         return ticket
 
     @staticmethod
@@ -135,8 +147,7 @@ class ShardRunner:
         later passes ``barriers`` to collect the ticket; without it, this waits here, and an
         answer whose write failed becomes NOT_COORDINATOR.
         """
-        if not ticket.decided.is_set():
-            await ticket.decided.wait()
+        await ticket.wait_decided()
         if barriers is not None:
             barriers.append(ticket)
         elif not await ticket.wait_durable():
@@ -152,7 +163,13 @@ class ShardRunner:
     def forget_topics(self, topics: set[str]) -> None:
         """Deleted topics: tombstone their committed offsets in every group (Kafka does too)."""
         if self.loaded and self.failed is None:
-            self._send.send_nowait(lambda now: self.shard.forget_topics(topics))
+            self._post(lambda now: self.shard.forget_topics(topics))
+
+    def _post(self, operation) -> None:
+        """Queue work for the shard task, the only code that touches the shard."""
+        self._inbox.append(operation)
+        if self._wakeup is not None:
+            self._wakeup.set()
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         self._epoch_ms = self._wall_clock() * 1000 - trio.current_time() * 1000
@@ -168,21 +185,18 @@ class ShardRunner:
     async def _loop(self) -> None:
         next_compaction = trio.current_time() + self.compact_interval_s
         while True:
-            deadline = self.shard.next_deadline()
-            wake_at = min(next_compaction, math.inf if deadline is None else
-                          (deadline - self._epoch_ms) / 1000)
-            batch = []
-            with trio.move_on_at(wake_at):
-                batch.append(await self._receive.receive())
-            while True:
-                try:
-                    batch.append(self._receive.receive_nowait())
-                except trio.WouldBlock:
-                    break
+            if not self._inbox:
+                deadline = self.shard.next_deadline()
+                wake_at = min(next_compaction, math.inf if deadline is None else
+                              (deadline - self._epoch_ms) / 1000)
+                self._wakeup = trio.Event()
+                with trio.move_on_at(wake_at):
+                    await self._wakeup.wait()
+                self._wakeup = None
             now = self.now_ms()
             actions = []
-            for operation in batch:
-                actions += operation(now)
+            while self._inbox:
+                actions += self._inbox.popleft()(now)
             actions += self.shard.tick(now)
             self._apply(actions)
             if trio.current_time() >= next_compaction:

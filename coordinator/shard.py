@@ -65,8 +65,7 @@ class Shard:
 
     # --- driving ---------------------------------------------------------------------------
     def handle(self, now: int, ctx: RequestContext, request) -> list[Action]:
-        from .dispatch import HANDLERS      # the handler modules build on this one
-        HANDLERS[ctx.api_key](self, now, ctx, request)
+        _handlers()[ctx.api_key](self, now, ctx, request)
         return self._take()
 
     def tick(self, now: int) -> list[Action]:
@@ -426,3 +425,15 @@ class Shard:
         from .offsets import expire_offsets
         expire_offsets(self, now)
         self.schedule_sweep(now)
+
+
+def _handlers() -> dict:
+    """The API handlers (their modules build on this one, so they load on first use)."""
+    global _HANDLERS
+    if _HANDLERS is None:
+        from .dispatch import HANDLERS
+        _HANDLERS = HANDLERS
+    return _HANDLERS
+
+
+_HANDLERS: dict | None = None
