@@ -8,7 +8,7 @@ import sys
 import time
 from importlib.metadata import PackageNotFoundError, version
 
-from broker import groups_cli
+from broker import faults_cli, groups_cli
 from offsets_log import tools
 from protocol.registry import describe
 
@@ -31,6 +31,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, help="port to listen on; 0 picks a free one (default 9092)")
     serve.add_argument("--data-dir", help="where logs live (default ./groupbroker-data)")
     serve.add_argument("--config", help="a server.properties file (Kafka's config names)")
+    serve.add_argument("--admin-port", type=int, help="serve the fault-injection admin endpoint "
+                       "(groupbroker faults) on this port of 127.0.0.1; 0 picks a free one (logged)")
     serve.add_argument("-o", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                        help="set one config by Kafka's name, e.g. -o group.initial.rebalance.delay.ms=0")
     log_cmd = commands.add_parser("log", help="offline tools for the offsets logs of a data dir")
@@ -40,6 +42,7 @@ def _parser() -> argparse.ArgumentParser:
     log_cmd.add_argument("data_dir")
     log_cmd.add_argument("--shard", type=int, help="only this shard (0-49)")
     groups_cli.add_parser(commands)
+    faults_cli.add_parser(commands)
     return parser
 
 
@@ -71,6 +74,8 @@ def main(argv: list[str] | None = None) -> int:
         return _log_command(args)
     if args.command == "groups":
         return groups_cli.run(args)
+    if args.command == "faults":
+        return faults_cli.run(args)
     return _serve(args)
 
 
@@ -84,7 +89,8 @@ def _serve(args) -> int:
             with open(args.config, encoding="utf-8") as f:
                 props.update(parse_properties(f.read()))
         props.update(parse_properties("\n".join(args.overrides)))
-        config = BrokerConfig.build(props, host=args.host, port=args.port, data_dir=args.data_dir)
+        config = BrokerConfig.build(props, host=args.host, port=args.port, data_dir=args.data_dir,
+                                     admin_port=args.admin_port)
     except (OSError, ConfigError) as e:
         logging.getLogger("groupbroker").error("bad configuration: %s", e)
         return 2

@@ -48,6 +48,8 @@ class BrokerConfig:
     log_retention_ms: int = 7 * 24 * 3_600_000
     log_retention_bytes: int = -1
     offsets_fsync: bool = True
+    admin_host: str = "127.0.0.1"
+    admin_port: int | None = None          # the fault-injection endpoint; None: off, 0: a free port
     shutdown_grace_s: float = 3.0
     coordinator: CoordinatorConfig = field(default_factory=CoordinatorConfig)
 
@@ -65,6 +67,9 @@ class BrokerConfig:
         "log.dirs": ("data_dir", str), "log.dir": ("data_dir", str),
         # groupbroker's own: fsync offset commits before acknowledging them (Kafka-like safety)
         "groupbroker.offsets.fsync": ("offsets_fsync", _bool),
+        # groupbroker's own: the fault-injection admin endpoint (broker/admin.py)
+        "groupbroker.admin.host": ("admin_host", str),
+        "groupbroker.admin.port": ("admin_port", int),
     }
 
     @classmethod

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import trio
+
 from protocol.registry import API_TABLE
 
 from .api_versions import api_versions_answer
 from .config import BrokerConfig
 from .data import DataPlane
+from .faults import ConnectionDropped, Faults, error_answer
 from .groups import GroupRouter
 
 GROUP_APIS = (10, 11, 14, 12, 13, 8, 9, 15, 16, 42, 47)
@@ -26,8 +29,9 @@ class Call:
 
 
 class Handlers:
-    def __init__(self, config: BrokerConfig, advertised: tuple[str, int], on_topics_deleted):
-        self.config, self.advertised = config, advertised
+    def __init__(self, config: BrokerConfig, advertised: tuple[str, int], on_topics_deleted,
+                 faults: Faults):
+        self.config, self.advertised, self.faults = config, advertised, faults
         self.data = DataPlane(config, advertised, on_topics_deleted)
         self.routes = {18: self._api_versions, **self.data.routes}
         self._groups: GroupRouter | None = None
@@ -40,12 +44,21 @@ class Handlers:
         return api_key in self.routes and API_TABLE[api_key].supports(version)
 
     async def handle(self, ctx, body):
+        rule = self.faults.take(ctx, body) if self.faults.rules else None
+        if rule is not None:
+            if rule.delay_ms:
+                await trio.sleep(rule.delay_ms / 1000)
+            elif rule.drop:
+                raise ConnectionDropped(f"fault injection, {rule.describe()}")
+            else:
+                return error_answer(ctx.api_key, ctx.version, body, rule.error)
         return await self.routes[ctx.api_key](ctx, body)
 
     def begin(self, ctx, body):
         """Start a request that may be pipelined (see :meth:`GroupRouter.pipelines`) without
-        waiting: its shard ticket and the function that completes its response; else None."""
-        if self._groups is None or not self._groups.pipelines(ctx.api_key, ctx.version):
+        waiting: its shard ticket and the function that completes its response; else None
+        (also while fault rules are armed: they apply in :meth:`handle`)."""
+        if self._groups is None or self.faults.rules or not self._groups.pipelines(ctx.api_key, ctx.version):
             return None
         return self._groups.begin(ctx, body)
 

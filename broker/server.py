@@ -27,8 +27,11 @@ from protocol.exceptions import DecodeError, EncodeError, FrameTooLarge, Unsuppo
 from protocol.frames import FrameBuffer
 from protocol.header import decode_request, decode_request_header, encode_response_parts
 
+from .admin import serve_admin
 from .api_versions import unsupported_version_answer
 from .config import BrokerConfig
+from .control import BrokerControl
+from .faults import ConnectionDropped, Faults
 from .groups import GroupRouter
 from .handlers import Call, Handlers
 from .shard_runner import ShardRunner
@@ -39,7 +42,7 @@ log = logging.getLogger("groupbroker.server")
 class Broker:
     """Everything one running broker owns: shards, topics, listeners."""
 
-    def __init__(self, config: BrokerConfig):
+    def __init__(self, config: BrokerConfig, faults: Faults | None = None):
         self.config = config
         durability = Durability.FSYNC if config.offsets_fsync else Durability.NONE_UNSAFE
         n = config.coordinator.offsets_topic_num_partitions
@@ -47,11 +50,22 @@ class Broker:
                                     ShardLog.for_shard(config.data_dir, i, durability=durability))
                         for i in range(n)]
         self.handlers: Handlers | None = None
+        self.faults = faults or Faults()           # kept across restarts by EmbeddedBroker
+        self.control = BrokerControl(self)
         self.port: int | None = None
+        self.admin_port: int | None = None
         self._stop = trio.Event()
+        self._everything: trio.CancelScope | None = None
+        self._crashed = False
         self.ready = trio.Event()          # set once every shard has loaded its log
 
-    def stop(self) -> None:
+    def stop(self, *, crash: bool = False) -> None:
+        """Stop gracefully (answer what is in flight, flush the logs), or ``crash``: stop at
+        once as a killed process would, answering nothing more and skipping the final fsync
+        (what was acknowledged is on disk already)."""
+        if crash and self._everything is not None:
+            self._crashed = True
+            self._everything.cancel()
         self._stop.set()
 
     async def _load_shards(self, nursery) -> None:
@@ -65,14 +79,17 @@ class Broker:
     async def serve(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         cfg = self.config
         async with trio.open_nursery() as shards:
+            self._everything = shards.cancel_scope
             shards.start_soon(self._load_shards, shards)
             listeners = await trio.open_tcp_listeners(cfg.port, host=cfg.host)
             self.port = listeners[0].socket.getsockname()[1]
             advertised = (cfg.advertised_host or cfg.host, cfg.advertised_port or self.port)
-            self.handlers = Handlers(cfg, advertised, self._forget_topics)
+            self.handlers = Handlers(cfg, advertised, self._forget_topics, self.faults)
             groups = GroupRouter(self.runners, cfg.node_id, advertised, self.handlers.data.has_partition)
             self.handlers.serve_groups(groups)
             shards.start_soon(self.handlers.data.retention_loop)
+            if cfg.admin_port is not None:
+                self.admin_port = await shards.start(serve_admin, self.control, cfg.admin_host, cfg.admin_port)
             try:
                 async with trio.open_nursery() as connections:
                     async with trio.open_nursery() as accepting:
@@ -95,7 +112,8 @@ class Broker:
     def _close_logs(self) -> None:
         for runner in self.runners:
             try:
-                runner.log.sync()
+                if not self._crashed:
+                    runner.log.sync()
             except OffsetsLogError as e:
                 log.error("shard %d: final fsync failed: %s", runner.shard.shard_id, e)
             runner.log.close()
@@ -150,7 +168,7 @@ class Broker:
                            "/" + peer.rsplit(":", 1)[0])
                 began = self.handlers.begin(ctx, body)
                 if began is not None:
-                    started.append((header, ctx, *began))
+                    started.append((header, ctx, body, *began))
                     if len(started) < _IN_FLIGHT:
                         continue
                 if started:
@@ -158,8 +176,8 @@ class Broker:
                     started = []
                 if began is None:
                     response = await self._respond(ctx, body)
-                    await sender.submit([(ctx.barriers, _encode(header, response))])
-        except (FrameTooLarge, DecodeError, UnsupportedVersion) as e:
+                    await sender.submit([(ctx.barriers, self._answered(header, ctx, body, response))])
+        except (FrameTooLarge, DecodeError, UnsupportedVersion, ConnectionDropped) as e:
             log.warning("closing connection from %s: %s", peer, e)
 
     def _decode(self, frame: bytes):
@@ -184,14 +202,19 @@ class Broker:
             return unsupported_version_answer()
         return await self.handlers.handle(ctx, body)
 
-    @staticmethod
-    async def _finish(started: list) -> list:
+    async def _finish(self, started: list) -> list:
         """Wait for the shards to decide pipelined requests; their answers, in order."""
         answers = []
-        for header, ctx, ticket, complete in started:
+        for header, ctx, body, ticket, complete in started:
             response = complete(await ShardRunner.answer(ticket, ctx.barriers))
-            answers.append((ctx.barriers, _encode(header, response)))
+            answers.append((ctx.barriers, self._answered(header, ctx, body, response)))
         return answers
+
+    def _answered(self, header, ctx: Call, body, response) -> list:
+        """The answer's framed chunks; recorded first if the test asked for a recording."""
+        if self.faults.recording and body is not _UNKNOWN_API_VERSIONS:
+            self.faults.record(ctx, body, response)
+        return _encode(header, response)
 
 
 #: An ApiVersions request at a version this broker does not know.

@@ -23,6 +23,7 @@ from collections import deque
 import trio
 
 from coordinator.actions import Persist, RequestContext
+from coordinator.interventions import InterventionError
 from coordinator.recovery import load_shard
 from coordinator.responses import HEARTBEAT, error_response
 from coordinator.shard import Shard
@@ -112,6 +113,7 @@ class ShardRunner:
         self._inbox: deque = deque()                 # operations for the shard task, in order
         self._wakeup: trio.Event | None = None       # set while the shard task sleeps
         self.failed: str | None = None
+        self.unavailable: ErrorCode | None = None    # fault injection (see set_unavailable)
         self.loaded = False
         self._appended = self._durable = -1          # log offsets: last written, last fsynced
         self._unreleased: deque[tuple[int, Ticket]] = deque()
@@ -128,16 +130,55 @@ class ShardRunner:
         once; the shard still sees them in order.
         """
         ticket = Ticket(api_key, version, request)
-        if self.failed is not None:
-            ticket.settle(error_response(api_key, version, request, ErrorCode.NOT_COORDINATOR))
-        elif not self.loaded:
-            # Kafka answers heartbeats "blindly" with NONE while the shard loads.
-            code = ErrorCode.NONE if api_key == HEARTBEAT else ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-            ticket.settle(error_response(api_key, version, request, code))
+        refusal = self._refusal(api_key)
+        if refusal is not None:
+            ticket.settle(error_response(api_key, version, request, refusal))
         else:
             ctx = RequestContext(ticket, api_key, version, client_id, client_host)
             self._post(lambda now: self.shard.handle(now, ctx, request))
         return ticket
+
+    def _refusal(self, api_key: int) -> ErrorCode | None:
+        """The error a request gets without reaching the shard, if any."""
+        if self.failed is not None or self.unavailable == ErrorCode.NOT_COORDINATOR:
+            return ErrorCode.NOT_COORDINATOR
+        if not self.loaded or self.unavailable == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+            # Kafka answers heartbeats "blindly" with NONE while the shard loads.
+            return ErrorCode.NONE if api_key == HEARTBEAT else ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        return None
+
+    async def intervene(self, fault, *args) -> str:
+        """Apply a fault from coordinator/interventions.py in the shard task; its outcome."""
+        outcome: list = []
+        done = trio.Event()
+
+        def operation(now: int) -> list:
+            try:
+                result, actions = self.shard.intervene(now, fault, *args)
+                outcome.append(result)
+                return actions
+            except InterventionError as e:
+                outcome.append(e)
+                return []
+            finally:
+                done.set()
+
+        self._post(operation)
+        await done.wait()
+        if isinstance(outcome[0], InterventionError):
+            raise outcome[0]
+        return outcome[0]
+
+    def set_unavailable(self, error: ErrorCode | None) -> None:
+        """Fault injection: answer every group request with ``error`` (COORDINATOR_LOAD_IN_PROGRESS
+        or NOT_COORDINATOR) until called with None. Timers stop meanwhile; coming back is a
+        reload, as when Kafka moves a coordinator back: every member gets a fresh session."""
+        was = self.unavailable
+        self.unavailable = error
+        if was is not None and error is None:
+            self._post(self.shard.loaded)
+        elif self._wakeup is not None:
+            self._wakeup.set()
 
     @staticmethod
     async def answer(ticket: Ticket, barriers: list | None = None):
@@ -186,7 +227,7 @@ class ShardRunner:
         next_compaction = trio.current_time() + self.compact_interval_s
         while True:
             if not self._inbox:
-                deadline = self.shard.next_deadline()
+                deadline = None if self.unavailable else self.shard.next_deadline()
                 wake_at = min(next_compaction, math.inf if deadline is None else
                               (deadline - self._epoch_ms) / 1000)
                 self._wakeup = trio.Event()
@@ -197,7 +238,8 @@ class ShardRunner:
             actions = []
             while self._inbox:
                 actions += self._inbox.popleft()(now)
-            actions += self.shard.tick(now)
+            if self.unavailable is None:
+                actions += self.shard.tick(now)
             self._apply(actions)
             if trio.current_time() >= next_compaction:
                 await self._compact()

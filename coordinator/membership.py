@@ -213,19 +213,8 @@ def _join_new_static_member(shard: Shard, now: int, ctx: RequestContext, req, gr
     old_id = group.static_member_id(instance)
     if old_id is None:
         return _add_member_and_rebalance(shard, now, ctx, req, group, new_id)
-    # KIP-345 replacement: the new incarnation takes the old one's place; the old is fenced.
-    old = group.members[old_id]
-    for parked, api in ((old.join, r.JOIN_GROUP), (old.sync, r.SYNC_GROUP)):
-        if parked is not None:
-            answer = (r.join(parked.version, E.FENCED_INSTANCE_ID, member_id=old_id, protocol_name=None)
-                      if api == r.JOIN_GROUP
-                      else r.sync(parked.version, E.FENCED_INSTANCE_ID))
-            shard.reply(parked.token, api, parked.version, answer)
-    old.join = old.sync = None
-    shard.cancel(("session", group.group_id, old_id))
     was_leader = group.leader_id == old_id
-    member = group.replace_static(old_id, new_id)
-    shard.schedule_session(group, member, now)
+    member = fence_static_member(shard, now, group, old_id, new_id)
     if group.is_in(S.STABLE):
         _update_member(member, ctx, req, parked=False)
         if group.select_protocol() != group.protocol_name:
@@ -249,6 +238,23 @@ def _join_new_static_member(shard: Shard, now: int, ctx: RequestContext, req, gr
     else:
         shard.reply(ctx.token, r.JOIN_GROUP, ctx.version,
                     join_error(ctx.version, E.UNKNOWN_MEMBER_ID, new_id))
+
+
+def fence_static_member(shard: Shard, now: int, group: ClassicGroup, old_id: str, new_id: str) -> Member:
+    """KIP-345 replacement: a new incarnation takes the old one's place (assignment,
+    leadership) under ``new_id``; the old one is fenced (FENCED_INSTANCE_ID from now on)."""
+    old = group.members[old_id]
+    for parked, api in ((old.join, r.JOIN_GROUP), (old.sync, r.SYNC_GROUP)):
+        if parked is not None:
+            answer = (r.join(parked.version, E.FENCED_INSTANCE_ID, member_id=old_id, protocol_name=None)
+                      if api == r.JOIN_GROUP
+                      else r.sync(parked.version, E.FENCED_INSTANCE_ID))
+            shard.reply(parked.token, api, parked.version, answer)
+    old.join = old.sync = None
+    shard.cancel(("session", group.group_id, old_id))
+    member = group.replace_static(old_id, new_id)
+    shard.schedule_session(group, member, now)
+    return member
 
 
 def _check_member(shard: Shard, req) -> tuple[ClassicGroup | None, ErrorCode]:

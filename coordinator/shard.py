@@ -68,6 +68,10 @@ class Shard:
         _handlers()[ctx.api_key](self, now, ctx, request)
         return self._take()
 
+    def intervene(self, now: int, fault: Callable, *args) -> tuple[object, list[Action]]:
+        """Apply a fault from coordinator/interventions.py: its outcome and its actions."""
+        return fault(self, now, *args), self._take()
+
     def tick(self, now: int) -> list[Action]:
         """Fire every timer due at ``now``, earliest first."""
         while self._heap and self._heap[0][0] <= now:

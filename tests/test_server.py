@@ -15,7 +15,7 @@ from protocol import REQUESTS
 from protocol.errors import ErrorCode
 from protocol.registry import API_TABLE
 from protocol.header import encode_request
-from wire_client import WireClient, header
+from wire_client import WireClient, header, join_stable_member
 
 GROUP = "healthy-group"
 
@@ -24,21 +24,6 @@ GROUP = "healthy-group"
 async def broker(serve_broker):
     return await serve_broker({"group.initial.rebalance.delay.ms": "0",
                                "group.min.session.timeout.ms": "500"})
-
-
-async def join_stable_member(client: WireClient):
-    jg, sg = REQUESTS[11].cls, REQUESTS[14].cls
-    join = jg(group_id=GROUP, session_timeout_ms=1000, rebalance_timeout_ms=2000, member_id="",
-              protocol_type="consumer", protocols=(jg.JoinGroupRequestProtocol(name="range", metadata=b""),))
-    first = await client.call(11, 5, join)
-    assert first.error_code == ErrorCode.MEMBER_ID_REQUIRED
-    import dataclasses
-    joined = await client.call(11, 5, dataclasses.replace(join, member_id=first.member_id))
-    assert joined.error_code == ErrorCode.NONE
-    synced = await client.call(14, 3, sg(group_id=GROUP, generation_id=joined.generation_id,
-                                         member_id=joined.member_id))
-    assert synced.error_code == ErrorCode.NONE
-    return joined.member_id, joined.generation_id
 
 
 @pytest.mark.parametrize("version", [0, 1, 2, 3, 4])
@@ -137,7 +122,7 @@ BAD_INPUT = {
 @pytest.mark.parametrize("name", list(BAD_INPUT))
 async def test_bad_input_closes_only_its_connection(broker, name, caplog):
     healthy = await WireClient.connect(broker.port)
-    member, generation = await join_stable_member(healthy)
+    member, generation = await join_stable_member(healthy, GROUP)
     bad = await WireClient.connect(broker.port)
     if name == "truncated frame":
         await bad.send_raw(BAD_INPUT[name])

@@ -1,0 +1,142 @@
+"""The fault-injection control surface of a running broker.
+
+One set of operations, reached three ways: in-process (``await broker.control.execute(...)``
+inside the broker's trio loop), from another thread (:class:`broker.embedded.EmbeddedBroker`,
+what the pytest plugin uses), and out of process through the admin endpoint
+(:mod:`broker.admin`, ``groupbroker faults ...``). Every operation is logged and can be
+undone (``clear``, ``shard_available``); none writes anything to the offsets log that the
+coordinator would not write for the real cause.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import TYPE_CHECKING
+
+from coordinator import interventions
+from coordinator.routing import shard_for
+from protocol.errors import ErrorCode
+
+from .faults import FaultError, error_code
+
+if TYPE_CHECKING:
+    from .server import Broker
+
+log = logging.getLogger("groupbroker.faults")
+
+#: Unavailability modes of a shard, as Kafka shows them while loading and after moving away.
+UNAVAILABLE = (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.NOT_COORDINATOR)
+
+
+class BrokerControl:
+    """Operations by name, with JSON-friendly arguments and results."""
+
+    def __init__(self, broker: Broker):
+        self.broker = broker
+        self.faults = broker.faults
+
+    async def execute(self, op: str, **args):
+        """Run one operation; a bad one raises FaultError or InterventionError."""
+        method = getattr(self, f"op_{op.replace('-', '_')}", None)
+        if method is None:
+            raise FaultError(f"unknown operation {op!r}; known: {', '.join(operations())}")
+        try:
+            return await method(**args)
+        except TypeError as e:
+            raise FaultError(f"{op}: {e}") from None
+
+    # --- request faults ----------------------------------------------------------------------
+    async def op_fail(self, api, error, count: int | None = 1, group: str | None = None,
+                      client_id: str | None = None) -> str:
+        """Answer the next COUNT requests of API with ERROR."""
+        return self.faults.add(api, error=error, count=count, group=group, client_id=client_id).describe()
+
+    async def op_delay(self, api, ms: int, count: int | None = 1, group: str | None = None,
+                       client_id: str | None = None) -> str:
+        """Hold the next COUNT requests of API for MS milliseconds before answering."""
+        return self.faults.add(api, delay_ms=int(ms), count=count, group=group,
+                               client_id=client_id).describe()
+
+    async def op_drop(self, api, count: int | None = 1, group: str | None = None,
+                      client_id: str | None = None) -> str:
+        """Close the connection instead of answering the next COUNT requests of API."""
+        return self.faults.add(api, drop=True, count=count, group=group, client_id=client_id).describe()
+
+    async def op_rules(self) -> list[str]:
+        """The request-fault rules still armed."""
+        return [rule.describe() for rule in self.faults.rules]
+
+    async def op_clear(self) -> str:
+        """Remove every request-fault rule and make every shard available again."""
+        cleared = self.faults.clear()
+        restored = [r.shard.shard_id for r in self.broker.runners if r.unavailable is not None]
+        for shard in restored:
+            self._set_unavailable(shard, None)
+        return f"cleared {cleared} rule(s); shards made available: {restored or 'none'}"
+
+    # --- coordinator faults ------------------------------------------------------------------
+    async def op_force_rebalance(self, group: str) -> str:
+        """Start a rebalance of GROUP, as a membership change would."""
+        return await self._runner(group).intervene(interventions.force_rebalance, group)
+
+    async def op_expire_member(self, group: str, member: str) -> str:
+        """End MEMBER's session now, as a missed session timeout would."""
+        return await self._runner(group).intervene(interventions.expire_member, group, member)
+
+    async def op_fence_instance(self, group: str, instance: str) -> str:
+        """Fence the static member with group.instance.id INSTANCE (FENCED_INSTANCE_ID)."""
+        return await self._runner(group).intervene(interventions.fence_instance, group, instance)
+
+    async def op_shard_unavailable(self, group: str | None = None, shard: int | None = None,
+                                   error="COORDINATOR_LOAD_IN_PROGRESS") -> str:
+        """Make the coordinator of GROUP (or SHARD) answer ERROR: COORDINATOR_LOAD_IN_PROGRESS
+        (loading) or NOT_COORDINATOR (moved away) to every group request."""
+        code = error_code(error)
+        if code not in UNAVAILABLE:
+            raise FaultError(f"a shard is unavailable with one of {[e.name for e in UNAVAILABLE]}")
+        return self._set_unavailable(self._shard(group, shard), code)
+
+    async def op_shard_available(self, group: str | None = None, shard: int | None = None) -> str:
+        """Bring the coordinator of GROUP (or SHARD) back (members get fresh sessions)."""
+        return self._set_unavailable(self._shard(group, shard), None)
+
+    # --- recording ---------------------------------------------------------------------------
+    async def op_record(self, on: bool = True) -> str:
+        """Start (or stop) recording the requests the broker answers."""
+        self.faults.recording = bool(on)
+        log.warning("fault injection: request recording %s", "on" if on else "off")
+        return f"recording {'on' if on else 'off'}"
+
+    async def op_recorded(self, clear: bool = False) -> list[dict]:
+        """The recorded requests, oldest first (CLEAR: forget them after reading)."""
+        recorded = [dataclasses.asdict(r) for r in self.faults.recorded]
+        if clear:
+            self.faults.recorded.clear()
+        return recorded
+
+    # --- helpers -----------------------------------------------------------------------------
+    def _shard(self, group: str | None, shard: int | None) -> int:
+        if (group is None) == (shard is None):
+            raise FaultError("name exactly one of a group or a shard")
+        n = len(self.broker.runners)
+        if group is not None:
+            return shard_for(group, n)
+        if not 0 <= int(shard) < n:
+            raise FaultError(f"shard {shard} does not exist (0-{n - 1})")
+        return int(shard)
+
+    def _runner(self, group: str):
+        return self.broker.runners[self._shard(group, None)]
+
+    def _set_unavailable(self, shard: int, error: ErrorCode | None) -> str:
+        self.broker.runners[shard].set_unavailable(error)
+        state = "available" if error is None else f"unavailable ({error.name})"
+        log.warning("fault injection: coordinator shard %d is %s", shard, state)
+        return f"shard {shard} is {state}"
+
+
+def operations() -> dict[str, str]:
+    """Operation name -> one-line help (from the docstrings)."""
+    return {name[3:].replace("_", "-"): (getattr(BrokerControl, name).__doc__ or "").split("\n")[0]
+            for name in dir(BrokerControl) if name.startswith("op_")}

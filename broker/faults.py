@@ -1,0 +1,216 @@
+"""Request faults injected on purpose, and the record of what the broker was asked.
+
+A :class:`FaultRule` matches requests of one API (optionally of one group or client id) and
+answers the next ``count`` of them with an error code, delays them, or drops the connection
+instead of answering. Rules are checked in the order they were added; a rule that has fired
+``count`` times is gone. The error answers are the ones Kafka gives when the whole request
+fails (``AbstractRequest.getErrorResponse``), so clients take their real error paths.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import logging
+from collections import deque
+from dataclasses import dataclass
+
+from coordinator.responses import error_response
+from protocol.errors import ErrorCode
+from protocol.messages import RESPONSES
+from protocol.registry import API_TABLE
+
+log = logging.getLogger("groupbroker.faults")
+
+#: Group APIs whose failure answer the coordinator knows how to build.
+_GROUP_APIS = (11, 14, 12, 13, 8, 9, 15, 16, 42, 47)
+#: Data-plane APIs with a whole-request failure answer here.
+_DATA_APIS = (0, 1, 2, 10, 22)
+#: APIs whose requests can be answered with an injected error.
+ERROR_APIS = frozenset(_GROUP_APIS + _DATA_APIS)
+#: How many requests a recording keeps (the oldest go first).
+RECORD_LIMIT = 100_000
+
+
+class FaultError(ValueError):
+    """A fault that cannot be set up as asked (the message says why)."""
+
+
+class ConnectionDropped(Exception):
+    """A fault rule dropped the connection instead of answering."""
+
+
+def api_key(api: int | str) -> int:
+    """An API by key or by Kafka's name (``Heartbeat``, ``OffsetCommit``, ...)."""
+    if isinstance(api, int) or str(api).isdigit():
+        key = int(api)
+        if key in API_TABLE:
+            return key
+    else:
+        for spec in API_TABLE.values():
+            if spec.name.lower() == str(api).lower():
+                return spec.key
+    raise FaultError(f"unknown API {api!r}; known: {', '.join(s.name for s in API_TABLE.values())}")
+
+
+def error_code(error: int | str) -> ErrorCode:
+    """An error by code or by Kafka's name (``REBALANCE_IN_PROGRESS``)."""
+    try:
+        return ErrorCode(int(error)) if str(error).lstrip("-").isdigit() else ErrorCode[str(error).upper()]
+    except (KeyError, ValueError):
+        raise FaultError(f"unknown error code {error!r}") from None
+
+
+@dataclass
+class FaultRule:
+    """What to do to the next ``count`` matching requests (``count`` None: until cleared)."""
+    id: int
+    api_key: int
+    error: ErrorCode | None = None
+    delay_ms: int = 0
+    drop: bool = False
+    count: int | None = 1
+    group: str | None = None
+    client_id: str | None = None
+
+    def matches(self, ctx, body) -> bool:
+        return (ctx.api_key == self.api_key
+                and (self.client_id is None or ctx.client_id == self.client_id)
+                and (self.group is None or self.group in groups_of(ctx.api_key, body)))
+
+    def describe(self) -> str:
+        what = (f"answer {self.error.name}" if self.error is not None else
+                "drop the connection" if self.drop else f"delay {self.delay_ms} ms")
+        scope = "".join(f" {k}={v}" for k, v in (("group", self.group), ("client_id", self.client_id)) if v)
+        times = "every time" if self.count is None else f"next {self.count}"
+        return f"rule {self.id}: {API_TABLE[self.api_key].name}{scope}: {what} ({times})"
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request as the broker received and answered it."""
+    api: str
+    api_key: int
+    version: int
+    client_id: str
+    group: str | None
+    member: str | None
+    generation: int | None
+    error: str                          # the first error code in the answer, "NONE" if none
+
+
+class Faults:
+    """The broker's fault rules and its request recording."""
+
+    def __init__(self):
+        self.rules: list[FaultRule] = []
+        self.recording = False
+        self.recorded: deque[RecordedRequest] = deque(maxlen=RECORD_LIMIT)
+        self._ids = itertools.count(1)
+
+    def add(self, api: int | str, *, error: int | str | None = None, delay_ms: int = 0, drop: bool = False,
+            count: int | None = 1, group: str | None = None, client_id: str | None = None) -> FaultRule:
+        key = api_key(api)
+        if sum((error is not None, delay_ms > 0, drop)) != 1:
+            raise FaultError("a fault does exactly one of: answer an error, delay (ms > 0), drop")
+        if count is not None and count < 1:
+            raise FaultError("count must be at least 1 (or None: until cleared)")
+        code = None if error is None else error_code(error)
+        if code is not None and key not in ERROR_APIS:
+            raise FaultError(f"{API_TABLE[key].name} cannot be answered with an injected error; "
+                             "delay or drop it instead")
+        rule = FaultRule(next(self._ids), key, code, delay_ms, drop, count, group, client_id)
+        self.rules.append(rule)
+        log.warning("fault injection: added %s", rule.describe())
+        return rule
+
+    def clear(self) -> int:
+        cleared = len(self.rules)
+        self.rules.clear()
+        if cleared:
+            log.warning("fault injection: cleared %d rule(s)", cleared)
+        return cleared
+
+    def take(self, ctx, body) -> FaultRule | None:
+        """The first rule matching this request, counted as fired."""
+        for rule in self.rules:
+            if rule.matches(ctx, body):
+                if rule.count is not None:
+                    rule.count -= 1
+                    if rule.count == 0:
+                        self.rules.remove(rule)
+                log.warning("fault injection: %s v%d from client %r: %s", API_TABLE[ctx.api_key].name,
+                            ctx.version, ctx.client_id, rule.describe())
+                return rule
+        return None
+
+    def record(self, ctx, body, response) -> None:
+        groups = groups_of(ctx.api_key, body)
+        generation = getattr(body, "generation_id", getattr(body, "generation_id_or_member_epoch", None))
+        self.recorded.append(RecordedRequest(
+            API_TABLE[ctx.api_key].name, ctx.api_key, ctx.version, ctx.client_id,
+            next(iter(groups), None) if len(groups) == 1 else None,
+            getattr(body, "member_id", None), generation, first_error(response).name))
+
+
+def groups_of(key: int, body) -> tuple[str, ...]:
+    """The consumer groups a request names."""
+    if key == 10:
+        if getattr(body, "key_type", 0) != 0:
+            return ()
+        return tuple(body.coordinator_keys) or (body.key,)
+    if hasattr(body, "group_id"):
+        return (body.group_id,)
+    if key == 42:
+        return tuple(body.groups_names)
+    if key in (9, 15):
+        return tuple(g if isinstance(g, str) else g.group_id for g in body.groups)
+    return ()
+
+
+def first_error(response) -> ErrorCode:
+    """The answer's top-level error, else the first error of its items (topics, partitions...)."""
+    if response is None:
+        return ErrorCode.NONE
+    code = getattr(response, "error_code", 0)
+    if code:
+        return ErrorCode(code)
+    for f in dataclasses.fields(response):
+        value = getattr(response, f.name)
+        if isinstance(value, tuple) and value and dataclasses.is_dataclass(value[0]):
+            for item in value:
+                code = first_error(item)
+                if code:
+                    return code
+    return ErrorCode.NONE
+
+
+def error_answer(key: int, version: int, body, error: ErrorCode):
+    """The answer Kafka gives when the whole request fails with ``error``."""
+    if key in _GROUP_APIS:
+        return error_response(key, version, body, error)
+    cls = RESPONSES[key].cls
+    if key == 10:
+        failed = dict(error_code=error, node_id=-1, host="", port=-1, error_message=error.name)
+        if version < 4:
+            return cls(**failed)
+        return cls(coordinators=tuple(cls.Coordinator(key=k, **failed) for k in body.coordinator_keys))
+    if key == 22:
+        return cls(error_code=error, producer_id=-1, producer_epoch=-1)
+    if key == 0:
+        topic = cls.TopicProduceResponse
+        return cls(responses=tuple(topic(name=t.name, partition_responses=tuple(
+            topic.PartitionProduceResponse(index=p.index, error_code=error, base_offset=-1)
+            for p in t.partition_data)) for t in body.topic_data))
+    if key == 1:
+        topic = cls.FetchableTopicResponse
+        return cls(error_code=error if version >= 7 else ErrorCode.NONE, responses=tuple(
+            topic(topic=t.topic, topic_id=t.topic_id, partitions=tuple(
+                topic.PartitionData(partition_index=p.partition, error_code=error, high_watermark=-1,
+                                    records=b"") for p in t.partitions)) for t in body.topics))
+    if key == 2:
+        topic = cls.ListOffsetsTopicResponse
+        return cls(topics=tuple(topic(name=t.name, partitions=tuple(
+            topic.ListOffsetsPartitionResponse(partition_index=p.partition_index, error_code=error)
+            for p in t.partitions)) for t in body.topics))
+    raise FaultError(f"no injected-error answer for API {key}")

@@ -1,0 +1,36 @@
+"""pytest plugin (entry point ``pytest11: groupbroker``): a real broker per test.
+
+The ``groupbroker`` fixture starts an :class:`broker.embedded.EmbeddedBroker` on a free port
+of 127.0.0.1 with a temporary data dir and fast test settings, records every request it
+answers, and stops it after the test. Settings per test::
+
+    @pytest.mark.groupbroker(props={"group.max.size": "3"})
+    def test_something(groupbroker): ...
+
+It works the same in plain, asyncio and trio tests (the broker has its own thread).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from .embedded import EmbeddedBroker
+
+
+def pytest_configure(config) -> None:
+    config.addinivalue_line("markers", "groupbroker(props): Kafka-named settings for the groupbroker "
+                                       "fixture's broker, e.g. {'group.max.size': '3'}")
+
+
+@pytest.fixture
+def groupbroker(request, tmp_path_factory) -> EmbeddedBroker:
+    """A running broker: ``.bootstrap_servers``, ``.faults`` (fault injection),
+    ``.restart(crash=...)`` and ``.recorded()`` (the requests it answered)."""
+    marker = request.node.get_closest_marker("groupbroker")
+    props = dict(marker.kwargs.get("props", {})) if marker else {}
+    broker = EmbeddedBroker(tmp_path_factory.mktemp("groupbroker"), props).start()
+    broker.faults.record()
+    try:
+        yield broker
+    finally:
+        broker.stop()
