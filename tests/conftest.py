@@ -6,6 +6,8 @@ from broker.config import BrokerConfig
 from broker.server import Broker
 from broker_process import BrokerProcess
 
+pytest_plugins = ["pytester"]           # tests/test_pytest_plugin.py runs a user's test session
+
 
 @pytest.fixture
 def start_broker(tmp_path):
