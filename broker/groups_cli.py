@@ -433,8 +433,11 @@ def cmd_reset_offsets(cluster: Cluster, args) -> int:
                           f"but the current state is {group.state}.")
     partitions = topic_partitions(cluster, args.topic)
     targets = _reset_targets(cluster, partitions, args)
-    if not args.dry_run:
+    if args.execute:
         _commit(coordinator, args.group, targets)
+    elif not args.dry_run:                  # Kafka's tool: without --execute it only plans
+        _warn("WARN: No action will be performed as the --execute option is missing "
+              "(add --execute to reset the offsets, or --dry-run to only print them).")
     rows = [[args.group, t, p, off] for (t, p), off in sorted(targets.items())]
     _emit(table(["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"], rows, [30, 30, 10, 0]))
     return 0
@@ -499,7 +502,10 @@ def add_parser(commands) -> None:
     to.add_argument("--to-earliest", action="store_true")
     to.add_argument("--to-latest", action="store_true")
     to.add_argument("--to-offset", type=int, metavar="N")
-    reset.add_argument("--dry-run", action="store_true", help="print the new offsets, commit nothing")
+    mode = reset.add_mutually_exclusive_group()
+    mode.add_argument("--execute", action="store_true", help="commit the new offsets")
+    mode.add_argument("--dry-run", action="store_true",
+                      help="print the new offsets, commit nothing (also the default, with a warning)")
 
 
 def run(args) -> int:

@@ -191,16 +191,23 @@ async def test_reset_offsets_refused_while_stable_then_applied(broker, stable_gr
 
     w = [30, 30, 10, 0]
     header = row(["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"], w)
-    latest = await cli(broker, "reset-offsets", GROUP, "--topic", TOPIC, "--to-latest")
+    before = out(await cli(broker, "describe", GROUP))
+    planned = await cli(broker, "reset-offsets", GROUP, "--topic", TOPIC, "--to-offset", "1")
+    assert out(planned) == [header, row([GROUP, TOPIC, 0, 1], w), row([GROUP, TOPIC, 1, 1], w)]
+    assert err(planned).startswith("WARN: No action will be performed as the --execute option is missing")
+    dry = await cli(broker, "reset-offsets", GROUP, "--topic", TOPIC, "--to-offset", "2", "--dry-run")
+    assert out(dry)[1:] == [row([GROUP, TOPIC, 0, 2], w), row([GROUP, TOPIC, 1, 2], w)] and err(dry) == ""
+    assert out(await cli(broker, "describe", GROUP)) == before            # neither committed anything
+    latest = await cli(broker, "reset-offsets", GROUP, "--topic", TOPIC, "--to-latest", "--execute")
     assert out(latest) == [header, row([GROUP, TOPIC, 0, 5], w), row([GROUP, TOPIC, 1, 3], w)]
-    to_offset = await cli(broker, "reset-offsets", GROUP, "--topic", TOPIC, "--to-offset", "4")
+    to_offset = await cli(broker, "reset-offsets", GROUP, "--topic", TOPIC, "--to-offset", "4", "--execute")
     assert out(to_offset) == [header, row([GROUP, TOPIC, 0, 4], w), row([GROUP, TOPIC, 1, 3], w)]
 
     described = await cli(broker, "describe", GROUP)
     assert described.returncode == 0
     assert err(described) == f"Consumer group '{GROUP}' has no active members."
     assert out(described) == offsets_lines("-", (4, 3))
-    earliest = await cli(broker, "reset-offsets", GROUP, "--topic", TOPIC, "--to-earliest")
+    earliest = await cli(broker, "reset-offsets", GROUP, "--topic", TOPIC, "--to-earliest", "--execute")
     assert out(earliest)[1:] == [row([GROUP, TOPIC, 0, 0], w), row([GROUP, TOPIC, 1, 0], w)]
     assert out(await cli(broker, "describe", GROUP))[1:] == offsets_lines("-", (0, 0))[1:]
 
