@@ -1,0 +1,300 @@
+"""What the rebalance-error recipes share, so each recipe file holds only its scenario.
+
+* :class:`Broker`: a throwaway ``python -m broker serve --port 0`` with short group timeouts
+  (its stderr log kept in memory, because the broker logs every group-API error it answers),
+  or, with ``--bootstrap-server``, an existing broker whose log this process cannot see.
+* :class:`Wire`: one raw request/response over a socket, encoded by kafka-python's own
+  protocol classes, for errors that clients handle silently (e.g. MEMBER_ID_REQUIRED).
+* :class:`ClientLog`: a client's log records kept in memory, for errors the client only logs.
+* :func:`settle` and :class:`Polling`: kafka-python members driven so that they do not wedge.
+* :func:`run`: the command line, the broker's lifetime and the exit code. A recipe raises
+  :class:`NotReproduced` when the failure it demonstrates did not happen: exit code 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import re
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+LISTENING = re.compile(r"^groupbroker listening on (\S+):(\d+)$")
+FAST = {"group.initial.rebalance.delay.ms": 0, "group.min.session.timeout.ms": 500,
+        "groupbroker.offsets.fsync": "false"}
+
+
+class NotReproduced(Exception):
+    """The failure this recipe demonstrates did not happen."""
+
+
+class Broker:
+    """A groupbroker subprocess for one recipe, or the broker at ``bootstrap``."""
+
+    def __init__(self, bootstrap: str | None = None, overrides: dict | None = None):
+        self.external = bootstrap is not None
+        self.bootstrap = bootstrap or ""
+        self.overrides = {**FAST, **(overrides or {})}
+        self._lines: list[str] = []
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen | None = None
+        self._tmp: tempfile.TemporaryDirectory | None = None
+
+    def __enter__(self) -> Broker:
+        if not self.external:
+            self._start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._proc is not None:
+            self._proc.send_signal(signal.SIGTERM)
+            try:
+                self._proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait(5)
+        if self._tmp is not None:
+            self._tmp.cleanup()
+
+    def _start(self) -> None:
+        self._tmp = tempfile.TemporaryDirectory(prefix="groupbroker-recipe-")
+        cmd = [sys.executable, "-m", "broker", "serve", "--host", "127.0.0.1", "--port", "0",
+               "--data-dir", self._tmp.name]
+        for key, value in self.overrides.items():
+            cmd += ["-o", f"{key}={value}"]
+        self._proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      stdin=subprocess.DEVNULL, text=True)
+        threading.Thread(target=self._read_log, daemon=True).start()
+        line = self._proc.stdout.readline().rstrip("\n")    # the broker prints this line once
+        match = LISTENING.match(line)
+        if not match:
+            self._proc.kill()
+            raise RuntimeError(f"groupbroker did not start (stdout {line!r}):\n"
+                               + "\n".join(self._lines[-20:]))
+        self.bootstrap = f"{match.group(1)}:{match.group(2)}"
+
+    def _read_log(self) -> None:
+        for line in self._proc.stderr:
+            with self._lock:
+                self._lines.append(line.rstrip("\n"))
+
+    def log(self, pattern: str) -> list[str]:
+        """This broker's log lines matching ``pattern`` (none for an external broker)."""
+        with self._lock:
+            lines = list(self._lines)
+        return [line.split(": ", 1)[-1] for line in lines if re.search(pattern, line)]
+
+    def show(self, group: str, pattern: str = "", expect: str | None = None) -> None:
+        """Print what the broker logged about ``group`` (lines matching ``pattern``), once a line
+        matching ``expect`` is there: the client may get an answer before its log line is read."""
+        if self.external:
+            say("(the broker's log is not visible: it was started elsewhere)")
+            return
+        if expect is not None:
+            wait_until(lambda: self.log(expect), 5)
+        for line in self.log(rf"group {re.escape(group)}: .*{pattern}"):
+            print(f"  broker| {line}", flush=True)
+
+
+class Wire:
+    """One connection to a broker: a kafka-python request object in, its response out."""
+
+    def __init__(self, address: str, client_id: str = "recipe"):
+        host, port = address.rsplit(":", 1)
+        self.sock = socket.create_connection((host, int(port)), timeout=10)
+        self.client_id, self.correlation = client_id, 0
+
+    def send(self, request, version: int):
+        self.correlation += 1
+        request.with_header(correlation_id=self.correlation, client_id=self.client_id)
+        request.API_VERSION = version
+        self.sock.sendall(request.encode(version=version, header=True, framed=True))
+        size = struct.unpack(">i", self._read(4))[0]
+        response_class = request.header.get_response_class()
+        return response_class.decode(self._read(size), version=version, header=True)
+
+    def _read(self, n: int) -> bytes:
+        data = b""
+        while len(data) < n:
+            chunk = self.sock.recv(n - len(data))
+            if not chunk:
+                raise ConnectionError("the broker closed the connection")
+            data += chunk
+        return data
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def coordinator(bootstrap: str, group: str) -> str:
+    """HOST:PORT of the group's coordinator (FindCoordinator v3, one key)."""
+    from kafka.protocol.metadata import FindCoordinatorRequest
+
+    wire = Wire(bootstrap)
+    try:
+        answer = wire.send(FindCoordinatorRequest(key=group, key_type=0), version=3)
+    finally:
+        wire.close()
+    if answer.error_code:
+        raise RuntimeError(f"FindCoordinator({group}) failed with error code {answer.error_code}")
+    return f"{answer.host}:{answer.port}"
+
+
+class ClientLog(logging.Handler):
+    """A client's log records (kafka-python's ``kafka.*`` by default), kept for the recipe to
+    search and print."""
+
+    def __init__(self, logger: str = "kafka"):
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+        self.logger = logging.getLogger(logger)
+        self.logger.setLevel(logging.DEBUG)
+        self.logger.addHandler(self)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+    def find(self, pattern: str, client_id: str | None = None) -> list[str]:
+        """Messages matching ``pattern``; with ``client_id``, only those logged by that client's
+        network thread (kafka-python names it ``kafka-io-<client_id>``)."""
+        return [f"{r.name} {r.levelname}: {r.getMessage()}" for r in list(self.records)
+                if re.search(pattern, r.getMessage())
+                and (client_id is None or r.threadName == f"kafka-io-{client_id}")]
+
+
+def unique(name: str) -> str:
+    """``name`` plus a random suffix: reruns against one broker never share a group or topic."""
+    return f"{name}-{uuid.uuid4().hex[:6]}"
+
+
+def make_topic(bootstrap: str, topic: str, partitions: int) -> None:
+    from kafka import KafkaAdminClient
+    from kafka.admin import NewTopic
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.create_topics([NewTopic(topic, partitions, 1)])
+    finally:
+        admin.close()
+
+
+def produce(bootstrap: str, topic: str, partitions: int, messages: int) -> None:
+    """``messages`` small records round-robin over the topic's partitions."""
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=bootstrap)
+    try:
+        for i in range(messages):
+            producer.send(topic, b"record %d" % i, partition=i % partitions)
+        producer.flush(10)
+    finally:
+        producer.close()
+
+
+def say(text: str) -> None:
+    print(text, flush=True)
+
+
+def client(text: str) -> None:
+    print(f"  client| {text}", flush=True)
+
+
+def result(error: str, details: str, why: str, fix: str) -> None:
+    """The recipe's conclusion: the error reproduced, with the generations, why, and the fix."""
+    say(f"\nRESULT: {error} reproduced: {details}")
+    say(f"WHY: {why}")
+    say(f"FIX: {fix}")
+
+
+def wait_until(predicate, timeout: float, interval: float = 0.05):
+    """The predicate's first truthy value within ``timeout`` s, else None."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(interval)
+
+
+def settle(consumer, timeout: float = 10.0, quiet: float = 0.6):
+    """Poll a kafka-python consumer until it is Stable with an assignment in a generation that
+    has not changed for ``quiet`` s; its group_metadata(), or None.
+
+    A leader may rejoin once when topic metadata arrives after its first join; kafka-python
+    3.0.12 never finishes such a rejoin if a poll() timeout runs out in the middle (it stays
+    "rebalancing", without heartbeats), hence polls of a full second here.
+    """
+    from kafka.structs import MemberState
+
+    deadline = time.monotonic() + timeout
+    seen, since = None, time.monotonic()
+    while time.monotonic() < deadline:
+        consumer.poll(timeout_ms=1000)
+        meta = consumer.group_metadata()
+        stable = consumer.assignment() and meta.state == MemberState.STABLE
+        current = (meta.generation_id, meta.member_id) if stable else None
+        if current != seen:
+            seen, since = current, time.monotonic()
+        elif current is not None and time.monotonic() - since >= quiet:
+            return meta
+    return None
+
+
+class Polling:
+    """A well-behaved kafka-python member: subscribed to ``topic`` and polled every 500 ms on
+    its own thread until :meth:`stop` closes it. (Polls shorter than a rejoin can wedge
+    kafka-python 3.0.12, see :func:`settle`.)"""
+
+    def __init__(self, topic: str, **config):
+        from kafka import KafkaConsumer
+
+        self.consumer = KafkaConsumer(**config)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(topic,), daemon=True)
+        self._thread.start()
+
+    def _run(self, topic: str) -> None:
+        self.consumer.partitions_for_topic(topic)
+        self.consumer.subscribe([topic])
+        while not self._stop.is_set():
+            self.consumer.poll(timeout_ms=500)
+        self.consumer.close()
+
+    def generation(self) -> int | None:
+        """Its generation once it holds an assignment, else None."""
+        return self.consumer.group_metadata().generation_id if self.consumer.assignment() else None
+
+    def partitions(self) -> list[int]:
+        return sorted(p.partition for p in self.consumer.assignment())
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(15)
+
+
+def run(recipe, description: str, overrides: dict | None = None) -> None:
+    """Parse ``--bootstrap-server``, run ``recipe(broker)``, exit 0 if it reproduced, else 1."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--bootstrap-server", metavar="HOST:PORT",
+                        help="use this broker instead of starting a groupbroker (it must allow "
+                             "the recipe's short session timeouts)")
+    args = parser.parse_args()
+    say(description)
+    try:
+        with Broker(args.bootstrap_server, overrides) as broker:
+            origin = "external" if broker.external else "groupbroker started for this recipe"
+            say(f"broker: {broker.bootstrap} ({origin})")
+            recipe(broker)
+    except NotReproduced as e:
+        say(f"\nNOT REPRODUCED: {e}")
+        sys.exit(1)
+    sys.exit(0)
