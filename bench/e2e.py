@@ -165,8 +165,10 @@ def create_topic(bootstrap: str) -> None:
 
 # --- 1. rebalance time ---------------------------------------------------------------------
 
-def _assign_time(n: int, make, subscribe, assigned, close, timeout: float = 40.0) -> float:
-    """Each consumer polls in its own thread; the clock stops once all hold an assignment."""
+def _assign_time(n: int, make, subscribe, drive, close, timeout: float = 40.0) -> float:
+    """Each consumer polls in its own thread; the clock stops once all hold an assignment, as
+    their rebalance callbacks report (``subscribe(c, holds)``; ``holds(bool)`` on every
+    assignment and revocation), so the poll timeout does not blur the measurement."""
     consumers = [make(i) for i in range(n)]
     barrier = threading.Barrier(n + 1)
     holding = [False] * n
@@ -177,9 +179,9 @@ def _assign_time(n: int, make, subscribe, assigned, close, timeout: float = 40.0
         c = consumers[i]
         try:
             barrier.wait()
-            subscribe(c)
+            subscribe(c, lambda held: holding.__setitem__(i, held))
             while not stop.is_set():
-                holding[i] = assigned(c)
+                drive(c)
         except Exception as e:           # noqa: BLE001 - reported below
             errors.append(repr(e))
             stop.set()
@@ -220,26 +222,36 @@ def confluent_round(bootstrap: str, group: str, n: int) -> float:
                          "enable.auto.commit": False, "auto.offset.reset": "earliest",
                          "log_level": 3})
 
-    def assigned(c):
-        c.poll(0.02)
-        return bool(c.assignment())
+    def subscribe(c, holds):
+        c.subscribe([TOPIC], on_assign=lambda _, parts: holds(bool(parts)),
+                    on_revoke=lambda _, parts: holds(False))
 
-    return _assign_time(n, make, lambda c: c.subscribe([TOPIC]), assigned, lambda c: c.close())
+    return _assign_time(n, make, subscribe, lambda c: c.poll(0.02), lambda c: c.close())
 
 
 def kafka_python_round(bootstrap: str, group: str, n: int) -> float:
-    from kafka import KafkaConsumer
+    """kafka-python 3.0.12 polls with 500 ms: with very short polls (20 ms) its join task can
+    finish between two polls and the member then never completes the join (seen with any
+    broker build here: the SyncGroup answer arrives, then nothing; the session expires)."""
+    from kafka import ConsumerRebalanceListener, KafkaConsumer
+
+    class Listener(ConsumerRebalanceListener):
+        def __init__(self, holds):
+            self.holds = holds
+
+        def on_partitions_revoked(self, revoked):
+            self.holds(False)
+
+        def on_partitions_assigned(self, assigned):
+            self.holds(bool(assigned))
 
     def make(i):
         return KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, client_id=f"kp-{i}",
                              session_timeout_ms=SESSION_MS, heartbeat_interval_ms=HEARTBEAT_MS,
                              enable_auto_commit=False, auto_offset_reset="earliest")
 
-    def assigned(c):
-        c.poll(timeout_ms=20)
-        return bool(c.assignment())
-
-    return _assign_time(n, make, lambda c: c.subscribe([TOPIC]), assigned, lambda c: c.close())
+    return _assign_time(n, make, lambda c, holds: c.subscribe([TOPIC], listener=Listener(holds)),
+                        lambda c: c.poll(timeout_ms=500), lambda c: c.close())
 
 
 # --- 2. requests per second ---------------------------------------------------------------
