@@ -139,6 +139,9 @@ class GroupRouter:
         async with trio.open_nursery() as nursery:
             for i in range(len(self.runners)):
                 nursery.start_soon(ask, i)
+        # As Kafka's GroupCoordinatorService: a shard that is not the coordinator (any more)
+        # lists no groups; any other shard error (e.g. still loading) fails the whole answer.
+        answers = [a for a in answers if a.error_code != ErrorCode.NOT_COORDINATOR]
         error = next((a.error_code for a in answers if a.error_code != ErrorCode.NONE), ErrorCode.NONE)
         return RESPONSES[16].cls(error_code=error, groups=tuple(g for a in answers for g in a.groups))
 

@@ -144,8 +144,12 @@ async def test_an_unavailable_shard_loads_then_moves_then_comes_back_without_exp
         "shard_unavailable", group=group)
     assert (await client.call(11, 5, join)).error_code == E.COORDINATOR_LOAD_IN_PROGRESS
     assert await heartbeat(client, group, member, generation) == E.NONE     # Kafka's blind answer
+    listed = await client.call(16, 4, REQUESTS[16].cls())
+    assert listed.error_code == E.COORDINATOR_LOAD_IN_PROGRESS
     await broker.control.execute("shard_unavailable", group=group, error="NOT_COORDINATOR")
     assert await heartbeat(client, group, member, generation) == E.NOT_COORDINATOR
+    listed = await client.call(16, 4, REQUESTS[16].cls())          # Kafka: that shard lists nothing
+    assert (listed.error_code, [g.group_id for g in listed.groups]) == (E.NONE, [])
     await trio.sleep(0.8)                       # longer than the session: no timer runs meanwhile
     await broker.control.execute("shard_available", group=group)
     assert await heartbeat(client, group, member, generation) == E.NONE
