@@ -372,7 +372,8 @@ def _consume(args) -> int:
 
 
 def _produce(args) -> int:
-    """Produce ``count`` messages round-robin over ``partitions``; print each [partition, offset]."""
+    """Produce ``count`` messages (values from m<start>) round-robin over ``partitions``; print
+    each [partition, offset]."""
     from kafka import KafkaProducer
 
     kw = dict(bootstrap_servers=args.bootstrap, acks="all", linger_ms=5)
@@ -380,7 +381,8 @@ def _produce(args) -> int:
         kw["api_version"] = _api_version(args.api_version)
     producer = KafkaProducer(**kw)
     futures = [producer.send(args.topic, value=b"m%d" % i, key=b"k%d" % i,
-                             partition=i % args.partitions) for i in range(args.count)]
+                             partition=i % args.partitions)
+               for i in range(args.start, args.start + args.count)]
     producer.flush(30)
     records = [[m.partition, m.offset] for m in (f.get(30) for f in futures)]
     producer.close()
@@ -417,6 +419,7 @@ def main(argv=None) -> int:
     parser.add_argument("--max-poll-ms", type=int, default=10000)
     parser.add_argument("--max-records", type=int, default=500)
     parser.add_argument("--count", type=int, default=100)
+    parser.add_argument("--start", type=int, default=0)
     parser.add_argument("--partitions", type=int, default=1)
     parser.add_argument("--api-version")
     args = parser.parse_args(argv)
@@ -429,17 +432,37 @@ if __name__ == "__main__":
 
 # --- helpers for in-process clients (confluent-kafka, aiokafka) --------------------------------
 
-def import_client(name: str):
-    """Import a Kafka client library for a test: in CI (``CI`` set and not false/0) a missing
-    library fails the test; elsewhere the test is skipped."""
-    import importlib
+def in_ci() -> bool:
+    """Whether this is CI (``CI`` set and not false/0/no), where a missing client fails."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def missing(reason: str):
+    """A client the test needs is not there: fail in CI, skip elsewhere (never returns)."""
     import pytest
-    if os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no"):
-        try:
-            return importlib.import_module(name)
-        except ImportError as e:
-            pytest.fail(f"CI is set but the client library {name!r} is missing: {e}", pytrace=False)
-    return pytest.importorskip(name)
+    if in_ci():
+        pytest.fail(f"CI is set but {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+def import_client(name: str):
+    """Import a Kafka client library for a test: in CI a missing library fails the test;
+    elsewhere the test is skipped."""
+    import importlib
+    try:
+        return importlib.import_module(name)
+    except ImportError as e:
+        missing(f"the client library {name!r} is missing: {e}")
+
+
+def require_tool(name: str, install: str) -> str:
+    """The path of the program ``name`` on PATH for a test; in CI a missing one fails the test,
+    elsewhere it is skipped. ``install`` says how to get it (.ci/setup/clients.sh does)."""
+    import shutil
+    path = shutil.which(name)
+    if path is None:
+        missing(f"the program {name!r} is not on PATH (install: {install})")
+    return path
 
 
 class BatchRecorder:

@@ -1,4 +1,5 @@
-"""Issue 4 acceptance: kafka-python 2.0.2 (older protocol versions) runs a basic group.
+"""Issue 4 acceptance: kafka-python 2.0.2 (older protocol versions) runs a basic group; issue 5's
+interop matrix: it runs the shared consumer-group lifecycle too (group_lifecycle.py).
 
 kafka-python 2.0.2 cannot share a virtualenv with 3.0.12, so a session fixture builds one in
 the repo's ``.venv-kp2/`` (kept between runs, git-ignored by its own ``.gitignore``) and the
@@ -23,16 +24,13 @@ import pytest
 from kafka import KafkaConsumer, TopicPartition
 
 from broker_process import (REPO, BrokerProcess, ConsumerProcess, check_exactly_once,
-                            committed_records, wait_until)
+                            committed_records, in_ci, wait_until)
+from group_lifecycle import PARTITIONS as LIFECYCLE_PARTITIONS, Client, run_lifecycle
 
 KP2 = "2.0.2"
 VENV = Path(os.environ.get("GROUPBROKER_KP2_VENV", REPO / ".venv-kp2"))   # override: elsewhere
 HELPER = REPO / "tests" / "broker_process.py"
 PARTITIONS = 4
-
-
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").lower() in ("true", "1", "yes")
 
 
 @pytest.fixture(scope="session")
@@ -58,7 +56,7 @@ def kp2_python() -> str:
     except (subprocess.SubprocessError, OSError, RuntimeError) as e:
         detail = getattr(e, "stderr", None) or ""
         reason = f"cannot build a kafka-python {KP2} virtualenv in {VENV}: {e} {detail[-2000:]}"
-        if _in_ci():
+        if in_ci():
             pytest.fail(reason)
         pytest.skip(reason)
     marker.write_text(f"kafka-python {KP2}\n")
@@ -128,3 +126,41 @@ def test_kafka_python_2_0_2_group(broker, kp2_python, tmp_path):
     finally:
         for m in members:
             m.close()
+
+
+class OldMember:
+    """A kafka-python 2.0.2 ConsumerProcess as a group_lifecycle member: its records come from
+    its batch events (no values), and leaving is close() on SIGTERM (LeaveGroup v1)."""
+
+    def __init__(self, proc: ConsumerProcess, log_path: Path):
+        self.name, self.proc, self.log_path = proc.name, proc, log_path
+
+    def records(self):
+        return [(p, o, None) for batch in self.proc.batches() for p, o in batch["records"]]
+
+    def leave(self) -> int:
+        return self.proc.terminate()
+
+    def close(self) -> None:
+        self.proc.close()
+
+    def log_tail(self) -> str:
+        return self.log_path.read_text(errors="replace")[-3000:] if self.log_path.exists() else ""
+
+
+def test_kafka_python_2_0_2_lifecycle(start_broker, kp2_python, tmp_path):
+    """produce -> 3 members consume and commit all -> a 4th joins -> one leaves -> offsets read
+    back with the groups CLI, all with 2.0.2; every record read exactly once, by its owner."""
+    broker = start_broker({"group.initial.rebalance.delay.ms": 0, "group.min.session.timeout.ms": 1000,
+                           "groupbroker.offsets.fsync": "false"})
+
+    def produce(topic: str, start: int, count: int) -> None:
+        run_kp2(kp2_python, "produce", "--bootstrap", broker.bootstrap, "--topic", topic,
+                "--start", str(start), "--count", str(count), "--partitions", str(LIFECYCLE_PARTITIONS))
+
+    def consume(name: str, group: str, topic: str) -> OldMember:
+        log = tmp_path / f"{name}.log"
+        return OldMember(ConsumerProcess(name, broker.bootstrap, group, topic, python=kp2_python,
+                                         session_ms=10000, stderr_path=log), log)
+
+    run_lifecycle(broker, Client("kafka-python-2.0.2", produce, consume))

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The interop matrix's non-Python clients (tests/test_interop_{kcat,kafkajs,sarama}.py):
+# kcat (librdkafka 2.0.2), Go with Debian's Sarama sources, and kafkajs from the lockfile.
+# Run as root by .ci/run before `make test`; in CI a missing client fails its test.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+packages=(kcat golang-go golang-github-shopify-sarama-dev)
+command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
+wanted=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || wanted+=("$p")
+done
+if [ "${#wanted[@]}" -gt 0 ]; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${wanted[@]}" >/dev/null
+fi
+
+(cd tests/clients/kafkajs && npm ci --no-audit --no-fund --loglevel=error)
