@@ -64,6 +64,7 @@ class EmbeddedBroker:
         self._faults = Faults()                   # rules and recording outlive restarts
         self.broker: Broker | None = None
         self._token: trio.lowlevel.TrioToken | None = None
+        self._nursery: trio.Nursery | None = None
         self._thread: threading.Thread | None = None
 
     @property
