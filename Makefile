@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
-	$(VENV)/bin/pip install --quiet -e '.[test,bench]'
+	$(VENV)/bin/pip install --quiet -e '.[test,bench,report]'
 	touch $(STAMP)
 
 serve: $(STAMP)
@@ -22,6 +22,8 @@ bench: $(STAMP)
 	$(VENV)/bin/python bench/coordinator.py
 	$(VENV)/bin/python bench/offsets_log.py
 	$(VENV)/bin/python bench/e2e.py
+	$(VENV)/bin/python bench/journal.py
+	$(VENV)/bin/python bench/report.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

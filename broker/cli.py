@@ -10,6 +10,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 from broker import faults_cli, groups_cli
 from offsets_log import tools
+from pipeline import options as report_options
 from protocol.registry import describe
 
 
@@ -43,6 +44,10 @@ def _parser() -> argparse.ArgumentParser:
     log_cmd.add_argument("--shard", type=int, help="only this shard (0-49)")
     groups_cli.add_parser(commands)
     faults_cli.add_parser(commands)
+    report = commands.add_parser("report", help="the analytics report (PySpark) over data dirs' "
+                                 "offsets logs and group event journals")
+    report_options.add_arguments(report)
+    report.set_defaults(master="local[*]")
     return parser
 
 
@@ -64,6 +69,16 @@ def _log_command(args) -> int:
     return 0
 
 
+def _report(args) -> int:
+    try:
+        from pipeline.job import run_args
+    except ImportError as e:
+        logging.getLogger("groupbroker").error(
+            "the report needs the 'report' extra (pip install 'groupbroker[report]'): %s", e)
+        return 2
+    return run_args(args)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -76,6 +91,8 @@ def main(argv: list[str] | None = None) -> int:
         return groups_cli.run(args)
     if args.command == "faults":
         return faults_cli.run(args)
+    if args.command == "report":
+        return _report(args)
     return _serve(args)
 
 

@@ -50,6 +50,12 @@ class BrokerConfig:
     offsets_fsync: bool = True
     admin_host: str = "127.0.0.1"
     admin_port: int | None = None          # the fault-injection endpoint; None: off, 0: a free port
+    journal_enable: bool = True            # the group event journal (broker/journaling.py)
+    journal_sample_ms: int = 10_000        # how often partitions' log-end offsets are sampled
+    journal_commit_interval_ms: int = 1_000  # a member's commits within this are one line
+    journal_segment_bytes: int = 64 << 20
+    journal_segment_ms: int = 3_600_000
+    journal_retention_ms: int = 7 * 86_400_000
     shutdown_grace_s: float = 3.0
     coordinator: CoordinatorConfig = field(default_factory=CoordinatorConfig)
 
@@ -70,6 +76,13 @@ class BrokerConfig:
         # groupbroker's own: the fault-injection admin endpoint (broker/admin.py)
         "groupbroker.admin.host": ("admin_host", str),
         "groupbroker.admin.port": ("admin_port", int),
+        # groupbroker's own: the group event journal the analytics report reads
+        "groupbroker.journal.enable": ("journal_enable", _bool),
+        "groupbroker.journal.sample.interval.ms": ("journal_sample_ms", int),
+        "groupbroker.journal.commit.interval.ms": ("journal_commit_interval_ms", int),
+        "groupbroker.journal.segment.bytes": ("journal_segment_bytes", int),
+        "groupbroker.journal.segment.ms": ("journal_segment_ms", int),
+        "groupbroker.journal.retention.ms": ("journal_retention_ms", int),
     }
 
     @classmethod

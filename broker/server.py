@@ -34,6 +34,7 @@ from .control import BrokerControl
 from .faults import ConnectionDropped, Faults
 from .groups import GroupRouter
 from .handlers import Call, Handlers
+from .journaling import BrokerJournal
 from .shard_runner import ShardRunner
 
 log = logging.getLogger("groupbroker.server")
@@ -46,8 +47,10 @@ class Broker:
         self.config = config
         durability = Durability.FSYNC if config.offsets_fsync else Durability.NONE_UNSAFE
         n = config.coordinator.offsets_topic_num_partitions
-        self.runners = [ShardRunner(Shard(i, config.coordinator),
-                                    ShardLog.for_shard(config.data_dir, i, durability=durability))
+        self.journal = BrokerJournal(config) if config.journal_enable else None
+        self.runners = [ShardRunner(Shard(i, config.coordinator, journal=self.journal is not None),
+                                    ShardLog.for_shard(config.data_dir, i, durability=durability),
+                                    journal=self.journal)
                         for i in range(n)]
         self.handlers: Handlers | None = None
         self.faults = faults or Faults()           # kept across restarts by EmbeddedBroker
@@ -88,6 +91,8 @@ class Broker:
             groups = GroupRouter(self.runners, cfg.node_id, advertised, self.handlers.data.has_partition)
             self.handlers.serve_groups(groups)
             shards.start_soon(self.handlers.data.retention_loop)
+            if self.journal is not None:
+                shards.start_soon(self.journal.run, self.handlers.data.store)
             if cfg.admin_port is not None:
                 self.admin_port = await shards.start(serve_admin, self.control, cfg.admin_host, cfg.admin_port)
             try:
@@ -117,6 +122,8 @@ class Broker:
             except OffsetsLogError as e:
                 log.error("shard %d: final fsync failed: %s", runner.shard.shard_id, e)
             runner.log.close()
+        if self.journal is not None and not self._crashed:
+            self.journal.close()              # before the topics close: it samples them last
         if self.handlers is not None:
             self.handlers.close()
 

@@ -22,7 +22,7 @@ from collections import deque
 
 import trio
 
-from coordinator.actions import Persist, RequestContext
+from coordinator.actions import Journal, Persist, RequestContext
 from coordinator.interventions import InterventionError
 from coordinator.recovery import load_shard
 from coordinator.responses import HEARTBEAT, error_response
@@ -41,13 +41,15 @@ class Ticket:
     ``decided`` once the shard has answered; ``durable`` once that answer may be sent. The
     events to wait on are made only when someone has to wait (most answers are ready first).
     """
-    __slots__ = ("api_key", "version", "request", "response", "decided", "durable", "failed", "_events")
+    __slots__ = ("api_key", "version", "request", "response", "decided", "durable", "failed", "error",
+                 "_events")
 
     def __init__(self, api_key: int, version: int, request):
         self.api_key, self.version, self.request = api_key, version, request
         self.response = None
         self.decided = self.durable = False
         self.failed = False          # the records it depended on were never made durable
+        self.error = None            # what answered_error() found in the answer
         self._events: dict[str, trio.Event] = {}
 
     def decide(self, response) -> None:
@@ -55,7 +57,9 @@ class Ticket:
             self.response = response
             self.decided = True
             self._wake("decided")
-            _log_error(self, response)
+            self.error = answered_error(self, response)
+            if self.error is not None:
+                _log_error(self)
 
     def release(self) -> None:
         self.durable = True
@@ -86,26 +90,34 @@ _API_NAMES = {11: "JoinGroup", 14: "SyncGroup", 12: "Heartbeat", 13: "LeaveGroup
               47: "OffsetDelete", 9: "OffsetFetch"}
 
 
-def _log_error(ticket: Ticket, response) -> None:
-    """One INFO line per group-API error answered to a member: what reproducing a
-    rebalance failure needs to see (e.g. ILLEGAL_GENERATION on a late commit)."""
+def answered_error(ticket: Ticket, response) -> tuple[str, str, str, int | None, ErrorCode] | None:
+    """(group, API name, member id, generation sent, error) when ``response`` answers a
+    group API with an error; None otherwise."""
     error = getattr(response, "error_code", 0)
     if not error and ticket.api_key == 8:
         error = next((p.error_code for t in response.topics for p in t.partitions if p.error_code), 0)
     group = getattr(ticket.request, "group_id", None)
     if not error or group is None or ticket.api_key not in _API_NAMES:
-        return
+        return None
     request = ticket.request
     generation = getattr(request, "generation_id", getattr(request, "generation_id_or_member_epoch", None))
-    log.info("group %s: %s v%d from member %s (generation %s) answered %s", group,
-             _API_NAMES[ticket.api_key], ticket.version, getattr(request, "member_id", ""),
-             generation, ErrorCode(error).name)
+    return (group, _API_NAMES[ticket.api_key], getattr(request, "member_id", ""), generation,
+            ErrorCode(error))
+
+
+def _log_error(ticket: Ticket) -> None:
+    """One INFO line per group-API error answered to a member: what reproducing a
+    rebalance failure needs to see (e.g. ILLEGAL_GENERATION on a late commit)."""
+    group, api, member, generation, error = ticket.error
+    log.info("group %s: %s v%d from member %s (generation %s) answered %s", group, api,
+             ticket.version, member, generation, error.name)
 
 
 class ShardRunner:
     def __init__(self, shard: Shard, shard_log: ShardLog, *, compact_interval_s: float = 600.0,
-                 wall_clock=time.time):
+                 wall_clock=time.time, journal=None):
         self.shard, self.log = shard, shard_log
+        self.journal = journal           # a broker.journaling.BrokerJournal, or None (off)
         self.group_commit = GroupCommit(shard_log)
         self.compact_interval_s = compact_interval_s
         self._wall_clock = wall_clock
@@ -251,12 +263,18 @@ class ShardRunner:
             if isinstance(action, Persist):
                 self._append(action.records)
                 continue
+            if isinstance(action, Journal):
+                if self.journal is not None:
+                    self.journal.record(action)
+                continue
             ticket = action.token
             if self.failed is not None:
                 ticket.settle(error_response(ticket.api_key, ticket.version, ticket.request,
                                              ErrorCode.NOT_COORDINATOR))
                 continue
             ticket.decide(action.response)
+            if ticket.error is not None and self.journal is not None:
+                self.journal.error(self.shard, self.now_ms(), ticket)
             if self._appended <= self._durable:
                 ticket.release()
             else:

@@ -1,4 +1,5 @@
-"""What a shard asks its driver to do, in order: make records durable, answer requests.
+"""What a shard asks its driver to do, in order: make records durable, answer requests,
+note events in the journal.
 
 A shard never performs I/O. Every call returns a list of these; the driver (the broker's shard
 task, or a test) executes them in order, so a :class:`Reply` that follows a :class:`Persist`
@@ -8,7 +9,7 @@ is sent only once those records are durable — which is how "acknowledged means
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from offsets_log.records import Record
 
@@ -26,7 +27,20 @@ class Persist:
     records: tuple[Record, ...]
 
 
-Action = Reply | Persist
+class Journal(NamedTuple):
+    """A group event for the analytics journal (see coordinator/events.py): never replayed,
+    never delays a reply; a driver without a journal drops it. A named tuple: one is made per
+    OffsetCommit, and a frozen dataclass costs several times more to build."""
+    event: str
+    time: int                 # ms, the ``now`` the shard was given
+    shard: int
+    group: str
+    generation: int
+    member: str | None
+    details: dict
+
+
+Action = Reply | Persist | Journal
 
 
 @dataclass(frozen=True, slots=True)

@@ -86,6 +86,7 @@ class ClassicGroup:
     pending_sync: set[str] = field(default_factory=set)            # members yet to send SyncGroup
     new_member_added: bool = False
     subscribed_topics: frozenset[str] | None = None                # None = unknown (treat all as used)
+    rebalance_started_ts: int | None = None     # for the journal's durations only; no rule reads it
 
     # --- state ---------------------------------------------------------------------------
     def transition(self, target: GroupState, now: int) -> None:

@@ -13,6 +13,7 @@ from protocol.errors import ErrorCode
 from . import responses as r
 from .actions import RequestContext
 from .config import NEW_MEMBER_JOIN_TIMEOUT_MS
+from .events import Cause, Event
 from .group import ClassicGroup, Member, Parked
 from .shard import S, Shard
 
@@ -55,7 +56,7 @@ def join_group(shard: Shard, now: int, ctx: RequestContext, req) -> None:
             return fail(E.UNKNOWN_MEMBER_ID)
         group = shard.groups[req.group_id] = ClassicGroup(req.group_id, current_state_ts=now)
     if not _accepts_joining_member(group, req.member_id, cfg.group_max_size):
-        _evict(shard, group, req.member_id)
+        _evict(shard, now, group, req.member_id)
         fail(E.GROUP_MAX_SIZE_REACHED, member_id="")
     elif group.is_in(S.DEAD):
         fail(E.COORDINATOR_NOT_AVAILABLE)
@@ -80,13 +81,14 @@ def _empty_group_record(group: ClassicGroup):
                                  leader=None, current_state_ts=group.current_state_ts, members=[])
 
 
-def _evict(shard: Shard, group: ClassicGroup, member_id: str) -> None:
+def _evict(shard: Shard, now: int, group: ClassicGroup, member_id: str) -> None:
     """A join refused for group.max.size also drops that member (or pending id) from the group,
     as Kafka does; the rebalance in progress then completes without it."""
     group.pending_members.discard(member_id)
     shard.cancel(("pending", group.group_id, member_id))
     if member_id in group.members:
         shard.drop_member(group, group.members[member_id], E.UNKNOWN_MEMBER_ID)
+        shard.note(now, Event.MEMBER_REMOVED, group, member_id, reason="group_max_size")
 
 
 def join_error(version: int, error: ErrorCode, member_id: str):
@@ -146,10 +148,14 @@ def _add_member_and_rebalance(shard: Shard, now: int, ctx: RequestContext, req, 
     if group.is_in(S.PREPARING_REBALANCE) and group.previous_state == S.EMPTY:
         group.new_member_added = True          # extends the initial delay (section 2.4)
     group.add(member)
+    shard.note(now, Event.MEMBER_JOINED, group, member_id, instance_id=req.group_instance_id,
+               client_id=ctx.client_id, client_host=ctx.client_host,
+               session_timeout_ms=member.session_timeout_ms,
+               rebalance_timeout_ms=member.rebalance_timeout_ms, protocols=member.protocol_names())
     # A new member cannot heartbeat while its JoinGroup is parked: bound it by the fixed timeout.
     shard.schedule_session(group, member, now, NEW_MEMBER_JOIN_TIMEOUT_MS)
     shard.maybe_prepare_rebalance_or_complete_join(
-        group, now, f"adding member {member_id} (instance {req.group_instance_id})")
+        group, now, f"adding member {member_id} (instance {req.group_instance_id})", Cause.NEW_MEMBER)
 
 
 def _update_member(member: Member, ctx: RequestContext, req, parked: bool) -> None:
@@ -195,11 +201,12 @@ def _join_existing_member(shard: Shard, now: int, ctx: RequestContext, req, grou
             shard.reply(ctx.token, r.JOIN_GROUP, ctx.version, shard.join_response(group, member, ctx.version))
         else:
             _update_member(member, ctx, req, parked=True)
-            shard.prepare_rebalance(group, now, f"{reason} with new protocols")
+            shard.prepare_rebalance(group, now, f"{reason} with new protocols", Cause.METADATA_CHANGE)
     elif group.is_in(S.STABLE):
         if member.member_id == group.leader_id or not _same_protocols(member, req):
+            cause = Cause.LEADER_REJOIN if _same_protocols(member, req) else Cause.METADATA_CHANGE
             _update_member(member, ctx, req, parked=True)
-            shard.prepare_rebalance(group, now, f"{reason} (leader or changed protocols)")
+            shard.prepare_rebalance(group, now, f"{reason} (leader or changed protocols)", cause)
         else:
             shard.reply(ctx.token, r.JOIN_GROUP, ctx.version, shard.join_response(group, member, ctx.version))
     else:
@@ -219,7 +226,8 @@ def _join_new_static_member(shard: Shard, now: int, ctx: RequestContext, req, gr
         _update_member(member, ctx, req, parked=False)
         if group.select_protocol() != group.protocol_name:
             _park_join(member, ctx)
-            shard.prepare_rebalance(group, now, f"static member {instance} rejoined with other protocols")
+            shard.prepare_rebalance(group, now, f"static member {instance} rejoined with other protocols",
+                                    Cause.METADATA_CHANGE)
             return
         # Same protocol: no rebalance. Persist the new id, then answer for the current generation.
         shard.persist([shard.group_record(group)])
@@ -253,6 +261,10 @@ def fence_static_member(shard: Shard, now: int, group: ClassicGroup, old_id: str
     old.join = old.sync = None
     shard.cancel(("session", group.group_id, old_id))
     member = group.replace_static(old_id, new_id)
+    shard.note(now, Event.MEMBER_FENCED, group, old_id, instance_id=member.group_instance_id,
+               replaced_by=new_id)
+    shard.note(now, Event.MEMBER_JOINED, group, new_id, instance_id=member.group_instance_id,
+               replaces=old_id)
     shard.schedule_session(group, member, now)
     return member
 
@@ -324,6 +336,9 @@ def _propagate_assignment(shard: Shard, now: int, group: ClassicGroup, req) -> N
         m.assignment = assignments.get(m.member_id, b"")
     shard.persist([shard.group_record(group)])
     shard.transition(group, S.STABLE, now, "leader's assignment persisted")
+    shard.note(now, Event.SYNC_COMPLETED, group, group.leader_id, members=list(group.members),
+               protocol=group.protocol_name, duration_ms=shard.rebalance_ms(group, now))
+    group.rebalance_started_ts = None
     for m in group.members.values():
         if m.sync is not None:
             parked, m.sync = m.sync, None
@@ -380,11 +395,12 @@ def leave_group(shard: Shard, now: int, ctx: RequestContext, req) -> None:
             target, error = member_id, validate_member(group, member_id, instance_id)
         if error == E.NONE:
             shard.drop_member(group, group.members[target], E.UNKNOWN_MEMBER_ID)
+            shard.note(now, Event.MEMBER_LEFT, group, target, instance_id=instance_id)
             left = True
         results.append((member_id, instance_id, error))
     if left:
         if group.is_in(S.STABLE, S.COMPLETING_REBALANCE):
-            shard.prepare_rebalance(group, now, "members left the group")
+            shard.prepare_rebalance(group, now, "members left the group", Cause.MEMBER_LEFT)
         elif group.is_in(S.PREPARING_REBALANCE):
             shard.maybe_complete_join(group, now)
     answer(results)

@@ -16,6 +16,7 @@ from protocol.errors import ErrorCode
 
 from . import responses as r
 from .actions import RequestContext
+from .events import Event
 from .group import ClassicGroup
 from .membership import validate_member
 from .shard import S, Shard
@@ -84,6 +85,10 @@ def offset_commit(shard: Shard, now: int, ctx: RequestContext, req) -> None:
                                         p.committed_offset, p.committed_leader_epoch,
                                         p.committed_metadata or "", now, expire))
     apply(shard, records)
+    if shard.journal and records:
+        shard.note(now, Event.OFFSETS_COMMITTED, group, req.member_id or None,
+                   generation_sent=req.generation_id_or_member_epoch,
+                   offsets=records)
     shard.reply(ctx.token, r.OFFSET_COMMIT, v, r.offset_commit(req, errors))
 
 

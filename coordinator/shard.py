@@ -30,8 +30,9 @@ from protocol.messages import DATA
 from protocol.exceptions import DecodeError
 
 from . import responses
-from .actions import Action, Persist, Reply, RequestContext
+from .actions import Action, Journal, Persist, Reply, RequestContext
 from .config import CoordinatorConfig
+from .events import Cause, Event, Expiry
 from .group import ClassicGroup, Member
 from .routing import shard_for
 from .state import GroupState
@@ -52,8 +53,9 @@ class CommittedOffset:
 
 class Shard:
     def __init__(self, shard_id: int, config: CoordinatorConfig | None = None, *,
-                 new_uuid: Callable[[], str] = lambda: str(uuid.uuid4())):
+                 new_uuid: Callable[[], str] = lambda: str(uuid.uuid4()), journal: bool = False):
         self.shard_id = shard_id
+        self.journal = journal          # emit Journal actions (coordinator/events.py)
         self.config = config or CoordinatorConfig()
         self.new_uuid = new_uuid
         self.groups: dict[str, ClassicGroup] = {}
@@ -112,6 +114,13 @@ class Shard:
     def persist(self, records: list[Record]) -> None:
         if records:
             self._out.append(Persist(tuple(records)))
+
+    def note(self, now: int, event: Event, group: ClassicGroup, member: str | None = None,
+             **details) -> None:
+        """Record a group event for the journal (only when the journal is on)."""
+        if self.journal:
+            self._out.append(Journal(event, now, self.shard_id, group.group_id, group.generation,
+                                     member, details))
 
     def mark(self) -> int:
         """Where the next action will go (to insert a Persist ahead of replies already queued)."""
@@ -233,11 +242,15 @@ class Shard:
 
     def remove_member_and_update(self, group: ClassicGroup, member: Member, now: int,
                                  reason: str) -> None:
-        """Drop a member (answering its parked requests), then rebalance or finish the join."""
+        """Drop a member whose session expired (answering its parked requests), then
+        rebalance or finish the join."""
         self.drop_member(group, member, ErrorCode.UNKNOWN_MEMBER_ID)
         log.info("group %s: removed member %s (%s)", group.group_id, member.member_id, reason)
+        self.note(now, Event.MEMBER_EXPIRED, group, member.member_id, reason=Expiry.SESSION,
+                  detail=reason)
         if group.is_in(S.STABLE, S.COMPLETING_REBALANCE):
-            self.prepare_rebalance(group, now, f"removing member {member.member_id}: {reason}")
+            self.prepare_rebalance(group, now, f"removing member {member.member_id}: {reason}",
+                                   cause=Cause.SESSION_EXPIRY)
         elif group.is_in(S.PREPARING_REBALANCE) and group.all_members_joined():
             # Kafka's removeMemberAndUpdateClassicGroup: no initial-delay guard here.
             self.complete_join(group, now)
@@ -261,7 +274,12 @@ class Shard:
         log.info("group %s: %s -> %s (generation %d, members %s): %s", group.group_id, before.value,
                  target.value, group.generation, list(group.members), why)
 
-    def prepare_rebalance(self, group: ClassicGroup, now: int, reason: str) -> None:
+    def prepare_rebalance(self, group: ClassicGroup, now: int, reason: str,
+                          cause: Cause = Cause.FORCED) -> None:
+        self.note(now, Event.REBALANCE_STARTED, group, cause=cause, reason=reason,
+                  state=group.state.value, members=list(group.members))
+        if group.rebalance_started_ts is None:
+            group.rebalance_started_ts = now
         if group.is_in(S.COMPLETING_REBALANCE):
             for m in group.members.values():     # the assignment being computed is void
                 m.assignment = b""
@@ -310,9 +328,10 @@ class Shard:
                 and group.previous_state != S.EMPTY):
             self.complete_join(group, now)
 
-    def maybe_prepare_rebalance_or_complete_join(self, group: ClassicGroup, now: int, reason: str):
+    def maybe_prepare_rebalance_or_complete_join(self, group: ClassicGroup, now: int, reason: str,
+                                                 cause: Cause = Cause.FORCED):
         if group.is_in(S.STABLE, S.COMPLETING_REBALANCE, S.EMPTY):
-            self.prepare_rebalance(group, now, reason)
+            self.prepare_rebalance(group, now, reason, cause)
         elif group.is_in(S.PREPARING_REBALANCE):
             self.maybe_complete_join(group, now)
 
@@ -325,6 +344,7 @@ class Shard:
             if member.join is None and not member.is_static:
                 self.drop_member(group, member, ErrorCode.UNKNOWN_MEMBER_ID)
                 log.info("group %s: removed member %s (did not rejoin in time)", gid, member.member_id)
+                self.note(now, Event.MEMBER_EXPIRED, group, member.member_id, reason=Expiry.REJOIN)
         if group.members and not group.maybe_elect_joined_leader():
             # Only static members remain and none rejoined: wait another rebalance timeout.
             self.schedule(("join", gid), now + group.rebalance_timeout_ms(),
@@ -336,11 +356,14 @@ class Shard:
             group.protocol_name = None
             self.update_subscriptions(group)
             self.transition(group, S.EMPTY, now, "join phase completed with no members")
+            self.note_completed(group, now)
+            group.rebalance_started_ts = None
             self.persist([self.group_record(group)])
             return
         group.protocol_name = group.select_protocol()
         self.update_subscriptions(group)
         self.transition(group, S.COMPLETING_REBALANCE, now, "join phase completed")
+        self.note_completed(group, now)
         for member in group.members.values():
             # Kafka re-arms every member's session here, static ones that did not rejoin too.
             if member.join is not None:
@@ -350,6 +373,16 @@ class Shard:
         group.pending_sync = set(group.members)
         self.schedule(("sync", gid), now + group.rebalance_timeout_ms(),
                       lambda t: self._pending_sync_expired(gid, t))
+
+    def note_completed(self, group: ClassicGroup, now: int) -> None:
+        self.note(now, Event.REBALANCE_COMPLETED, group, leader=group.leader_id,
+                  members=list(group.members), protocol_type=group.protocol_type,
+                  protocol=group.protocol_name, duration_ms=self.rebalance_ms(group, now))
+
+    @staticmethod
+    def rebalance_ms(group: ClassicGroup, now: int) -> int | None:
+        """How long the group has been rebalancing (None if the start was not seen)."""
+        return None if group.rebalance_started_ts is None else now - group.rebalance_started_ts
 
     def answer_join(self, group: ClassicGroup, member: Member) -> None:
         """Send a parked JoinGroup its answer for the current generation; the leader gets everyone."""
@@ -382,7 +415,9 @@ class Shard:
             member = group.members.get(member_id)
             if member is not None:
                 self.drop_member(group, member, ErrorCode.UNKNOWN_MEMBER_ID)
-        self.prepare_rebalance(group, now, f"members {missing} did not send SyncGroup in time")
+                self.note(now, Event.MEMBER_EXPIRED, group, member_id, reason=Expiry.SYNC)
+        self.prepare_rebalance(group, now, f"members {missing} did not send SyncGroup in time",
+                               cause=Cause.SYNC_TIMEOUT)
 
     def sync_received(self, group: ClassicGroup, member_id: str) -> None:
         group.pending_sync.discard(member_id)

@@ -14,8 +14,8 @@ from .compaction import DEFAULT_DELETE_RETENTION_MS, CompactionResult, compact
 from .errors import RecordError
 from .fs import FS, RealFS
 from .log import Problem, ShardLog, segment_bases, segment_name, shard_dir, verify
-from .records import decode_record
-from .segment import scan
+from .records import TypedRecord, decode_record
+from .segment import Frame, scan
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +30,22 @@ def shards(data_dir: str, fs: FS, shard: int | None = None) -> list[int]:
     return sorted(int(m.group(1)) for m in found if m)
 
 
+def records(data_dir: str, shard: int, fs: FS | None = None) -> Iterator[tuple[Frame, TypedRecord | RecordError]]:
+    """Every record of one shard in log order, read without changing anything (a torn or
+    corrupt tail ends a segment's records, as recovery would cut it): each frame with its
+    decoded record, or the :class:`RecordError` that decoding raised."""
+    fs = fs or RealFS()
+    directory = shard_dir(data_dir, shard)
+    for base in segment_bases(fs, directory):
+        for f in scan(fs.read(os.path.join(directory, segment_name(base))))[0]:
+            if f.is_marker:
+                continue
+            try:
+                yield f, decode_record(f.key, f.value)
+            except RecordError as e:
+                yield f, e
+
+
 def dump(data_dir: str, shard: int | None = None, fs: FS | None = None) -> Iterator[str]:
     """One readable line per record: shard, offset, append time, decoded record."""
     fs = fs or RealFS()
@@ -37,15 +53,10 @@ def dump(data_dir: str, shard: int | None = None, fs: FS | None = None) -> Itera
         directory = shard_dir(data_dir, n)
         if verify(directory, fs):
             log.warning("%s has problems; dumping the valid prefix only", directory)
-        for base in segment_bases(fs, directory):
-            for f in scan(fs.read(os.path.join(directory, segment_name(base))))[0]:
-                if f.is_marker:
-                    continue
-                try:
-                    typed = repr(decode_record(f.key, f.value))
-                except RecordError as e:
-                    typed = f"undecodable ({e}): key={f.key.hex()}"
-                yield f"shard={n} offset={f.offset} append_ms={f.append_ms} {typed}"
+        for f, typed in records(data_dir, n, fs):
+            text = (f"undecodable ({typed}): key={f.key.hex()}" if isinstance(typed, RecordError)
+                    else repr(typed))
+            yield f"shard={n} offset={f.offset} append_ms={f.append_ms} {text}"
 
 
 def verify_all(data_dir: str, shard: int | None = None,

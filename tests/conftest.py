@@ -52,3 +52,13 @@ def serve_broker(nursery, tmp_path):
     yield serve
     for b in started:
         b.stop()
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local Spark for the whole run (each start costs seconds): 2 cores, 2 shuffle
+    partitions, bound to 127.0.0.1, no progress bar."""
+    from pipeline.job import spark_session
+    session = spark_session("local[2]", progress=False, shuffle_partitions=2)
+    yield session
+    session.stop()

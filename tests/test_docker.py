@@ -38,11 +38,12 @@ def compose(*args: str) -> subprocess.CompletedProcess:
 def test_compose_file_is_valid():
     checked = compose("config", "-q")
     assert checked.returncode == 0, checked.stderr
-    assert compose("config", "--services").stdout.split() == ["broker", "producer", "consumer"]
+    assert compose("config", "--services").stdout.split() == ["broker", "producer", "consumer", "report"]
     resolved = compose("config").stdout
     assert re.search(r"^volumes:\n  broker-data: \{\}$", resolved, re.MULTILINE)
     assert re.search(r"^\s+- broker-data:/data:rw$", resolved, re.MULTILINE)
     assert "condition: service_healthy" in resolved
+    assert re.search(r"^\s+- broker-data:/data:ro$", resolved, re.MULTILINE), "report reads the volume"
 
 
 def healthcheck(port: int) -> subprocess.CompletedProcess:

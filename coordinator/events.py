@@ -1,0 +1,46 @@
+"""The vocabulary of the group event journal: what happened, and why a rebalance started.
+
+Both are plain strings on the wire (one JSON line per event, offsets_log/journal.py), so the
+analytics pipeline and anyone grepping a journal read them without this module. The
+coordinator emits them as :class:`coordinator.actions.Journal` actions; nothing here changes
+what a group does.
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class Event(enum.StrEnum):
+    MEMBER_JOINED = "member_joined"            # added to the group (a new member or incarnation)
+    MEMBER_LEFT = "member_left"                # LeaveGroup
+    MEMBER_EXPIRED = "member_expired"          # removed by a timer (``reason`` says which)
+    MEMBER_FENCED = "member_fenced"            # a static member replaced by a new incarnation
+    MEMBER_REMOVED = "member_removed"          # dropped for group.max.size
+    REBALANCE_STARTED = "rebalance_started"    # -> PreparingRebalance, with ``cause``
+    REBALANCE_COMPLETED = "rebalance_completed"  # join phase done: a new generation exists
+    SYNC_COMPLETED = "sync_completed"          # the leader's assignment handed out: Stable
+    OFFSETS_COMMITTED = "offsets_committed"    # an accepted OffsetCommit
+    ERROR = "error"                            # a group-API error answered (written by the broker)
+    LOG_END_OFFSET = "log_end_offset"          # a periodic sample of a partition's end (broker)
+    JOURNAL_OPENED = "journal_opened"          # the broker started writing (a run boundary)
+
+
+class Cause(enum.StrEnum):
+    """Why a rebalance started (the ``cause`` of ``rebalance_started``)."""
+    NEW_MEMBER = "new_member"                  # a member joined
+    MEMBER_LEFT = "member_left"                # a member sent LeaveGroup
+    SESSION_EXPIRY = "session_expiry"          # a member's session timed out
+    SYNC_TIMEOUT = "sync_timeout"              # members did not send SyncGroup in time
+    LEADER_REJOIN = "leader_rejoin"            # the leader rejoined a Stable group
+    METADATA_CHANGE = "metadata_change"        # a member rejoined with other protocols/metadata
+    FORCED = "forced"                          # the coordinator's own decision (group.max.size
+    #                                            after loading, a static replacement mid-sync,
+    #                                            fault injection)
+
+
+class Expiry(enum.StrEnum):
+    """Which timer removed a member (the ``reason`` of ``member_expired``)."""
+    SESSION = "session_timeout"                # no heartbeat within session.timeout.ms
+    REJOIN = "rebalance_timeout"               # did not rejoin before the join phase ended
+    SYNC = "sync_timeout"                      # did not send SyncGroup before the sync timer

@@ -1,0 +1,243 @@
+"""The report's tables, derived from the offsets records and the journal events (pipeline.sources).
+
+Only ``committed_offsets`` reads the offsets logs (the latest commit per partition survives
+compaction); everything else reads the journal alone, so compacting the offsets logs cannot
+change it. Times are Spark timestamps, durations milliseconds. docs/analytics.md describes
+every column.
+"""
+
+from __future__ import annotations
+
+import bisect
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from .lag_rules import STATUSES, Commit, evaluate
+from .sources import commits
+
+PARTITION = ["source", "group", "topic", "partition"]
+REBALANCE_EVENTS = ["rebalance_started", "rebalance_completed", "sync_completed"]
+REMOVAL_EVENTS = ["member_left", "member_expired", "member_fenced", "member_removed"]
+
+
+def _time(column: str) -> F.Column:
+    return F.timestamp_millis(F.col(column))
+
+
+def _latest(df: DataFrame, keys: list[str], *order: F.Column) -> DataFrame:
+    """The last row of ``df`` per ``keys`` by ``order``."""
+    w = Window.partitionBy(*keys).orderBy(*[o.desc() for o in order])
+    return df.withColumn("_rn", F.row_number().over(w)).filter(F.col("_rn") == 1).drop("_rn")
+
+
+def _samples(events: DataFrame) -> DataFrame:
+    return events.filter(F.col("event") == "log_end_offset").select(
+        "source", "topic", "partition", "t", "seq", F.col("offset").alias("log_end_offset"))
+
+
+def log_ends(events: DataFrame) -> DataFrame:
+    """The last sampled log-end offset of every partition."""
+    latest = _latest(_samples(events), ["source", "topic", "partition"], F.col("t"), F.col("seq"))
+    return latest.select("source", "topic", "partition", "log_end_offset",
+                         _time("t").alias("log_end_time"))
+
+
+def lagged_commits(events: DataFrame) -> DataFrame:
+    """Every committed partition with the lag it left: the last log-end sample at or before
+    the commit, minus the offset (at least 0, as Burrow counts; None before any sample)."""
+    done = commits(events).withColumn("log_end_offset", F.lit(None).cast("long"))
+    samples = _samples(events).select(
+        "source", "topic", "partition", "t", "seq", "log_end_offset",
+        *[F.lit(None).cast(t).alias(c) for c, t in (("group", "string"), ("generation", "int"),
+                                                    ("member", "string"), ("offset", "long"))])
+    upto = (Window.partitionBy("source", "topic", "partition").orderBy("t", "seq")
+            .rowsBetween(Window.unboundedPreceding, 0))
+    both = done.unionByName(samples).withColumn(
+        "log_end_offset", F.last("log_end_offset", ignorenulls=True).over(upto))
+    return (both.filter(F.col("group").isNotNull())
+            .withColumn("lag", F.greatest(F.col("log_end_offset") - F.col("offset"), F.lit(0))))
+
+
+def committed_offsets(offsets: DataFrame, ends: DataFrame, since_ms: int | None) -> DataFrame:
+    """The latest committed offset per group and partition (offsets log), its lag now."""
+    changes = offsets.filter(F.col("kind").isin("commit", "commit_tombstone"))
+    latest = _latest(changes, PARTITION, F.col("log_offset")).filter(F.col("kind") == "commit")
+    if since_ms is not None:
+        latest = latest.filter(F.col("commit_ms") >= since_ms)
+    groups = _latest(offsets.filter(F.col("kind").isin("group", "group_tombstone")),
+                     ["source", "group"], F.col("log_offset"))
+    groups = groups.select("source", "group", F.when(F.col("kind") == "group", F.col("generation"))
+                           .alias("group_generation"))
+    return (latest.join(ends, ["source", "topic", "partition"], "left")
+            .join(groups, ["source", "group"], "left")
+            .select(*PARTITION, "offset", "leader_epoch", "metadata",
+                    _time("commit_ms").alias("commit_time"), _time("expire_ms").alias("expire_time"),
+                    "log_end_offset", "log_end_time",
+                    F.greatest(F.col("log_end_offset") - F.col("offset"), F.lit(0)).alias("lag"),
+                    "group_generation"))
+
+
+_REBALANCE_SCHEMA = T.StructType([
+    T.StructField("source", T.StringType()), T.StructField("group", T.StringType()),
+    T.StructField("generation", T.IntegerType()), T.StructField("start_ms", T.LongType()),
+    T.StructField("joined_ms", T.LongType()), T.StructField("end_ms", T.LongType()),
+    T.StructField("cause", T.StringType()), T.StructField("causes", T.ArrayType(T.StringType())),
+    T.StructField("reason", T.StringType()),
+    T.StructField("members_before", T.ArrayType(T.StringType())),
+    T.StructField("members_after", T.ArrayType(T.StringType())),
+    T.StructField("removed", T.ArrayType(T.StructType([
+        T.StructField("member", T.StringType()), T.StructField("event", T.StringType()),
+        T.StructField("reason", T.StringType())]))),
+    T.StructField("protocol", T.StringType()), T.StructField("leader", T.StringType()),
+    T.StructField("outcome", T.StringType()),
+])
+
+
+def rebalance_rows(source: str, group: str, events, runs: list[int]) -> list[tuple]:
+    """The rebalances of one group from its journal events (dicts, in ``seq`` order).
+
+    A rebalance runs from the first ``rebalance_started`` after the group was last Stable or
+    Empty to the ``sync_completed`` of the generation it formed (outcome "stable"), or to
+    its forming with no members ("empty"), or to the next start when the generation it formed
+    never synced ("superseded"). ``runs`` are the ``seq`` of each ``journal_opened`` (broker
+    start): a rebalance a restart cut short ends there ("interrupted"). Members removed since
+    the previous generation formed are listed with the rebalance they fall into.
+    """
+    rows: list[dict] = []
+    current: dict | None = None
+    removed: list = []
+    run = None
+
+    def close(outcome: str, end: int | None) -> None:
+        nonlocal current
+        current.update(outcome=outcome, end_ms=end)
+        rows.append(current)
+        current = None
+
+    for e in events:
+        this_run = bisect.bisect_right(runs, e["seq"])
+        if this_run != run and current is not None:
+            close("interrupted", None)
+        run = this_run
+        kind = e["event"]
+        if kind == "rebalance_started":
+            if current is not None and current["joined_ms"] is not None:
+                close("superseded", e["t"])
+            if current is None:
+                before = rows[-1]["members_after"] if rows else ([] if e["generation"] == 0 else None)
+                current = dict(generation=e["generation"] + 1, start_ms=e["t"], joined_ms=None,
+                               cause=e["cause"], causes=[], reason=e["reason"],
+                               members_before=before, members_after=None, removed=removed,
+                               protocol=None, leader=None)
+                removed = []
+            current["causes"].append(e["cause"])
+        elif kind in REMOVAL_EVENTS:
+            entry = (e["member"], kind, e["reason"])
+            (current["removed"] if current is not None and current["joined_ms"] is None
+             else removed).append(entry)
+        elif kind == "rebalance_completed":
+            if current is None:                   # the journal begins inside this rebalance
+                current = dict(start_ms=None, cause=None, causes=[], reason=None,
+                               members_before=None, removed=removed)
+                removed = []
+            current.update(generation=e["generation"], joined_ms=e["t"], members_after=e["members"],
+                           protocol=e["protocol"], leader=e["leader"])
+            if not e["members"]:
+                close("empty", e["t"])
+        elif kind == "sync_completed" and current is not None and current["generation"] == e["generation"]:
+            close("stable", e["t"])
+    if current is not None:
+        close("in_progress", None)
+    return [(source, group, r["generation"], r["start_ms"], r["joined_ms"], r["end_ms"], r["cause"],
+             r["causes"], r["reason"], r["members_before"], r["members_after"], r["removed"],
+             r["protocol"], r["leader"], r["outcome"]) for r in rows]
+
+
+def rebalances(events: DataFrame) -> DataFrame:
+    """One row per group and generation a rebalance produced (or is producing); see
+    :func:`rebalance_rows`. ``duration_ms`` is how long the group consumed nothing."""
+    spark = events.sparkSession
+    opened: dict[str, list[int]] = {}
+    for r in events.filter(F.col("event") == "journal_opened").select("source", "seq").collect():
+        opened.setdefault(r["source"], []).append(r["seq"])
+    runs = {source: sorted(seqs) for source, seqs in opened.items()}
+    wanted = ["source", "group", "seq", "t", "event", "generation", "member", "cause", "reason",
+              "members", "protocol", "leader"]
+    keyed = (events.filter(F.col("event").isin(*REBALANCE_EVENTS, *REMOVAL_EVENTS)).select(*wanted)
+             .rdd.map(lambda r: ((r["source"], r["group"]), r.asDict())).groupByKey())
+    rows = keyed.flatMap(lambda kv: rebalance_rows(
+        kv[0][0], kv[0][1], sorted(kv[1], key=lambda e: e["seq"]), runs.get(kv[0][0], [])))
+    df = spark.createDataFrame(rows, _REBALANCE_SCHEMA)
+    duration = F.col("end_ms") - F.col("start_ms")
+    return df.select(
+        "source", "group", "generation", _time("start_ms").alias("start_time"),
+        _time("joined_ms").alias("joined_time"), _time("end_ms").alias("end_time"),
+        duration.alias("duration_ms"), (F.col("joined_ms") - F.col("start_ms")).alias("join_ms"),
+        "cause", "causes", "reason", "members_before", "members_after", "removed", "protocol",
+        "leader", "outcome",
+        F.sum(duration).over(Window.partitionBy("source", "group")).alias("group_stopped_ms"))
+
+
+def member_errors(events: DataFrame) -> DataFrame:
+    """Every error answered, counted per group, member, API and error."""
+    return events.filter(F.col("event") == "error").groupBy(
+        "source", "group", "member", "api", "error").agg(
+        F.count(F.lit(1)).alias("count"), F.timestamp_millis(F.min("t")).alias("first_seen"),
+        F.timestamp_millis(F.max("t")).alias("last_seen"),
+        F.array_sort(F.collect_set("generation_sent")).alias("generations_sent"),
+        F.array_sort(F.collect_set("generation")).alias("generations_current"))
+
+
+_VERDICT = T.StructType([T.StructField("status", T.StringType()), T.StructField("rule", T.StringType())])
+
+
+@F.udf(returnType=_VERDICT)
+def _verdict(window, now, current_lag):
+    status, rule = evaluate([Commit(c["t"], c["offset"], c["lag"]) for c in window], now, current_lag)
+    return status, rule
+
+
+def lag_status(events: DataFrame, ends: DataFrame, window: int) -> DataFrame:
+    """Per group and partition: the lag rules (pipeline/lag_rules.py) over the last ``window``
+    commits, evaluated at the end of the source's journal."""
+    recent = Window.partitionBy(*PARTITION).orderBy(F.col("t").desc(), F.col("seq").desc())
+    windows = (lagged_commits(events).withColumn("_rn", F.row_number().over(recent))
+               .filter(F.col("_rn") <= window).groupBy(*PARTITION)
+               .agg(F.array_sort(F.collect_list(F.struct("t", "seq", "offset", "lag"))).alias("w")))
+    now = events.groupBy("source").agg(F.max("t").alias("now"))
+    last = F.element_at("w", -1)
+    rows = (windows.join(ends, ["source", "topic", "partition"], "left").join(now, "source")
+            .withColumn("current_lag", F.greatest(F.col("log_end_offset") - last["offset"], F.lit(0)))
+            .withColumn("v", _verdict("w", "now", "current_lag")))
+    severity = F.array(*[F.lit(s) for s in STATUSES])
+    worst = F.max(F.array_position(severity, F.col("v.status"))).over(Window.partitionBy("source", "group"))
+    return rows.select(
+        *PARTITION, F.col("v.status").alias("status"), F.col("v.rule").alias("rule"),
+        F.element_at(severity, worst.cast("int")).alias("group_status"),
+        last["offset"].alias("last_offset"), F.timestamp_millis(last["t"]).alias("last_commit_time"),
+        "log_end_offset", "current_lag", F.size("w").alias("commits_in_window"),
+        F.timestamp_millis(F.element_at("w", 1)["t"]).alias("window_start_time"),
+        F.transform("w", lambda c: c["lag"]).alias("window_lags"),
+        _time("now").alias("evaluated_at"))
+
+
+def lag_history(events: DataFrame, groups: list[tuple[str, str]]) -> list[tuple]:
+    """(source, group, topic, partition, t, lag) at every commit and log-end sample of the
+    partitions ``groups`` committed, for the report's lag-over-time chart (small: collected)."""
+    if not groups:
+        return []
+    wanted = events.sparkSession.createDataFrame(groups, "source string, group string")
+    done = commits(events).join(wanted, ["source", "group"]).withColumn(
+        "log_end_offset", F.lit(None).cast("long"))
+    parts = done.select(*PARTITION).distinct()
+    samples = (_samples(events).join(parts, ["source", "topic", "partition"])
+               .withColumn("offset", F.lit(None).cast("long")))
+    points = done.select(*PARTITION, "t", "seq", "offset", "log_end_offset").unionByName(samples)
+    upto = Window.partitionBy(*PARTITION).orderBy("t", "seq").rowsBetween(Window.unboundedPreceding, 0)
+    points = (points.withColumn("o", F.last("offset", ignorenulls=True).over(upto))
+              .withColumn("e", F.last("log_end_offset", ignorenulls=True).over(upto))
+              .filter(F.col("o").isNotNull() & F.col("e").isNotNull())
+              .select(*PARTITION, "t", F.greatest(F.col("e") - F.col("o"), F.lit(0)).alias("lag")))
+    return [tuple(r) for r in points.orderBy("t").collect()]
