@@ -11,7 +11,9 @@ Two measurements:
 fresh data dirs) and bench/loadgen.py's OffsetCommit v8 load (10 partitions of bench-60 per
    request, simple commits) against it, ``--rounds`` times each way; prints the median
 requests per second of each, and the broker's CPU time per request (user + system, from
-/proc, over the load run). The broker runs on core 0, the load generator on core 1. Both durability policies: commits fsynced (the default) and
+/proc, over the load run). The broker runs on core 0, the load generator on core 1. On a
+   shared two-core virtual machine these swing by a third from run to run (an A/A comparison
+   differs as much as on/off), so the first figure is the one to go by there. Both durability policies: commits fsynced (the default) and
 ``groupbroker.offsets.fsync=false`` (where the journal's share of the work is largest). Only
 127.0.0.1 is used. Run: ``.venv/bin/python bench/journal.py``.
 """
