@@ -77,10 +77,8 @@ def _ship_code(spark: SparkSession) -> None:
 
 def build_tables(spark: SparkSession, data_dirs: list[str], since_ms: int | None = None,
                  window: int = DEFAULT_WINDOW):
-    """(the tables by name, the journal events they came from)."""
-    events = sources.journal_events(spark, data_dirs)
-    if since_ms is not None:
-        events = events.filter(events.t >= since_ms)
+    """(the tables by name, the journal events they came from: cached, unpersist when done)."""
+    events = sources.journal_events(spark, data_dirs, since_ms)
     ends = tables.log_ends(events)
     built = {
         "committed_offsets": tables.committed_offsets(sources.offsets_records(spark, data_dirs),
@@ -98,16 +96,18 @@ def run(spark: SparkSession, data_dirs: list[str], out: str, since_ms: int | Non
     os.makedirs(out, exist_ok=True)
     built, events = build_tables(spark, data_dirs, since_ms, window)
     paths = {}
-    for name in TABLES:
-        paths[name] = os.path.join(out, name)
-        built[name].write.mode("overwrite").parquet(paths[name])
-        log.info("wrote %s", paths[name])
-    written = {name: spark.read.parquet(path) for name, path in paths.items()}
-    paths["report"] = os.path.join(out, "report.html")
-    report.render(report.gather(written, events), data_dirs, paths["report"],
-                  dt.datetime.now(dt.timezone.utc))
-    log.info("wrote %s", paths["report"])
-    events.unpersist()
+    try:
+        for name in TABLES:
+            paths[name] = os.path.join(out, name)
+            built[name].write.mode("overwrite").parquet(paths[name])
+            log.info("wrote %s", paths[name])
+        written = {name: spark.read.parquet(path) for name, path in paths.items()}
+        paths["report"] = os.path.join(out, "report.html")
+        report.render(report.gather(written, events), data_dirs, paths["report"],
+                      dt.datetime.now(dt.timezone.utc))
+        log.info("wrote %s", paths["report"])
+    finally:
+        events.unpersist()
     return paths
 
 

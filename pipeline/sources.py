@@ -80,6 +80,9 @@ JOURNAL_SCHEMA = T.StructType([
     T.StructField("log_start", T.LongType()),
     T.StructField("_corrupt", T.StringType()),
 ])
+#: the events as :func:`journal_events` returns them
+EVENTS_SCHEMA = T.StructType([f for f in JOURNAL_SCHEMA.fields if f.name != "_corrupt"]
+                             + [T.StructField("source", T.StringType())])
 
 
 def _shard_rows(task: tuple[str, int]):
@@ -116,8 +119,9 @@ def offsets_records(spark: SparkSession, data_dirs: list[str]) -> DataFrame:
     return spark.createDataFrame(rdd, OFFSETS_SCHEMA, verifySchema=False)
 
 
-def journal_events(spark: SparkSession, data_dirs: list[str]) -> DataFrame:
-    """Every journal event of every data dir; torn or corrupt lines are dropped with a warning."""
+def journal_events(spark: SparkSession, data_dirs: list[str], since_ms: int | None = None) -> DataFrame:
+    """Every journal event of every data dir (from ``since_ms`` on), cached: the tables all
+    read it. Torn or corrupt lines are dropped with a warning."""
     frames = []
     for d in data_dirs:
         directory = os.path.join(d, JOURNAL_DIR)
@@ -130,17 +134,19 @@ def journal_events(spark: SparkSession, data_dirs: list[str]) -> DataFrame:
                       .option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", "_corrupt")
                       .json(paths).withColumn("source", F.lit(d)))
     if not frames:
-        return spark.createDataFrame([], JOURNAL_SCHEMA.add("source", T.StringType()))
-    events = frames[0]
+        return spark.createDataFrame([], EVENTS_SCHEMA)
+    raw = frames[0]
     for more in frames[1:]:
-        events = events.unionByName(more)
-    events = events.cache()
-    bad = events.filter(F.col("_corrupt").isNotNull() | F.col("event").isNull())
+        raw = raw.unionByName(more)
+    bad = raw.filter(F.col("_corrupt").isNotNull() | F.col("event").isNull())
     torn = bad.count()
     if torn:
-        sample = [r["_corrupt"] for r in bad.select("_corrupt").limit(3).collect()]
+        sample = [r["_corrupt"] for r in bad.select("_corrupt", "event").limit(3).collect()]
         log.warning("journal: %d torn or corrupt line(s) skipped, e.g. %r", torn, sample)
-    return events.filter(F.col("_corrupt").isNull() & F.col("event").isNotNull()).drop("_corrupt")
+    events = raw.filter(F.col("_corrupt").isNull() & F.col("event").isNotNull()).drop("_corrupt")
+    if since_ms is not None:
+        events = events.filter(F.col("t") >= since_ms)
+    return events.cache()
 
 
 def commits(events: DataFrame) -> DataFrame:

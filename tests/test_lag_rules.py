@@ -75,7 +75,7 @@ def test_lag_status_table(spark, tmp_path):
         w.append({"t": 3500, "event": "log_end_offset", "topic": f"t-{group}", "partition": 0,
                   "offset": commits[-1][2], "log_start": 0})
     w.close()
-    tables, _ = build_tables(spark, [str(tmp_path)])
+    tables, events = build_tables(spark, [str(tmp_path)])
     rows = {r["group"]: r for r in tables["lag_status"].collect()}
     assert {g: r["status"] for g, r in rows.items()} == STATUS
     assert {g: r["current_lag"] for g, r in rows.items()} == {
@@ -84,3 +84,4 @@ def test_lag_status_table(spark, tmp_path):
     assert {r["group_status"] for r in rows.values()} == set(STATUS.values())
     assert {r["evaluated_at"].timestamp() for r in rows.values()} == {3.5}
     assert tables["rebalances"].count() == 0 and tables["committed_offsets"].count() == 0
+    events.unpersist()
