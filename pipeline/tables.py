@@ -109,6 +109,7 @@ def rebalance_rows(source: str, group: str, events, runs: list[int]) -> list[tup
     current: dict | None = None
     removed: list = []
     run = None
+    members: list | None = None            # of the last generation formed
 
     def close(outcome: str, end: int | None) -> None:
         nonlocal current
@@ -126,7 +127,7 @@ def rebalance_rows(source: str, group: str, events, runs: list[int]) -> list[tup
             if current is not None and current["joined_ms"] is not None:
                 close("superseded", e["t"])
             if current is None:
-                before = rows[-1]["members_after"] if rows else ([] if e["generation"] == 0 else None)
+                before = members if members is not None else ([] if e["generation"] == 0 else None)
                 current = dict(generation=e["generation"] + 1, start_ms=e["t"], joined_ms=None,
                                cause=e["cause"], causes=[], reason=e["reason"],
                                members_before=before, members_after=None, removed=removed,
@@ -144,6 +145,7 @@ def rebalance_rows(source: str, group: str, events, runs: list[int]) -> list[tup
                 removed = []
             current.update(generation=e["generation"], joined_ms=e["t"], members_after=e["members"],
                            protocol=e["protocol"], leader=e["leader"])
+            members = e["members"]
             if not e["members"]:
                 close("empty", e["t"])
         elif kind == "sync_completed" and current is not None and current["generation"] == e["generation"]:

@@ -200,3 +200,24 @@ def test_commits_of_a_member_are_merged_within_the_interval(tmp_path, interval):
     else:
         assert [(t, m, n) for t, m, n, _ in got] == [(10, "m1", 1), (20, "m2", 1), (30, "m1", 1)]
     assert all(e["group"] == "g" and e["shard"] == 7 and e["generation"] == 3 for e in lines)
+
+
+def test_static_replacement_and_changed_protocols():
+    """A static member's new incarnation fences the old id (no rebalance: same protocols);
+    a member rejoining with other protocols starts a rebalance caused by metadata_change."""
+    h = Harness()
+    h.shard.journal = True
+    t = h.join(instance="i-1")
+    h.advance(h.config.group_initial_rebalance_delay_ms)
+    old, gen = h.replies[t].member_id, h.replies[t].generation_id
+    h.sync(old, gen, instance="i-1", assignments={old: b"x"})
+    t = h.join(instance="i-1")                                      # a restart: same instance id
+    new = h.replies[t].member_id
+    assert new != old and h.replies[t].generation_id == gen
+    t = h.join(new, instance="i-1", protocols=(("range", b"other-subscription"),))
+    events = [(j.event, j.member, j.details.get("cause"), j.details.get("replaced_by"),
+               j.details.get("replaces")) for j in _journal(h)][4:]   # after generation 1
+    assert events == [("member_fenced", old, None, new, None),
+                      ("member_joined", new, None, None, old),
+                      ("rebalance_started", None, "metadata_change", None, None),
+                      ("rebalance_completed", None, None, None, None)]
