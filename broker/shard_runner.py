@@ -109,8 +109,9 @@ def _log_error(ticket: Ticket) -> None:
     """One INFO line per group-API error answered to a member: what reproducing a
     rebalance failure needs to see (e.g. ILLEGAL_GENERATION on a late commit)."""
     group, api, member, generation, error = ticket.error
-    log.info("group %s: %s v%d from member %s (generation %s) answered %s", group, api,
-             ticket.version, member, generation, error.name)
+    who = f"member {member}" if member else "a new member"
+    sent = "" if generation is None else f" (generation {generation})"      # JoinGroup sends none
+    log.info("group %s: %s v%d from %s%s answered %s", group, api, ticket.version, who, sent, error.name)
 
 
 class ShardRunner:

@@ -15,7 +15,7 @@ from .actions import RequestContext
 from .config import NEW_MEMBER_JOIN_TIMEOUT_MS
 from .events import Cause, Event
 from .group import ClassicGroup, Member, Parked
-from .shard import S, Shard
+from .shard import S, Shard, log
 
 E = ErrorCode
 
@@ -261,6 +261,8 @@ def fence_static_member(shard: Shard, now: int, group: ClassicGroup, old_id: str
     old.join = old.sync = None
     shard.cancel(("session", group.group_id, old_id))
     member = group.replace_static(old_id, new_id)
+    log.info("group %s: static member %s (instance %s) replaced by %s; the old member id is fenced",
+             group.group_id, old_id, member.group_instance_id, new_id)
     shard.note(now, Event.MEMBER_FENCED, group, old_id, instance_id=member.group_instance_id,
                replaced_by=new_id)
     shard.note(now, Event.MEMBER_JOINED, group, new_id, instance_id=member.group_instance_id,

@@ -88,7 +88,7 @@ def test_fenced_instance_id():
 def test_member_id_required():
     out = reproduced("member_id_required.py")
     found(r"Received JoinGroup response: .*error_code=79", out)
-    found(r"broker\| group kip394-client-\S+: JoinGroup v\d+ from member  \(generation None\) "
+    found(r"broker\| group kip394-client-\S+: JoinGroup v\d+ from a new member "
           r"answered MEMBER_ID_REQUIRED$", out)
     member = found(r"JoinGroup\(member_id=''\) -> error 79 \(MEMBER_ID_REQUIRED\), generation -1, "
                    r"member_id '(raw-\S+)'$", out).group(1)
@@ -104,7 +104,7 @@ def test_inconsistent_group_protocol():
                 r"group stays in generation (\d+) with A alone$", out).group(1)
     found(r"A \(assignors: range\) is in generation %s " % gen, out)
     found(r"poll\(\) raised InconsistentGroupProtocolError", out)
-    found(r"broker\| group \S+: JoinGroup v\d+ from member  \(generation None\) "
+    found(r"broker\| group \S+: JoinGroup v\d+ from a new member "
           r"answered INCONSISTENT_GROUP_PROTOCOL$", out)
 
 

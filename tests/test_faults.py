@@ -1,6 +1,7 @@
 """Fault injection over real sockets: request faults, coordinator faults, shard outages,
 recording, and the admin endpoint with ``groupbroker faults``."""
 
+import logging
 import re
 import subprocess
 import sys
@@ -124,11 +125,13 @@ async def test_force_rebalance_and_expire_member_act_like_the_real_causes(broker
         await broker.control.execute("force_rebalance", group=group)
 
 
-async def test_a_fenced_static_member_gets_fenced_instance_id(broker):
+async def test_a_fenced_static_member_gets_fenced_instance_id(broker, caplog):
+    caplog.set_level(logging.INFO, logger="groupbroker.coordinator")
     client = await WireClient.connect(broker.port)
     group, member, generation = "static", *await join_stable_member(client, "static", instance_id="i-1")
     outcome = await broker.control.execute("fence_instance", group=group, instance="i-1")
     assert f"{member} fenced" in outcome
+    assert any(f"static member {member} (instance i-1) replaced by" in r.getMessage() for r in caplog.records)
     assert await heartbeat(client, group, member, generation, instance="i-1") == E.FENCED_INSTANCE_ID
     with pytest.raises(InterventionError, match="no static member"):
         await broker.control.execute("fence_instance", group=group, instance="i-2")
