@@ -4,7 +4,7 @@ report`` on it in local mode.
 The data dir is what a broker would leave: 1,000 groups (routed to the 50 shards as Kafka
 routes them), each committing 10 partitions of one of 20 topics 100 times (the offsets logs get
 every commit record, plus each group's metadata records), and the journal with their
-rebalances, errors, merged commits and log-end samples every 10 s. Some groups fall behind,
+rebalances, errors, merged commits and log-end samples every 2.5 s. Some groups fall behind,
 stall or stop, so every lag rule has work. It then runs the job (``local[2]`` by default) and
 prints the time, records read per second (offsets-log records plus journal lines) and the
 peak resident memory of the driver: this Python process and Spark's JVM.
@@ -33,7 +33,7 @@ from offsets_log.records import MemberMetadata, group_metadata_record, offset_co
 
 GROUPS, TOPICS, PARTITIONS, SHARDS = 1_000, 20, 10, 50
 START_MS = 1_790_000_000_000
-COMMIT_EVERY_MS, SAMPLE_EVERY_MS = 5_000, 10_000
+COMMIT_EVERY_MS, SAMPLE_EVERY_MS = 5_000, 2_500
 
 
 def log(msg: str) -> None:
@@ -65,13 +65,14 @@ def build(data_dir: str, commits: int, seed: int = 6) -> tuple[int, int]:
         # a group that stops commits as often as the others, twice as fast, in the first half
         cadence = COMMIT_EVERY_MS // 2 if behaviour == "stops" else COMMIT_EVERY_MS
         generation = 0
+        spacing = rounds * COMMIT_EVERY_MS // 4          # between the rebalances of a group
         for rebalance in range(rng.randint(1, 4)):
-            t = START_MS + rebalance * rounds * COMMIT_EVERY_MS // 4 + 100
+            t = START_MS + rebalance * spacing + 100
             cause = "new_member" if rebalance == 0 else rng.choice(["new_member", "member_left", "session_expiry"])
             events.append((t, {"t": t, "shard": shard, "event": "rebalance_started", "group": group,
                                "generation": generation, "cause": cause, "members": members}))
             generation += 1
-            took = rng.randint(10, 30_000)
+            took = rng.randint(10, max(20, min(30_000, spacing // 2)))
             events.append((t + took, {"t": t + took, "shard": shard, "event": "rebalance_completed",
                                       "group": group, "generation": generation, "members": members,
                                       "leader": members[0], "protocol": "range"}))

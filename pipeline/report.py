@@ -17,6 +17,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.dates as mdates  # noqa: E402  (after choosing the backend)
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 from pyspark.sql import DataFrame  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
@@ -148,6 +149,7 @@ def _errors(data: dict, sources: int) -> str:
         labels = [f"{_label(r['source'], r['group'], sources)} / {r['member'] or '-'} / "
                   f"{r['api']} {r['error']}" for r in rows]
         ax.barh(labels[::-1], [r["count"] for r in rows][::-1], color="tab:orange")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("errors answered")
     ax.set_title("Top error sources (group / member / API error)")
     return _png(fig)
