@@ -31,6 +31,11 @@ def utf16_length(text: str) -> int:
     return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
+def _metadata_too_large(text: str, limit: int) -> bool:
+    """A UTF-16 string is at most twice as long as its code points: only long ones are measured."""
+    return 2 * len(text) > limit and utf16_length(text) > limit
+
+
 def wire(record) -> Record:
     """The log form of a typed offset record."""
     if isinstance(record, OffsetCommit):
@@ -77,7 +82,7 @@ def offset_commit(shard: Shard, now: int, ctx: RequestContext, req) -> None:
     records = []
     for topic in req.topics:
         for p in topic.partitions:
-            if p.committed_metadata is not None and utf16_length(p.committed_metadata) > limit:
+            if p.committed_metadata and _metadata_too_large(p.committed_metadata, limit):
                 errors[(topic.name, p.partition_index)] = E.OFFSET_METADATA_TOO_LARGE
                 continue
             errors[(topic.name, p.partition_index)] = E.NONE

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import NamedTuple, Sequence
 
 from protocol.exceptions import DecodeError, EncodeError
@@ -75,7 +76,9 @@ def _encode(msg, version: int, body) -> bytes:
         raise RecordError(str(e)) from e
 
 
+@lru_cache(maxsize=65536)
 def offset_commit_key(group: str, topic: str, partition: int) -> bytes:
+    """Cached: the same partitions are committed again and again."""
     body = RECORDS.offset_commit_key.cls(group=group, topic=topic, partition=partition)
     return _encode(RECORDS.offset_commit_key, OFFSET_COMMIT_KEY_VERSION, body)
 
