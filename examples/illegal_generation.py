@@ -15,7 +15,7 @@ does when processing ends before the heartbeat thread next wakes up.
 import re
 import time
 
-from recipe import (NotReproduced, Polling, client, make_topic, produce, result, run, settle, unique,
+from recipe import (NotReproduced, Polling, client, join, make_topic, produce, result, run, unique,
                     wait_until)
 
 
@@ -31,10 +31,7 @@ def recipe(broker) -> None:
                       heartbeat_interval_ms=20000, max_poll_interval_ms=1000, **common)
     b = None
     try:
-        a.partitions_for_topic(topic)
-        a.subscribe([topic])
-        if settle(a) is None:
-            raise NotReproduced("A never settled in a generation")
+        join(a, topic, "A")
         produce(broker.bootstrap, topic, partitions=2, messages=10)
         got = wait_until(lambda: sum(len(r) for r in a.poll(timeout_ms=500).values()), 10)
         if not got:

@@ -9,7 +9,7 @@ kafka-python raises it from B's poll() as a fatal error.
 
 import re
 
-from recipe import ClientLog, NotReproduced, client, make_topic, result, run, settle, unique
+from recipe import ClientLog, NotReproduced, client, join, make_topic, result, run, settle, unique
 
 
 def recipe(broker) -> None:
@@ -25,11 +25,7 @@ def recipe(broker) -> None:
     a = KafkaConsumer(client_id="A", partition_assignment_strategy=[RangePartitionAssignor], **common)
     b = KafkaConsumer(client_id="B", partition_assignment_strategy=[RoundRobinPartitionAssignor], **common)
     try:
-        a.partitions_for_topic(topic)
-        a.subscribe([topic])
-        before = settle(a)
-        if before is None:
-            raise NotReproduced("A never settled in a generation")
+        before = join(a, topic, "A")
         client(f"A (assignors: range) is in generation {before.generation_id} with partitions "
                f"{sorted(p.partition for p in a.assignment())}")
 

@@ -9,7 +9,7 @@ end up in generation N+1.
 
 import re
 
-from recipe import (ClientLog, NotReproduced, Polling, client, make_topic, result, run, settle, unique,
+from recipe import (ClientLog, NotReproduced, Polling, client, join, make_topic, result, run, unique,
                     wait_until)
 
 RIP_LOG = r"is rebalancing; rejoining"      # kafka-python's heartbeat thread on REBALANCE_IN_PROGRESS
@@ -26,11 +26,7 @@ def recipe(broker) -> None:
     a = KafkaConsumer(client_id="A", **common)
     b = None
     try:
-        a.partitions_for_topic(topic)
-        a.subscribe([topic])
-        before = settle(a)
-        if before is None:
-            raise NotReproduced("A never settled in a generation")
+        before = join(a, topic, "A")
         client(f"A is Stable in generation {before.generation_id} with partitions "
                f"{sorted(p.partition for p in a.assignment())}; it heartbeats every 300 ms")
 

@@ -225,6 +225,17 @@ def wait_until(predicate, timeout: float, interval: float = 0.05):
         time.sleep(interval)
 
 
+def join(consumer, topic: str, name: str):
+    """Subscribe ``consumer`` to ``topic`` and poll until it is Stable (see :func:`settle`);
+    its group_metadata(). Raises NotReproduced if it never settles."""
+    consumer.partitions_for_topic(topic)        # metadata first: spares the leader a rejoin
+    consumer.subscribe([topic])
+    meta = settle(consumer)
+    if meta is None:
+        raise NotReproduced(f"{name} never settled in a generation")
+    return meta
+
+
 def settle(consumer, timeout: float = 10.0, quiet: float = 0.6):
     """Poll a kafka-python consumer until it is Stable with an assignment in a generation that
     has not changed for ``quiet`` s; its group_metadata(), or None.
