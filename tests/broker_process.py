@@ -146,6 +146,18 @@ def wait_until(predicate, timeout: float, what: str, interval: float = 0.05):
         time.sleep(interval)
 
 
+def settled_generation(views, partitions: int, newer_than: int = 0):
+    """The generation group members share once each owns at least one partition and together
+    they own each of ``partitions`` exactly once; None until then. ``views``: one
+    (assigned partitions, generation) per member."""
+    generations = {g for _, g in views}
+    owned = sorted(p for a, _ in views for p in a)
+    if (len(generations) == 1 and next(iter(generations)) > newer_than and all(a for a, _ in views)
+            and owned == list(range(partitions))):
+        return views[0][1]
+    return None
+
+
 # --- client processes ---------------------------------------------------------------------------
 
 class ConsumerProcess:

@@ -19,7 +19,7 @@ import time
 
 
 from broker_process import (BatchRecorder, check_exactly_once, committed_records, import_client,
-                            state_changes)
+                            settled_generation, state_changes)
 
 import_client("aiokafka")          # CI: fail, not skip, when it is missing
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition  # noqa: E402
@@ -141,13 +141,7 @@ def settled(members, newer_than: int = 0):
     every partition; falsy until then."""
     for m in members:
         m.check()
-    views = [(m.assignment, m.generation) for m in members]
-    generations = {g for _, g in views}
-    owned = sorted(p for a, _ in views for p in a)
-    if (len(generations) == 1 and generations.pop() > newer_than and all(a for a, _ in views)
-            and owned == list(range(PARTITIONS))):
-        return views[0][1]
-    return None
+    return settled_generation([(m.assignment, m.generation) for m in members], PARTITIONS, newer_than)
 
 
 async def all_committed(members, produced: set, timeout: float) -> None:

@@ -29,7 +29,7 @@ import time
 import pytest
 
 from broker_process import (BatchRecorder, check_exactly_once, committed_records, import_client,
-                            state_changes, wait_until)
+                            settled_generation, state_changes, wait_until)
 
 ck = import_client("confluent_kafka")
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
@@ -221,13 +221,7 @@ def settle(members, timeout: float, newer_than: int = 0) -> int:
     def settled():
         for m in members:
             m.poll()
-        views = [(m.assignment, m.generation) for m in members]
-        generations = {g for _, g in views}
-        owned = sorted(p for a, _ in views for p in a)
-        if (len(generations) == 1 and generations.pop() > newer_than and all(a for a, _ in views)
-                and owned == list(range(PARTITIONS))):
-            return views[0][1]
-        return None
+        return settled_generation([(m.assignment, m.generation) for m in members], PARTITIONS, newer_than)
     return wait_until(settled, timeout, f"{len(members)} members sharing {PARTITIONS} partitions")
 
 
