@@ -186,6 +186,8 @@ class Broker:
                     await sender.submit([(ctx.barriers, self._answered(header, ctx, body, response))])
         except (FrameTooLarge, DecodeError, UnsupportedVersion, ConnectionDropped) as e:
             log.warning("closing connection from %s: %s", peer, e)
+            if started:                 # what came before the bad frame is answered, as Kafka would
+                await sender.submit(await self._finish(started))
 
     def _decode(self, frame: bytes):
         """The request's header and body; bad input raises (and closes the connection)."""

@@ -119,6 +119,16 @@ BAD_INPUT = {
 }
 
 
+async def test_requests_pipelined_before_a_bad_frame_are_answered_first(broker):
+    client = await WireClient.connect(broker.port)
+    member, generation = await join_stable_member(client, GROUP)
+    hb = REQUESTS[12].cls(group_id=GROUP, generation_id=generation, member_id=member)
+    await client.send_raw(encode_request(12, 4, 41, hb, "t") + BAD_INPUT["malformed body"])
+    assert (await client.receive(12, 4))[0] == 41
+    with trio.fail_after(5):
+        assert await client.closed_by_peer()
+
+
 @pytest.mark.parametrize("name", list(BAD_INPUT))
 async def test_bad_input_closes_only_its_connection(broker, name, caplog):
     healthy = await WireClient.connect(broker.port)
