@@ -84,7 +84,8 @@ def decode_request(frame: bytes) -> Request:
 
     Raises :class:`UnsupportedVersion` for an unknown API key or version (its
     ``header`` attribute says which, so ApiVersions can still be answered) and
-    :class:`DecodeError` for anything malformed.
+    :class:`DecodeError` for anything malformed. Bytes after the body's last field are
+    ignored, as Kafka's request parser ignores them; truncation is still an error.
     """
     header, pos = decode_request_header(frame)
     try:
@@ -92,7 +93,7 @@ def decode_request(frame: bytes) -> Request:
     except UnsupportedVersion as e:
         e.header = header
         raise
-    return Request(header, msg.codec(header.api_version).decode(frame, pos))
+    return Request(header, msg.codec(header.api_version).decode(frame, pos, lenient=True))
 
 
 def response_header_bytes(api_key: int, version: int, correlation_id: int) -> bytes:

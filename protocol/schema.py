@@ -19,7 +19,7 @@ import struct
 from construct import ConstructError
 
 from .exceptions import DecodeError, EncodeError
-from .wire import (ZERO_UUID, Array, Blob, Body, Fixed, NullableStruct, Parts, StructKind, Uuid,
+from .wire import (ZERO_UUID, Array, Blob, Body, Fixed, Lenient, NullableStruct, Parts, StructKind, Uuid,
                    WireError)
 
 #: Every generated dataclass by "Message.Struct" name; generated code looks classes up here.
@@ -206,17 +206,18 @@ class Codec:
         self.compiled = self.body.compile()
         self._parse, self._build = self.compiled.parsefunc, self.compiled.buildfunc
 
-    def decode(self, data: bytes, pos: int = 0):
-        """Decode ``data[pos:]``, which must hold exactly one body."""
-        stream = io.BytesIO(data)
+    def decode(self, data: bytes, pos: int = 0, *, lenient: bool = False):
+        """Decode ``data[pos:]``, which must hold exactly one body; ``lenient`` ignores bytes
+        after the last field, as Kafka's broker does for requests."""
+        stream = (Lenient if lenient else io.BytesIO)(data)
         stream.seek(pos)
         try:
             return self._parse(stream, None)
         except _DECODE_ERRORS as e:
-            raise self._explain(data, pos, e) from None
+            raise self._explain(data, pos, e, lenient) from None
 
-    def decode_interpreted(self, data: bytes, pos: int = 0):
-        stream = io.BytesIO(data)
+    def decode_interpreted(self, data: bytes, pos: int = 0, *, lenient: bool = False):
+        stream = (Lenient if lenient else io.BytesIO)(data)
         stream.seek(pos)
         try:
             return self.body._parse(stream, None, self.message.name)
@@ -267,10 +268,10 @@ class Codec:
         if type(obj) is not self.message.cls:
             raise EncodeError(f"expected {self.message.name}, got {type(obj).__name__}")
 
-    def _explain(self, data, pos, compiled_error) -> DecodeError:
+    def _explain(self, data, pos, compiled_error, lenient: bool) -> DecodeError:
         """Compiled code stays lean; on failure the interpreted pass finds the field."""
         try:
-            self.decode_interpreted(data, pos)
+            self.decode_interpreted(data, pos, lenient=lenient)
         except DecodeError as precise:
             return precise
         return self._error(compiled_error)

@@ -12,19 +12,22 @@ the same answers:
   straight-line code per message version.
 
 construct's own ``Bytes``, ``PascalString``, ``PrefixedArray`` and ``VarInt``
-are never used: compiled, they accept truncated input and negative lengths
-(STYLE.md §4). Here every length passes a check before anything is sliced or
-allocated, unsigned varints stop at 5 bytes, and a body must end exactly where
-its last field ends (``Terminated``).
+are never used: compiled, they accept truncated input and negative lengths.
+Here every length passes a check before anything is sliced or allocated, and
+unsigned varints stop at 5 bytes. A body must end exactly where its last field
+ends, except a request read from a :class:`Lenient` stream: Kafka's request
+parser never looks past the last field, and some clients (librdkafka 2.12-2.16's
+all-topics Metadata) send stray bytes there.
 """
 
 from __future__ import annotations
 
+import io
 import struct
 import uuid
 from itertools import count
 
-from construct import Construct, ConstructError, Terminated
+from construct import Construct, ConstructError
 
 ZERO_UUID = uuid.UUID(int=0)
 _ids = count()
@@ -86,6 +89,19 @@ def read_exact(stream, n: int, path: str) -> bytes:
     if len(data) != n:
         raise WireError(f"truncated at {path}: wanted {n} bytes, have {len(data)}")
     return data
+
+
+class Lenient(io.BytesIO):
+    """A request body: bytes after its last field are ignored, as Kafka's parser ignores them."""
+
+
+def _ends(stream, path: str) -> None:
+    """Refuse bytes left after a value's last field (unless the stream is :class:`Lenient`)."""
+    if type(stream) is Lenient:
+        return
+    left = len(stream.getbuffer()) - stream.tell()
+    if left:
+        raise WireError(f"{left} bytes left after the last field at {path}")
 
 
 def stream_uvarint(stream, path: str) -> int:
@@ -405,7 +421,7 @@ class StructKind(Kind):
                     from io import BytesIO
                     sub = BytesIO(raw)
                     values[f.name] = f.kind._parse(sub, context, f"{path}.{f.name}")
-                    Terminated._parse(sub, context, f"{path}.{f.name}")
+                    _ends(sub, f"{path}.{f.name}")
         return self.cls(**values)
 
     def _build(self, obj, stream, context, path):
@@ -582,7 +598,7 @@ class Parts:
 _PRELUDE = """
 import struct as _struct
 from uuid import UUID as _UUID
-from protocol.wire import read_uvarint, uvarint, fail, Parts as _Parts, WireError as _WireError
+from protocol.wire import read_uvarint, uvarint, fail, Parts as _Parts, WireError as _WireError, Lenient as _Lenient
 from protocol.schema import CLASSES as _CLASSES
 _new = object.__new__
 _I16 = _struct.Struct('>h')
@@ -593,8 +609,8 @@ def _kafka_parse(io, fn):
     data = io.getvalue()
     end = len(data)
     obj, pos = fn(data, io.tell(), end)
-    if pos != end:
-        raise _WireError('%d trailing bytes after the last field' % (end - pos))
+    if pos != end and type(io) is not _Lenient:
+        raise _WireError('%d bytes left after the last field' % (end - pos))
     io.seek(pos)
     return obj
 
@@ -618,7 +634,7 @@ class Body(Construct):
 
     def _parse(self, stream, context, path):
         obj = self.struct._parse(stream, context, path)
-        Terminated._parse(stream, context, path)
+        _ends(stream, path)
         return obj
 
     def _build(self, obj, stream, context, path):

@@ -174,3 +174,34 @@ def test_get_telemetry_subscriptions_takes_the_unsupported_path():
         decode_request(frame)
     assert (e.value.header.api_key, e.value.header.correlation_id, e.value.header.client_id) == \
         (71, 12, "rdkafka")
+
+
+# --- bytes after the last field ------------------------------------------------------------
+
+_EVERY_REQUEST = [(key, v) for key, msg in sorted(REQUESTS.items())
+                  for v in range(msg.min_version, msg.max_version + 1)]
+
+
+@pytest.mark.parametrize("key,version", _EVERY_REQUEST)
+def test_requests_ignore_bytes_after_the_last_field_as_kafka_does(key, version):
+    """Kafka's request parser never checks for leftovers; librdkafka 2.12-2.16 sends three zero
+    bytes after its all-topics Metadata request and depends on that."""
+    body = REQUESTS[key].cls()
+    frame = encode_request(key, version, 5, body)[4:]
+    assert decode_request(frame + b"\x00\x00\x00").body == decode_request(frame).body == body
+    with pytest.raises(DecodeError):            # truncation is still an error
+        decode_request(frame[:-1] if frame[-1:] else frame[:-2])
+
+
+def test_librdkafka_all_topics_metadata_with_stray_bytes_decodes():
+    frame = encode_request(3, 12, 9, REQUESTS[3].cls(topics=None), client_id="rdkafka")[4:]
+    request = decode_request(frame + b"\x00\x00\x00")
+    assert request.body.topics is None and request.header.client_id == "rdkafka"
+
+
+def test_responses_stay_strict_and_say_what_is_left():
+    response = RESPONSES[HEARTBEAT].cls(error_code=0)
+    frame = encode_response(HEARTBEAT, 4, 3, response)[4:]
+    assert decode_response(HEARTBEAT, 4, frame) == (3, response)
+    with pytest.raises(DecodeError, match="2 bytes left after the last field"):
+        decode_response(HEARTBEAT, 4, frame + b"\x00\x00")
