@@ -94,7 +94,8 @@ class Broker:
             if self.journal is not None:
                 shards.start_soon(self.journal.run, self.handlers.data.store)
             if cfg.admin_port is not None:
-                self.admin_port = await shards.start(serve_admin, self.control, cfg.admin_host, cfg.admin_port)
+                self.admin_port = await shards.start(serve_admin, self.control, cfg.admin_host, cfg.admin_port,
+                                                     cfg.data_dir)
             try:
                 async with trio.open_nursery() as connections:
                     async with trio.open_nursery() as accepting:

@@ -1,8 +1,10 @@
 """Fault injection over real sockets: request faults, coordinator faults, shard outages,
 recording, and the admin endpoint with ``groupbroker faults``."""
 
+import json
 import logging
 import re
+import socket
 import subprocess
 import sys
 
@@ -179,9 +181,9 @@ def test_the_admin_endpoint_and_the_cli_drive_a_broker_in_another_process(start_
     b = start_broker({**FAST, "groupbroker.admin.port": 0})
     admin = re.search(r"admin endpoint listening on (\S+)", b.log_text()).group(1)
 
-    def faults(*args):
-        return subprocess.run([sys.executable, "-m", "broker", "faults", "--admin", admin, *args],
-                              capture_output=True, text=True, timeout=30)
+    def faults(*args, data_dir=b.data_dir):
+        return subprocess.run([sys.executable, "-m", "broker", "faults", "--admin", admin,
+                               "--data-dir", str(data_dir), *args], capture_output=True, text=True, timeout=30)
 
     done = faults("fail", "api=Heartbeat", "error=REBALANCE_IN_PROGRESS", "count=2", "group=g")
     assert done.returncode == 0 and "rule 1: Heartbeat group=g: answer REBALANCE_IN_PROGRESS (next 2)" in done.stdout
@@ -191,9 +193,31 @@ def test_the_admin_endpoint_and_the_cli_drive_a_broker_in_another_process(start_
     assert refused.returncode == 1 and "does not exist" in refused.stderr
     assert faults("fail", "api=Heartbeat").returncode == 1                  # error missing
     assert "cleared 1 rule(s)" in faults("clear").stdout
-    unreachable = subprocess.run([sys.executable, "-m", "broker", "faults", "--admin", "127.0.0.1:1", "rules"],
-                                 capture_output=True, text=True, timeout=30)
+    unreachable = subprocess.run([sys.executable, "-m", "broker", "faults", "--admin", "127.0.0.1:1",
+                                  "--data-dir", str(b.data_dir), "rules"], capture_output=True, text=True, timeout=30)
     assert unreachable.returncode == 1 and "cannot reach" in unreachable.stderr
+
+
+def test_the_admin_endpoint_refuses_requests_without_its_token(start_broker, tmp_path):
+    b = start_broker({**FAST, "groupbroker.admin.port": 0})
+    host, port = re.search(r"admin endpoint listening on (\S+):(\d+)", b.log_text()).groups()
+    token_file = b.data_dir / "admin.token"
+    assert token_file.stat().st_mode & 0o777 == 0o600               # readable by the broker's user only
+    for request in ({"op": "rules", "args": {}}, {"op": "rules", "args": {}, "token": "guess"}):
+        with socket.create_connection((host, int(port)), timeout=10) as sock:
+            sock.sendall(json.dumps(request).encode() + b"\n")
+            answer = json.loads(sock.makefile("rb").readline())
+            assert answer["ok"] is False and "unauthorized" in answer["error"]
+            assert sock.recv(1) == b""                               # and the connection is closed
+    assert "refused a request without the right token" in b.log_text()
+    wrong = tmp_path / "wrong.token"
+    wrong.write_text("not-the-token\n")
+    refused = subprocess.run([sys.executable, "-m", "broker", "faults", "--admin", f"{host}:{port}",
+                              "--token-file", str(wrong), "rules"], capture_output=True, text=True, timeout=30)
+    assert refused.returncode == 1 and "unauthorized" in refused.stderr
+    allowed = subprocess.run([sys.executable, "-m", "broker", "faults", "--admin", f"{host}:{port}",
+                              "--token-file", str(token_file), "rules"], capture_output=True, text=True, timeout=30)
+    assert allowed.returncode == 0, allowed.stderr
 
 
 async def test_faults_leave_the_offsets_log_intact(tmp_path):
