@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test bench clean
+.PHONY: serve test bench fuzz clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,6 +16,10 @@ serve: $(STAMP)
 
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest
+
+# The fuzz test of `make test`, for ten minutes (GROUPBROKER_FUZZ_SEED=N replays a run).
+fuzz: $(STAMP)
+	GROUPBROKER_FUZZ_SECONDS=$${GROUPBROKER_FUZZ_SECONDS:-600} $(VENV)/bin/python -m pytest tests/test_fuzz.py -s
 
 bench: $(STAMP)
 	$(VENV)/bin/python bench/codec.py

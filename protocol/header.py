@@ -12,7 +12,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from .exceptions import DecodeError, UnsupportedVersion
+from .exceptions import DecodeError, EncodeError, UnsupportedVersion
 from .messages import REQUESTS, RESPONSES
 from .wire import WireError, read_uvarint
 
@@ -125,6 +125,8 @@ def encode_request(api_key: int, version: int, correlation_id: int, body,
         head = _FIXED.pack(api_key, version, correlation_id) + b"\xff\xff"
     else:
         raw = client_id.encode("utf-8")
+        if len(raw) > 0x7FFF:
+            raise EncodeError(f"client id too long for a request header ({len(raw)} bytes)")
         head = _FIXED.pack(api_key, version, correlation_id) + _I16.pack(len(raw)) + raw
     if msg.is_flexible(version):
         head += b"\x00"
