@@ -133,3 +133,30 @@ def test_the_plugin_is_installed_for_other_projects(pytester):
     """)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
+
+
+def test_the_readme_example_runs_without_the_clients_deprecation_noise(pytester):
+    """kafka-python 3.0.12 warns twice per schema it loads; the plugin keeps a user's run as
+    quiet as it would be without that, and leaves the user's own warnings alone."""
+    pytester.makepyfile(test_user="""
+        import importlib.resources
+        import warnings
+        from kafka import KafkaConsumer, KafkaProducer
+
+        def test_roundtrip(groupbroker):
+            producer = KafkaProducer(bootstrap_servers=groupbroker.bootstrap_servers)
+            producer.send("orders", b"hello")
+            producer.flush()
+            producer.close()
+            consumer = KafkaConsumer("orders", group_id="billing", auto_offset_reset="earliest",
+                                     bootstrap_servers=groupbroker.bootstrap_servers,
+                                     consumer_timeout_ms=5000)
+            assert [m.value for m in consumer] == [b"hello"]
+            consumer.close()
+
+        def test_users_own_warnings_still_show():
+            importlib.resources.read_text("json", "__init__.py")
+    """)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2, warnings=1)
+    result.stdout.fnmatch_lines(["*test_user.py*read_text is deprecated*"])
