@@ -32,6 +32,10 @@ class FrameBuffer:
             if len(self._buf) < 4:
                 return None
             size, = _SIZE.unpack_from(self._buf, 0)
+            if size < 0 or size > self.max_frame:
+                foreign = _foreign_protocol(bytes(self._buf[:4]))
+                if foreign is not None:
+                    raise DecodeError(foreign)
             if size < 0:
                 raise DecodeError(f"negative frame size {size}")
             if size > self.max_frame:
@@ -49,3 +53,16 @@ class FrameBuffer:
     def pending(self) -> int:
         """Bytes held that do not yet form a frame."""
         return len(self._buf)
+
+
+_HTTP_METHODS = (b"GET ", b"POST", b"PUT ", b"HEAD", b"DELE", b"OPTI", b"PATC", b"CONN", b"TRAC", b"PRI ")
+
+
+def _foreign_protocol(head: bytes) -> str | None:
+    """What a client speaking something other than Kafka sent, judged by its first 4 bytes
+    (which Kafka would read as an absurd frame size)."""
+    if head[0] == 0x16 and head[1] == 0x03 and head[2] <= 0x04:
+        return "TLS handshake on a PLAINTEXT listener (the client is configured for SSL)"
+    if head in _HTTP_METHODS:
+        return f"HTTP request ({head.decode().strip()}) on a Kafka listener"
+    return None

@@ -1,5 +1,6 @@
 """Framing, header versions and record-batch headers, checked byte by byte and against kafka-python."""
 
+import re
 import struct
 
 import pytest
@@ -45,6 +46,19 @@ def test_negative_frame_size_is_a_decode_error():
     buf = FrameBuffer()
     buf.feed(struct.pack(">i", -2))
     with pytest.raises(DecodeError):
+        buf.next_frame()
+
+
+@pytest.mark.parametrize("opening,said", [
+    (bytes.fromhex("1603010200010001fc0303"), "TLS handshake on a PLAINTEXT listener"),
+    (b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP request (GET) on a Kafka listener"),
+    (b"POST /v1 HTTP/1.1\r\n", "HTTP request (POST) on a Kafka listener"),
+    (b"PRI * HTTP/2.0\r\n", "HTTP request (PRI) on a Kafka listener"),
+])
+def test_other_protocols_are_named_not_read_as_giant_frames(opening, said):
+    buf = FrameBuffer()
+    buf.feed(opening)
+    with pytest.raises(DecodeError, match=re.escape(said)):
         buf.next_frame()
 
 
