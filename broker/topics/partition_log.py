@@ -217,6 +217,7 @@ class PartitionLog:
             offset += h.last_offset_delta + 1
         self._write(active, b"".join(out))
         if was_failed:
+            self._failed = None
             log.info("%s: writes succeed again; the partition is back online", self.directory)
         for (h, at), batch in zip(placed, out):
             max_ts = now_ms if self.log_append_time else h.max_timestamp

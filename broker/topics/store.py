@@ -36,7 +36,7 @@ METADATA_FILE = "partition.metadata"
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"        # Kafka's name for the same marker
 MAX_NAME_LENGTH = 249
 _LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
-_PARTITION_DIR = re.compile(r"(?P<topic>.+)-(?P<partition>0|[1-9][0-9]*)")
+PARTITION_DIR = re.compile(r"(?P<topic>.+)-(?P<partition>0|[1-9][0-9]*)")
 _DELETE_SUFFIX = ".delete"
 
 
@@ -276,7 +276,7 @@ class TopicStore:
         clean = os.path.isfile(marker)
         found: dict[str, dict[int, tuple[uuid.UUID, int] | None]] = {}
         for entry in os.listdir(self.data_dir):
-            match = _PARTITION_DIR.fullmatch(entry)
+            match = PARTITION_DIR.fullmatch(entry)
             if not match or not os.path.isdir(os.path.join(self.data_dir, entry)):
                 continue
             name, p = match["topic"], int(match["partition"])
@@ -348,13 +348,18 @@ def _write_metadata(directory: str, topic_id: uuid.UUID, count: int, *, durable:
                  f"version: 0\ntopic_id: {encoded}\npartition_count: {count}\n", durable=durable)
 
 
+def read_metadata(directory: str) -> tuple[uuid.UUID, int]:
+    """(topic id, partition count) from partition.metadata; raises OSError, KeyError or ValueError."""
+    with open(os.path.join(directory, METADATA_FILE), encoding="utf-8") as f:
+        fields = dict(line.split(": ", 1) for line in f.read().splitlines() if ": " in line)
+    topic_id = uuid.UUID(bytes=base64.urlsafe_b64decode(fields["topic_id"] + "=="))
+    return topic_id, int(fields.get("partition_count", "0"))
+
+
 def _read_metadata(directory: str) -> tuple[uuid.UUID, int] | None:
     """(topic id, partition count) from partition.metadata, None if missing or unreadable."""
     try:
-        with open(os.path.join(directory, METADATA_FILE), encoding="utf-8") as f:
-            fields = dict(line.split(": ", 1) for line in f.read().splitlines() if ": " in line)
-        topic_id = uuid.UUID(bytes=base64.urlsafe_b64decode(fields["topic_id"] + "=="))
-        return topic_id, int(fields.get("partition_count", "0"))
+        return read_metadata(directory)
     except (OSError, KeyError, ValueError) as exc:
         log.warning("%s: unreadable %s (%s)", directory, METADATA_FILE, exc)
         return None
