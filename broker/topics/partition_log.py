@@ -511,10 +511,9 @@ class PartitionLog:
             else:
                 self._index_sealed(seg, producers, below)
             segments.append(seg)
-        if not segments:
+        if not segments:                 # not fsynced: recovery makes it again if it is lost
             seg = _Segment(os.path.join(self.directory, segment_name(0)), 0)
             os.close(os.open(seg.path, os.O_RDWR | os.O_CREAT, 0o644))
-            fsync_dir(self.directory)
             segments.append(seg)
         log.debug("%s: recovered offsets %d-%d in %d segment(s)", self.directory,
                   segments[0].base_offset, segments[-1].next_offset, len(segments))

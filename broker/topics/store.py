@@ -321,11 +321,12 @@ class TopicStore:
         count = max([max(parts) + 1, *(c for _, c in known)])
         repaired = [p for p in range(count) if parts.get(p) != (topic_id, count)]
         try:
-            for p in repaired:
-                _write_metadata(self._partition_dir(name, p), topic_id, count, durable=True)
+            for p in repaired:            # partition 0's is what a later recovery starts from
+                _write_metadata(self._partition_dir(name, p), topic_id, count, durable=p == 0)
             if repaired:
                 fsync_dir(self.data_dir)
-                log.warning("topic %s: rewrote metadata of partition(s) %s", name, repaired)
+                log.warning("topic %s: rewrote the metadata of %d partition(s), %d to %d", name,
+                            len(repaired), repaired[0], repaired[-1])
         except OSError as exc:
             log.error("topic %s: cannot repair partition metadata: %s", name, exc)
         logs = self._open_logs(name, count, clean_shutdown=clean)
