@@ -264,3 +264,14 @@ def test_a_creation_cut_short_after_partition_0_is_completed(tmp_path):
         os.rmdir(tmp_path / f"big-{p}")
     (tmp_path / "big-7" / "partition.metadata").write_text("")        # written but never synced
     assert len(TopicStore(tmp_path).topic("big").partitions) == 50
+
+
+def test_appends_and_flushes_need_no_new_descriptor(tmp_path):
+    from fd_limit import no_new_descriptors
+    plog = PartitionLog(tmp_path / "t-0")
+    plog.append(one_batch(0), 0)
+    with no_new_descriptors():
+        for i in range(1, 20):
+            plog.append(one_batch(i), 0)
+            plog.flush()
+        assert values_of(plog.read(95, 1 << 20)) == [(95 + r, b"0019-%d" % r) for r in range(5)]
