@@ -105,7 +105,11 @@ def verify(directory: str, fs: FS | None = None) -> list[Problem]:
     """Every problem in a shard directory, without changing anything (``log verify``)."""
     fs = fs or RealFS()
     problems: list[Problem] = []
-    for name in fs.listdir(directory):
+    try:
+        names = fs.listdir(directory)
+    except OSError as e:                 # e.g. the shard folder replaced by a file
+        return [Problem(os.path.basename(directory), 0, f"not a readable directory: {e}")]
+    for name in names:
         if name.endswith((".swap", *LEFTOVER_SUFFIXES)):
             problems.append(Problem(name, 0, "leftover of an interrupted compaction"))
     last = -1

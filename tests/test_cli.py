@@ -79,3 +79,10 @@ def test_log_verify_checks_topic_partitions_and_names_partition_segment_and_byte
     assert out.returncode == 1
     assert out.stdout.splitlines() == [
         f"partition orders-1: {'0' * 20}.log@0: crc mismatch", "1 problem(s)"]
+
+
+def test_log_verify_reports_a_shard_folder_that_is_a_file(data_dir):
+    (data_dir / "__consumer_offsets-3").write_text("not a directory")
+    out = run("log", "verify", str(data_dir))
+    assert out.returncode == 1
+    assert out.stdout.startswith("shard 3: __consumer_offsets-3@0: not a readable directory")
