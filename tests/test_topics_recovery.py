@@ -275,3 +275,39 @@ def test_appends_and_flushes_need_no_new_descriptor(tmp_path):
             plog.append(one_batch(i), 0)
             plog.flush()
         assert values_of(plog.read(95, 1 << 20)) == [(95 + r, b"0019-%d" % r) for r in range(5)]
+
+
+@pytest.fixture
+def small_tmpfs(tmp_path):
+    """A 1 MiB tmpfs (root only): a disk that really fills up."""
+    import subprocess
+    mount = tmp_path / "tmpfs"
+    mount.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)],
+                                           capture_output=True).returncode != 0:
+        pytest.skip("needs root to mount a tmpfs")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], check=True)
+
+
+def test_a_really_full_disk_refuses_then_heals(small_tmpfs):
+    plog = PartitionLog(small_tmpfs / "t-0")
+    plog.append(one_batch(0), 0)
+    filler = small_tmpfs / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT)
+    try:
+        with pytest.raises(OSError) as full:                         # take every free byte
+            while True:
+                os.write(fd, b"\0" * 4096)
+    finally:
+        os.close(fd)
+    assert full.value.errno == errno.ENOSPC
+    big = batch([os.urandom(1000) for _ in range(20)])               # more than a page
+    with pytest.raises(StorageError):
+        plog.append(big, 0)
+    filler.unlink()
+    assert plog.append(big, 0).base_offset == RECORDS_PER_BATCH
+    plog.close()
+    assert [o for o in all_offsets(PartitionLog(small_tmpfs / "t-0"))] == list(range(25))
