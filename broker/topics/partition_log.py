@@ -150,10 +150,11 @@ class PartitionLog:
         self._segments: list[_Segment] = []
         self._closed = False
         self._failed: str | None = None      # why writes stopped; the next append retries
-        self._unflushed = not clean_shutdown  # the active segment may hold bytes not yet fsynced
+        self._unflushed = False               # the active segment may hold bytes not yet fsynced
         try:
             os.makedirs(self.directory, exist_ok=True)
             self._segments, self.producers = self._recover(clean_shutdown)
+            self._unflushed = not clean_shutdown and self._segments[-1].size > 0
         except OSError as exc:
             self._segments = []
             self._failed = f"cannot open the log: {exc}"
