@@ -9,6 +9,7 @@ import time
 from importlib.metadata import PackageNotFoundError, version
 
 from broker import faults_cli, groups_cli
+from broker.topics.verify import verify_topics
 from offsets_log import tools
 from pipeline import options as report_options
 from protocol.registry import describe
@@ -36,12 +37,13 @@ def _parser() -> argparse.ArgumentParser:
                        "(groupbroker faults) on this port of 127.0.0.1; 0 picks a free one (logged)")
     serve.add_argument("-o", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                        help="set one config by Kafka's name, e.g. -o group.initial.rebalance.delay.ms=0")
-    log_cmd = commands.add_parser("log", help="offline tools for the offsets logs of a data dir")
+    log_cmd = commands.add_parser("log", help="offline tools for the logs of a data dir")
     log_cmd.add_argument("action", choices=("dump", "verify", "compact"),
-                         help="dump: one line per record; verify: report torn or corrupt records "
+                         help="dump: one line per offsets-log record; verify: report torn or "
+                              "corrupt records in the offsets logs and every topic partition "
                               "(exit 1 if any); compact: compact every shard (broker stopped)")
     log_cmd.add_argument("data_dir")
-    log_cmd.add_argument("--shard", type=int, help="only this shard (0-49)")
+    log_cmd.add_argument("--shard", type=int, help="only this offsets-log shard (0-49), no topics")
     groups_cli.add_parser(commands)
     faults_cli.add_parser(commands)
     report = commands.add_parser("report", help="the analytics report (PySpark) over data dirs' "
@@ -58,9 +60,13 @@ def _log_command(args) -> int:
             out.write(line + "\n")
         return 0
     if args.action == "verify":
-        problems = tools.verify_all(args.data_dir, args.shard)
-        for shard, problem in problems:
-            out.write(f"shard {shard}: {problem}\n")
+        problems = [(f"shard {shard}", problem)
+                    for shard, problem in tools.verify_all(args.data_dir, args.shard)]
+        if args.shard is None:
+            problems += [(f"partition {name}", problem)
+                         for name, problem in verify_topics(args.data_dir)]
+        for where, problem in problems:
+            out.write(f"{where}: {problem}\n")
         out.write(f"{len(problems)} problem(s)\n")
         return 1 if problems else 0
     results = tools.compact_all(args.data_dir, int(time.time() * 1000), args.shard)

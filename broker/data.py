@@ -28,6 +28,10 @@ UNSET_OPERATIONS = -2147483648
 #: READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS (no ACLs here)
 TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
 LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
+#: Kafka's QuorumController.MAX_RECORDS_PER_USER_OP and the PolicyViolationException message
+#: its controller answers when one request would write more metadata records than that.
+MAX_RECORDS_PER_USER_OP = 10_000
+EXCESSIVE_BATCH = "Unable to perform excessively large batch operation."
 
 Metadata, Produce, Fetch = RESPONSES[3].cls, RESPONSES[0].cls, RESPONSES[1].cls
 ListOffsets, CreateTopics, DeleteTopics = RESPONSES[2].cls, RESPONSES[19].cls, RESPONSES[20].cls
@@ -216,25 +220,55 @@ class DataPlane:
 
     # --- CreateTopics / DeleteTopics ----------------------------------------------------------
     async def create_topics(self, ctx, req):
+        """Kafka's controller bounds one request to MAX_RECORDS_PER_USER_OP metadata records
+        (a topic record, its config records, one per partition) and fails all of it beyond;
+        the files are made in a worker thread, so large topics never stall the event loop."""
         result_cls = CreateTopics.CreatableTopicResult
-        results = []
+        checked = []                         # (topic, its partition count or its refusal)
         for t in req.topics:
             try:
-                partitions = t.num_partitions
-                if t.assignments:
-                    if any(tuple(a.broker_ids) != (self.config.node_id,) for a in t.assignments):
-                        raise _Refused(E.INVALID_REPLICA_ASSIGNMENT, "this cluster has one broker")
-                    partitions = len(t.assignments)
-                if t.replication_factor not in (-1, 1):
-                    raise _Refused(E.INVALID_REPLICATION_FACTOR, f"Replication factor: "
-                                   f"{t.replication_factor} larger than available brokers: 1.")
-                topic = self.store.create_topic(t.name, partitions, validate_only=req.validate_only)
+                partitions = self._partitions_to_create(t)
+                self.store.create_topic(t.name, partitions, validate_only=True)
+                checked.append((t, partitions))
+            except (TopicsError, _Refused) as e:
+                checked.append((t, e))
+        records = sum(1 + len(t.configs) + self.store.partition_count(outcome)
+                      for t, outcome in checked if not isinstance(outcome, Exception))
+        if records > MAX_RECORDS_PER_USER_OP:
+            log.info("CreateTopics refused: %d metadata records exceed %d", records, MAX_RECORDS_PER_USER_OP)
+            return CreateTopics(topics=tuple(
+                result_cls(name=t.name, error_code=E.POLICY_VIOLATION, error_message=EXCESSIVE_BATCH)
+                for t in req.topics))
+        results = []
+        for t, outcome in checked:
+            if isinstance(outcome, Exception):
+                results.append(result_cls(name=t.name, error_code=outcome.error_code,
+                                          error_message=str(outcome)))
+                continue
+            try:
+                if req.validate_only:
+                    topic = self.store.create_topic(t.name, outcome, validate_only=True)
+                else:
+                    topic = await trio.to_thread.run_sync(self.store.create_topic, t.name, outcome)
                 results.append(result_cls(name=t.name, topic_id=topic.topic_id, error_code=E.NONE,
                                           error_message=None, num_partitions=len(topic.partitions)
-                                          or partitions, replication_factor=1, configs=()))
-            except (TopicsError, _Refused) as e:
+                                          or self.store.partition_count(outcome),
+                                          replication_factor=1, configs=()))
+            except TopicsError as e:
                 results.append(result_cls(name=t.name, error_code=e.error_code, error_message=str(e)))
         return CreateTopics(topics=tuple(results))
+
+    def _partitions_to_create(self, t) -> int:
+        """The partition count a CreateTopics entry asks for; _Refused for what one broker cannot do."""
+        partitions = t.num_partitions
+        if t.assignments:
+            if any(tuple(a.broker_ids) != (self.config.node_id,) for a in t.assignments):
+                raise _Refused(E.INVALID_REPLICA_ASSIGNMENT, "this cluster has one broker")
+            partitions = len(t.assignments)
+        if t.replication_factor not in (-1, 1):
+            raise _Refused(E.INVALID_REPLICATION_FACTOR, f"Replication factor: "
+                           f"{t.replication_factor} larger than available brokers: 1.")
+        return partitions
 
     async def delete_topics(self, ctx, req):
         v = ctx.version

@@ -23,6 +23,7 @@ import trio
 from coordinator.shard import Shard
 from offsets_log.errors import OffsetsLogError
 from offsets_log.log import Durability, ShardLog
+from protocol.errors import ErrorCode
 from protocol.exceptions import DecodeError, EncodeError, FrameTooLarge, UnsupportedVersion
 from protocol.frames import FrameBuffer
 from protocol.header import decode_request, decode_request_header, encode_response_parts
@@ -75,9 +76,19 @@ class Broker:
         """Shards load concurrently while we already accept (group APIs answer 14 meanwhile)."""
         async with trio.open_nursery() as loading:
             for runner in self.runners:
-                loading.start_soon(nursery.start, runner.run)
+                loading.start_soon(self._load_shard, nursery, runner)
         self.ready.set()
         log.info("all %d coordinator shards loaded", len(self.runners))
+
+    @staticmethod
+    async def _load_shard(nursery, runner: ShardRunner) -> None:
+        """A shard whose log cannot be read is refused (NOT_COORDINATOR); the others serve."""
+        try:
+            await nursery.start(runner.run)
+        except OffsetsLogError as e:
+            log.error("shard %d cannot load its offsets log (%s): it answers NOT_COORDINATOR "
+                      "until restarted; the other shards serve", runner.shard.shard_id, e)
+            runner.set_unavailable(ErrorCode.NOT_COORDINATOR)
 
     async def serve(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         cfg = self.config
@@ -118,7 +129,7 @@ class Broker:
     def _close_logs(self) -> None:
         for runner in self.runners:
             try:
-                if not self._crashed:
+                if not self._crashed and runner.loaded:
                     runner.log.sync()
             except OffsetsLogError as e:
                 log.error("shard %d: final fsync failed: %s", runner.shard.shard_id, e)

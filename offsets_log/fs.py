@@ -30,18 +30,42 @@ class FS(Protocol):
     def fsync_dir(self, path: str) -> None: ...
 
 
+class _Handle:
+    """An open segment file and how many fsyncs are using it right now."""
+    __slots__ = ("file", "users", "closing")
+
+    def __init__(self, file) -> None:
+        self.file, self.users, self.closing = file, 0, False
+
+
 class RealFS:
-    """The operating system's filesystem; append handles stay open between writes."""
+    """The operating system's filesystem: one descriptor per file being appended to, kept open.
+
+    Appends and fsyncs share that descriptor, so a busy log never opens another one (no
+    EMFILE under load). An fsync runs outside the lock, so appends go on meanwhile; if another
+    thread closes the file then (rename, truncate, remove), the close waits for the fsync.
+    """
 
     def __init__(self) -> None:
-        self._handles: dict[str, object] = {}
+        self._handles: dict[str, _Handle] = {}
         self._lock = threading.Lock()
+
+    def _handle(self, path: str, *, create: bool) -> _Handle:
+        """The path's open handle (lock held by the caller); opened if absent."""
+        handle = self._handles.get(path)
+        if handle is None:
+            flags = os.O_WRONLY | os.O_APPEND | (os.O_CREAT if create else 0)
+            handle = self._handles[path] = _Handle(open(os.open(path, flags, 0o644), "ab", buffering=0))
+        return handle
 
     def _close(self, path: str) -> None:
         with self._lock:
-            f = self._handles.pop(path, None)
-        if f is not None:
-            f.close()
+            handle = self._handles.pop(path, None)
+            if handle is not None and handle.users:
+                handle.closing = True          # the last fsync using it closes it
+                handle = None
+        if handle is not None:
+            handle.file.close()
 
     def makedirs(self, path: str) -> None:
         os.makedirs(path, exist_ok=True)
@@ -59,9 +83,7 @@ class RealFS:
 
     def append(self, path: str, data: bytes) -> None:
         with self._lock:
-            f = self._handles.get(path)
-            if f is None:
-                f = self._handles[path] = open(path, "ab", buffering=0)
+            f = self._handle(path, create=True).file
         view = memoryview(data)
         while view:                      # unbuffered writes may be short
             view = view[f.write(view):]
@@ -78,13 +100,17 @@ class RealFS:
         os.truncate(path, size)
 
     def fsync(self, path: str) -> None:
-        # fsync flushes the inode, whichever descriptor asks: a fresh one avoids racing
-        # with the append handle being closed by another thread.
-        fd = os.open(path, os.O_RDONLY)
+        with self._lock:
+            handle = self._handle(path, create=False)
+            handle.users += 1
         try:
-            os.fsync(fd)
+            os.fsync(handle.file.fileno())
         finally:
-            os.close(fd)
+            with self._lock:
+                handle.users -= 1
+                last = handle.closing and not handle.users
+            if last:
+                handle.file.close()
 
     def rename(self, src: str, dst: str) -> None:
         self._close(src)
@@ -105,8 +131,11 @@ class RealFS:
     def close(self) -> None:
         with self._lock:
             handles, self._handles = self._handles, {}
-        for f in handles.values():
-            f.close()
+            idle = [h for h in handles.values() if not h.users]
+            for h in handles.values():
+                h.closing = True
+        for h in idle:
+            h.file.close()
 
 
 class _Inode:

@@ -105,7 +105,11 @@ def verify(directory: str, fs: FS | None = None) -> list[Problem]:
     """Every problem in a shard directory, without changing anything (``log verify``)."""
     fs = fs or RealFS()
     problems: list[Problem] = []
-    for name in fs.listdir(directory):
+    try:
+        names = fs.listdir(directory)
+    except OSError as e:                 # e.g. the shard folder replaced by a file
+        return [Problem(os.path.basename(directory), 0, f"not a readable directory: {e}")]
+    for name in names:
         if name.endswith((".swap", *LEFTOVER_SUFFIXES)):
             problems.append(Problem(name, 0, "leftover of an interrupted compaction"))
     last = -1
@@ -146,12 +150,19 @@ class ShardLog:
         self.segment_bytes, self.durability = segment_bytes, durability
         self.lock = threading.RLock()
         self._failed: str | None = None
-        self.fs.makedirs(directory)
         self.bases: list[int] = []
         self.next_offset = 0
         self.active_size = 0
         self.recovered_frames = 0
-        self._recover()
+        self._unread = None
+        try:
+            self.fs.makedirs(directory)
+            self._recover()
+        except OSError as e:
+            # One unusable shard (its folder replaced by a file, an unreadable segment) must
+            # not stop the broker: this log refuses all work, so only its shard is refused.
+            self._failed = f"cannot open the log: {e}"
+            log.error("%s: %s", directory, self._failed)
 
     @classmethod
     def for_shard(cls, data_dir: str, shard: int, **kwargs) -> ShardLog:
@@ -287,6 +298,7 @@ class ShardLog:
     def frames(self) -> Iterator[Frame]:
         """Every record frame in offset order (end markers skipped)."""
         with self.lock:
+            self._check()
             unread, self._unread = self._unread, None
             fresh = unread is not None and unread[1:] == (tuple(self.bases), self.next_offset)
             buffers = [] if fresh else [self.fs.read(self._path(b)) for b in self.bases]

@@ -60,3 +60,29 @@ def test_log_compact_keeps_latest_per_key(data_dir):
     assert run("log", "compact", str(data_dir)).returncode == 0
     dumped = run("log", "dump", str(data_dir)).stdout
     assert "offset=500" in dumped and "offset=100," not in dumped
+
+
+def test_log_verify_checks_topic_partitions_and_names_partition_segment_and_byte(tmp_path):
+    from broker.topics import TopicStore
+    from test_topics_batches import batch
+    store = TopicStore(tmp_path, segment_bytes=1)                    # every batch its own segment
+    store.create_topic("orders", 2)
+    for i in range(3):
+        store.partition("orders", 1).append(batch([b"v%d" % i]), 0)
+    store.close()
+    assert run("log", "verify", str(tmp_path)).returncode == 0
+    oldest = tmp_path / "orders-1" / ("0" * 20 + ".log")
+    raw = bytearray(oldest.read_bytes())
+    raw[-3] ^= 0x10                                                  # a record byte: bad CRC
+    oldest.write_bytes(bytes(raw))
+    out = run("log", "verify", str(tmp_path))
+    assert out.returncode == 1
+    assert out.stdout.splitlines() == [
+        f"partition orders-1: {'0' * 20}.log@0: crc mismatch", "1 problem(s)"]
+
+
+def test_log_verify_reports_a_shard_folder_that_is_a_file(data_dir):
+    (data_dir / "__consumer_offsets-3").write_text("not a directory")
+    out = run("log", "verify", str(data_dir))
+    assert out.returncode == 1
+    assert out.stdout.startswith("shard 3: __consumer_offsets-3@0: not a readable directory")

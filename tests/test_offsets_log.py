@@ -467,3 +467,16 @@ def test_read_all_after_reopen_sees_later_appends_and_compaction():
     reopened = ShardLog(DIR, fs, segment_bytes=250)
     compact(reopened, now_ms=0)
     assert replay(reopened.read_all()) == replay(first + [(0, commit(99, 1))])
+
+
+def test_real_fs_appends_and_fsyncs_on_its_kept_descriptor_even_at_emfile(tmp_path):
+    from fd_limit import no_new_descriptors
+    log = ShardLog(shard_dir(str(tmp_path), 0), RealFS())
+    gc = GroupCommit(log)
+    gc.commit([commit(0, 1)], now_ms=0)                  # opens the one append descriptor
+    with no_new_descriptors():
+        for offset in range(2, 50):
+            gc.commit([commit(0, offset)], now_ms=0)    # append + fsync, no open()
+    assert gc.fsyncs == 49
+    log.close()
+    assert records_of(ShardLog(shard_dir(str(tmp_path), 0))) == [commit(0, o) for o in range(1, 50)]

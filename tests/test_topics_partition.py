@@ -104,7 +104,9 @@ def test_torn_tail_is_truncated_on_reopen(tmp_path):
     assert [v for _, v in values_of(reopened.read(0, 1 << 20))] == [b"a", b"b", b"c", b"d"]
 
 
-def test_bad_crc_on_disk_truncates_there_and_drops_later_segments(tmp_path):
+def test_bad_crc_in_a_sealed_segment_keeps_it_and_every_later_segment(tmp_path):
+    """Sealed segments were fsynced when they rolled: recovery neither cuts nor drops them
+    (it used to truncate here and delete segment 4, handing offsets 3-5 out again)."""
     one = len(batch([b"v"]))
     plog = PartitionLog(tmp_path / "t-0", segment_bytes=2 * one)
     for i in range(6):
@@ -115,8 +117,11 @@ def test_bad_crc_on_disk_truncates_there_and_drops_later_segments(tmp_path):
     data[2 * one - 1] ^= 0x01                        # the second batch's last byte
     middle.write_bytes(bytes(data))
     reopened = PartitionLog(tmp_path / "t-0", segment_bytes=2 * one)
-    assert reopened.high_watermark == 3
-    assert segments(tmp_path / "t-0") == [f"{o:020d}.log" for o in (0, 2)]
+    assert reopened.high_watermark == 6
+    assert segments(tmp_path / "t-0") == [f"{o:020d}.log" for o in (0, 2, 4)]
+    assert middle.read_bytes() == bytes(data)        # untouched: the client sees the bad CRC
+    assert values_of(reopened.read(4, 1 << 20)) == [(4, b"4"), (5, b"5")]
+    assert reopened.append(batch([b"6"]), 0).base_offset == 6
 
 
 def test_retention_by_bytes_deletes_oldest_segments_but_never_the_active_one(tmp_path):

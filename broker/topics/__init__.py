@@ -5,19 +5,24 @@ it from the task that owns the store (or a worker thread) and catch :class:`Topi
 whose ``error_code`` goes into the response. Handlers map requests to it like this:
 
 ``TopicStore(data_dir, num_partitions=, auto_create=, **PartitionLog options)``
-    Opens (and recovers) every ``<data-dir>/<topic>-<p>/`` except ``__consumer_offsets-*``.
+    Opens (and recovers) every ``<data-dir>/<topic>-<p>/`` except ``__consumer_offsets-*``;
+    recovery is skipped after a clean shutdown (``close()`` leaves Kafka's
+    ``.kafka_cleanshutdown``). ``disk`` carries every write (``fail(errno)``/``heal()``
+    inject storage failures).
 
     * Metadata: ``topics()``; for a named topic ``get_or_create(name) -> (Topic, created)``
       (InvalidTopic, or UnknownTopicOrPartition when auto-creation is off). A ``Topic`` has
       ``name``, ``topic_id`` (uuid.UUID, stable across restarts) and ``partitions`` (logs).
     * CreateTopics: ``create_topic(name, partitions or None/-1, validate_only=)``
-      (InvalidTopic 17, TopicAlreadyExists 36, InvalidPartitions 37).
+      (InvalidTopic 17, TopicAlreadyExists 36, InvalidPartitions 37, StorageError 56); safe
+      in a worker thread, which is where large topics should be created.
     * DeleteTopics: ``delete_topic(name)`` (UnknownTopicOrPartition 3); its logs are closed.
     * Produce/Fetch/ListOffsets: ``partition(name, p) -> PartitionLog``;
       ``topic_by_id(uuid)`` for Fetch v13+ (UnknownTopicId 100).
     * InitProducerId (no transactional id): ``producer_ids.allocate()``, epoch 0.
     * Housekeeping: ``apply_retention(now_ms)`` periodically (Kafka's
-      log.retention.check.interval.ms, 5 min), ``flush()``, ``close()`` on shutdown.
+      log.retention.check.interval.ms, 5 min), ``flush()``, ``close()`` on shutdown; neither
+      raises for a failing partition (it is logged).
 
 ``PartitionLog(directory, **options)``
     Options mirror Kafka's topic configs: ``segment_bytes``, ``segment_ms``,
@@ -36,7 +41,9 @@ whose ``error_code`` goes into the response. Handlers map requests to it like th
       ``high_watermark``.
     * ListOffsets: ``log_start_offset`` (earliest, -2), ``high_watermark`` (latest, -1),
       ``offset_for_timestamp(ts) -> TimestampOffset(offset, timestamp)``, (-1, -1) if none.
-    * ``apply_retention(now_ms)``, ``flush()``, ``close()``.
+    * ``apply_retention(now_ms)``, ``flush()``, ``close()``. A partition whose write failed
+      raises StorageError on append until a write succeeds again (it reopens itself);
+      ``log_start_offset``/``high_watermark`` are -1 while its files cannot be opened.
 """
 
 from .errors import (CorruptRecords, InvalidPartitions, InvalidProducerEpoch, InvalidRecord,

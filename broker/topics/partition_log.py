@@ -3,9 +3,21 @@
 ``<dir>/<20-digit base offset>.log`` files hold whole batches back to back, their base
 offsets rewritten to the offsets this log assigned (the CRC does not cover the base offset,
 so the client's bytes stay valid and Fetch can return them without re-encoding). The only
-index is in memory: per batch its last offset, position and max timestamp, rebuilt on open by
-scanning every segment; the scan stops at the first batch that is torn, corrupt or out of
-offset order and truncates the log there.
+index is in memory: per batch its last offset, position and max timestamp, rebuilt on open.
+
+Recovery follows Kafka's LogLoader: every segment but the last was fsynced when it rolled
+(our recovery point is always the active segment's base), so sealed segments are only walked
+by their headers and never changed; a sealed segment that stops parsing, or a missing one,
+leaves a gap of unreadable offsets (Fetch continues at the next segment) and every later
+segment stays. Only the active segment is CRC-checked, and only after an unclean shutdown
+(``clean_shutdown=False``): it is truncated at the first invalid batch, as
+LogSegment.recover does, unless valid batches follow a CRC mismatch (bit rot rather than a
+torn write), which is kept so that no offset is ever handed out twice.
+
+Only the active segment holds a file descriptor (opened on first use); sealed segments are
+opened per read. A failed write or fsync (ENOSPC, EIO) answers StorageError and marks the log
+failed; the next append reopens the active segment, cuts off the failed write's bytes and
+tries again, so the partition serves again by itself once the disk does.
 
 Synchronous and not thread-safe: call it from one task (or one worker thread) at a time;
 time comes in as arguments so tests and trio's clock decide it.
@@ -14,6 +26,7 @@ time comes in as arguments so tests and trio's clock decide it.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import logging
 import mmap
 import os
@@ -24,11 +37,12 @@ from typing import NamedTuple
 from crc32c import crc32c
 
 from protocol.exceptions import DecodeError
-from protocol.records import HEADER, BatchHeader, read_batches, with_base_offset
+from protocol.records import BatchHeader, read_batches, with_base_offset
 
+from .batches import check_batch
 from .errors import (CorruptRecords, InvalidRecord, MessageTooLarge, OffsetOutOfRange, StorageError,
-                     TransactionsUnsupported, UnknownTopicOrPartition)
-from .fsutil import fsync_dir
+                     TopicsError, TransactionsUnsupported, UnknownTopicOrPartition)
+from .fsutil import Disk, fsync_dir
 from .producer_state import ProducerStateTable
 
 log = logging.getLogger(__name__)
@@ -58,10 +72,15 @@ def segment_name(base_offset: int) -> str:
 
 
 class _Segment:
-    """One segment file and its per-batch index (base/last offsets, positions, max timestamps)."""
+    """One segment file and its per-batch index (base/last offsets, positions, max timestamps).
 
-    def __init__(self, path: str, base_offset: int, fd: int) -> None:
-        self.path, self.base_offset, self.fd = path, base_offset, fd
+    ``size`` counts the indexed bytes: a sealed segment whose tail does not parse keeps its
+    file as it is, and only its indexed batches are ever read.
+    """
+
+    def __init__(self, path: str, base_offset: int) -> None:
+        self.path, self.base_offset = path, base_offset
+        self.fd: int | None = None     # only the active segment keeps one
         self.size = 0
         self.bases, self.lasts = array("q"), array("q")
         self.positions, self.max_timestamps = array("q"), array("q")
@@ -86,51 +105,82 @@ class _Segment:
         """Kafka's largestTimestamp: the newest batch timestamp, else the file's mtime."""
         if self.largest_timestamp >= 0:
             return self.largest_timestamp
-        return int(os.stat(self.fd).st_mtime * 1000)
+        return int(os.stat(self.path).st_mtime * 1000)
 
     def pread(self, start: int, end: int) -> bytes:
-        chunks, pos = [], start
-        while pos < end:
-            chunk = os.pread(self.fd, end - pos, pos)
-            if not chunk:
-                raise StorageError(f"{self.path} is shorter than its index ({pos} < {end})")
-            chunks.append(chunk)
-            pos += len(chunk)
-        return b"".join(chunks)
+        fd = self.fd if self.fd is not None else os.open(self.path, os.O_RDONLY)
+        try:
+            chunks, pos = [], start
+            while pos < end:
+                chunk = os.pread(fd, end - pos, pos)
+                if not chunk:
+                    raise StorageError(f"{self.path} is shorter than its index ({pos} < {end})")
+                chunks.append(chunk)
+                pos += len(chunk)
+            return b"".join(chunks)
+        finally:
+            if fd != self.fd:
+                os.close(fd)
+
+    def close(self) -> None:
+        fd, self.fd = self.fd, None
+        if fd is not None:
+            os.close(fd)
 
 
 class PartitionLog:
-    """The append/read/retention API of one partition directory (created if missing)."""
+    """The append/read/retention API of one partition directory (created if missing).
+
+    ``clean_shutdown`` says the store found Kafka's clean-shutdown marker: every segment was
+    fsynced and closed, so recovery checks no CRC. ``disk`` carries the writes and fsyncs.
+    """
 
     def __init__(self, directory: str | os.PathLike[str], *, segment_bytes: int = 1 << 30,
                  segment_ms: int = 604800000, retention_bytes: int = -1,
                  retention_ms: int = 604800000, max_message_bytes: int = 1048588,
-                 log_append_time: bool = False) -> None:
+                 log_append_time: bool = False, clean_shutdown: bool = False,
+                 disk: Disk | None = None) -> None:
         self.directory = os.fspath(directory)
         self.segment_bytes, self.segment_ms = segment_bytes, segment_ms
         self.retention_bytes, self.retention_ms = retention_bytes, retention_ms
         self.max_message_bytes = max_message_bytes
         self.log_append_time = log_append_time
+        self.disk = disk or Disk()
         self.producers = ProducerStateTable()
         self._segments: list[_Segment] = []
         self._closed = False
-        os.makedirs(self.directory, exist_ok=True)
-        self._recover()
+        self._failed: str | None = None      # why writes stopped; the next append retries
+        self._unflushed = False               # the active segment may hold bytes not yet fsynced
+        try:
+            os.makedirs(self.directory, exist_ok=True)
+            self._segments, self.producers = self._recover(clean_shutdown)
+            self._unflushed = not clean_shutdown and self._segments[-1].size > 0
+        except OSError as exc:
+            self._segments = []
+            self._failed = f"cannot open the log: {exc}"
+            log.error("%s: %s; the partition answers KAFKA_STORAGE_ERROR until it can be opened",
+                      self.directory, self._failed)
 
     # -- offsets ---------------------------------------------------------------------------
 
     @property
     def log_start_offset(self) -> int:
-        return self._segments[0].base_offset
+        """-1 while the log cannot be opened (as Kafka reports an offline partition)."""
+        return self._segments[0].base_offset if self._segments else -1
 
     @property
     def high_watermark(self) -> int:
         """The next offset to assign; every written batch is committed (single replica)."""
-        return self._segments[-1].next_offset
+        return self._segments[-1].next_offset if self._segments else -1
 
     @property
     def size_bytes(self) -> int:
         return sum(s.size for s in self._segments)
+
+    @property
+    def failed(self) -> str | None:
+        """Why the last write failed (None when writes work)."""
+        return self._failed
 
     # -- produce ---------------------------------------------------------------------------
 
@@ -152,6 +202,7 @@ class PartitionLog:
                       duplicate.first_offset, duplicate.last_offset)
             return AppendInfo(duplicate.first_offset, duplicate.last_offset,
                               duplicate.timestamp if self.log_append_time else -1)
+        was_failed = self._reopen_if_failed()
         total = sum(h.size for h in headers)
         self._maybe_roll(total, now_ms)
         active = self._segments[-1]
@@ -166,6 +217,9 @@ class PartitionLog:
             placed.append((h, offset))
             offset += h.last_offset_delta + 1
         self._write(active, b"".join(out))
+        if was_failed:
+            self._failed = None
+            log.info("%s: writes succeed again; the partition is back online", self.directory)
         for (h, at), batch in zip(placed, out):
             max_ts = now_ms if self.log_append_time else h.max_timestamp
             active.add(at, at + h.last_offset_delta, len(batch), max_ts, now_ms)
@@ -190,20 +244,78 @@ class PartitionLog:
         active = self._segments[-1]
         if active.size == 0:
             return
-        if (active.size + incoming > self.segment_bytes
-                or now_ms - active.roll_timestamp >= self.segment_ms):
-            os.fsync(active.fd)
-            self._segments.append(self._open_segment(active.next_offset, create=True))
-            log.info("%s: rolled new segment at offset %d", self.directory, active.next_offset)
+        if (active.size + incoming <= self.segment_bytes
+                and now_ms - active.roll_timestamp < self.segment_ms):
+            return
+        new = _Segment(os.path.join(self.directory, segment_name(active.next_offset)),
+                       active.next_offset)
+        try:
+            self.disk.fsync(self._active_fd(), active.path)
+            new.fd = os.open(new.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+            if os.fstat(new.fd).st_size:        # left by a roll that failed: holds nothing acknowledged
+                os.ftruncate(new.fd, 0)
+            fsync_dir(self.directory)
+        except OSError as exc:
+            new.close()
+            raise self._storage_error("segment roll failed", exc) from exc
+        active.close()
+        self._segments.append(new)
+        self._unflushed = False
+        log.info("%s: rolled new segment at offset %d", self.directory, new.base_offset)
+
+    def _active_fd(self) -> int:
+        active = self._segments[-1]
+        if active.fd is None:
+            active.fd = os.open(active.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        return active.fd
 
     def _write(self, segment: _Segment, data: bytes) -> None:
         view = memoryview(data)
         try:
+            fd = self._active_fd()
             while view:
-                view = view[os.write(segment.fd, view):]
+                view = view[self.disk.write(fd, view, segment.path):]
         except OSError as exc:
-            os.ftruncate(segment.fd, segment.size)
-            raise StorageError(f"write to {segment.path} failed: {exc}") from exc
+            if segment.fd is not None:
+                try:
+                    os.ftruncate(segment.fd, segment.size)
+                except OSError as cut:
+                    log.error("%s: could not cut a failed write back: %s", segment.path, cut)
+            raise self._storage_error(f"write to {segment.path} failed", exc) from exc
+        self._unflushed = True
+
+    def _storage_error(self, what: str, exc: OSError) -> StorageError:
+        """Mark the log failed (logged once per failure spell) and make the error to raise."""
+        if self._failed is None:
+            log.error("%s: %s (%s); produce answers KAFKA_STORAGE_ERROR until a write succeeds",
+                      self.directory, what, exc)
+        self._failed = f"{what}: {exc}"
+        return StorageError(f"{self.directory}: {self._failed}")
+
+    def _reopen_if_failed(self) -> bool:
+        """After a failed write: reopen the active segment at its last good size; True if it was failed.
+
+        The failed write's bytes are cut off. A file shorter than the index lost bytes this
+        log had written, so the whole log is recovered again from disk instead.
+        """
+        if self._failed is None:
+            return False
+        active = self._segments[-1]
+        try:
+            active.close()
+        except OSError as exc:
+            log.debug("%s: closing after a failure: %s", active.path, exc)
+        try:
+            size = os.fstat(self._active_fd()).st_size
+            if size > active.size:
+                os.ftruncate(active.fd, active.size)
+        except OSError as exc:
+            raise StorageError(f"{self.directory}: cannot reopen {active.path}: {exc}") from exc
+        if size < active.size:
+            log.warning("%s: %s is shorter than written (%d < %d bytes); recovering the log again",
+                        self.directory, active.path, size, active.size)
+            self._reload()
+        return True
 
     # -- fetch -----------------------------------------------------------------------------
 
@@ -213,7 +325,8 @@ class PartitionLog:
         The first batch is returned even if larger than ``max_bytes`` when ``min_one`` is
         true (Kafka's KIP-74 rule for the first partition of a Fetch response). Reading at
         the high watermark gives b""; outside [log start, high watermark] raises
-        OffsetOutOfRange.
+        OffsetOutOfRange. An offset in a gap (a lost or unreadable stretch of a sealed
+        segment) reads from the next batch after it.
         """
         self._check_open()
         if offset == self.high_watermark:
@@ -236,7 +349,10 @@ class PartitionLog:
                 end = nxt
             if end == start:
                 break
-            parts.append(seg.pread(start, end))
+            try:
+                parts.append(seg.pread(start, end))
+            except OSError as exc:
+                raise StorageError(f"reading {seg.path} failed: {exc}") from exc
             budget -= end - start
             if end < seg.size:
                 break
@@ -277,14 +393,18 @@ class PartitionLog:
 
         By bytes, a segment goes while the log stays at least ``retention_bytes`` without it;
         by time, while its newest timestamp is more than ``retention_ms`` old. Both stop at
-        the first segment that must stay, as Kafka's do.
+        the first segment that must stay, as Kafka's do. Raises StorageError if a file
+        cannot be removed (the segments removed before it are gone from the log too).
         """
         self._check_open()
         old = self._segments[:-1]
         by_time = 0
-        if self.retention_ms >= 0:
-            while by_time < len(old) and now_ms - old[by_time].retention_timestamp() > self.retention_ms:
-                by_time += 1
+        try:
+            if self.retention_ms >= 0:
+                while by_time < len(old) and now_ms - old[by_time].retention_timestamp() > self.retention_ms:
+                    by_time += 1
+        except OSError as exc:
+            raise StorageError(f"{self.directory}: retention cannot stat a segment: {exc}") from exc
         by_bytes = 0
         if self.retention_bytes >= 0:
             excess = self.size_bytes - self.retention_bytes
@@ -294,112 +414,185 @@ class PartitionLog:
         doomed = max(by_time, by_bytes)
         if not doomed:
             return 0
-        for seg in self._segments[:doomed]:
-            os.close(seg.fd)
-            os.remove(seg.path)
-        del self._segments[:doomed]
-        fsync_dir(self.directory)
-        self.producers.evict_below(self.log_start_offset)
-        log.info("%s: retention deleted %d segment(s); log starts at offset %d",
-                 self.directory, doomed, self.log_start_offset)
-        return doomed
+        removed = 0
+        try:
+            for seg in self._segments[:doomed]:
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(seg.path)
+                removed += 1
+            fsync_dir(self.directory)
+        except OSError as exc:
+            raise StorageError(f"{self.directory}: retention failed: {exc}") from exc
+        finally:
+            if removed:
+                del self._segments[:removed]
+                self.producers.evict_below(self.log_start_offset)
+                log.info("%s: retention deleted %d segment(s); log starts at offset %d",
+                         self.directory, removed, self.log_start_offset)
+        return removed
 
     # -- lifecycle -------------------------------------------------------------------------
 
     def flush(self) -> None:
-        """fsync the active segment (older ones were synced when they rolled)."""
-        self._check_open()
-        os.fsync(self._segments[-1].fd)
+        """fsync the active segment (older ones were synced when they rolled).
 
-    def close(self) -> None:
-        """Flush and release the files; later calls raise UnknownTopicOrPartition."""
-        if self._closed:
+        Raises StorageError if the fsync fails or an earlier write did (nothing is known
+        durable then).
+        """
+        self._check_open()
+        if self._failed is not None:
+            raise StorageError(f"{self.directory}: {self._failed}")
+        if not self._unflushed:
             return
-        self.flush()
+        active = self._segments[-1]
+        try:
+            self.disk.fsync(self._active_fd(), active.path)
+        except OSError as exc:
+            raise self._storage_error(f"fsync of {active.path} failed", exc) from exc
+        self._unflushed = False
+
+    def close(self) -> bool:
+        """Flush and release the files; later calls raise UnknownTopicOrPartition.
+
+        True when everything written is durable (what a clean shutdown may claim).
+        """
+        if self._closed:
+            return True
+        durable = True
+        try:
+            self.flush()
+        except TopicsError as exc:
+            log.warning("%s: closing without a final flush: %s", self.directory, exc)
+            durable = False
         self._closed = True
         for seg in self._segments:
-            os.close(seg.fd)
+            try:
+                seg.close()
+            except OSError as exc:
+                log.warning("%s: close failed: %s", seg.path, exc)
+                durable = False
+        return durable
 
     def _check_open(self) -> None:
         if self._closed:
             raise UnknownTopicOrPartition(f"{self.directory} is closed")
+        if not self._segments:           # opening failed: try again, each call
+            self._reload()
 
-    def _open_segment(self, base_offset: int, *, create: bool) -> _Segment:
-        path = os.path.join(self.directory, segment_name(base_offset))
-        flags = os.O_RDWR | os.O_APPEND | (os.O_CREAT | os.O_EXCL if create else 0)
-        seg = _Segment(path, base_offset, os.open(path, flags, 0o644))
-        if create:
-            fsync_dir(self.directory)
-        return seg
+    def _reload(self) -> None:
+        """Recover the log from disk again, as after a crash (after a failure, or a failed open)."""
+        for seg in self._segments:
+            with contextlib.suppress(OSError):
+                seg.close()
+        try:
+            os.makedirs(self.directory, exist_ok=True)
+            segments, producers = self._recover(clean_shutdown=False)
+        except OSError as exc:
+            self._segments = []
+            raise StorageError(f"{self.directory}: cannot open the log: {exc}") from exc
+        self._segments, self.producers = segments, producers
+        self._failed = None
+        self._unflushed = True
+        log.info("%s: log reopened at offsets %d-%d", self.directory, self.log_start_offset,
+                 self.high_watermark)
 
-    def _recover(self) -> None:
-        """Rebuild the index and producer state; cut the log at the first invalid batch."""
+    # -- recovery --------------------------------------------------------------------------
+
+    def _recover(self, clean_shutdown: bool) -> tuple[list[_Segment], ProducerStateTable]:
+        """Rebuild the index and producer state (see the module docstring for the rules)."""
         bases = sorted(int(n[:-len(SUFFIX)]) for n in os.listdir(self.directory)
                        if n.endswith(SUFFIX) and n[:-len(SUFFIX)].isdigit())
-        expected = bases[0] if bases else 0
+        producers = ProducerStateTable()
+        segments: list[_Segment] = []
         for n, base in enumerate(bases):
-            seg = self._open_segment(base, create=False)
-            if base != expected:
-                log.warning("%s: segment %s starts at %d, expected %d; dropping it and later ones",
-                            self.directory, seg.path, base, expected)
-                os.close(seg.fd)
-                self._drop(bases[n:])
-                break
-            self._segments.append(seg)
-            if not self._scan(seg):
-                self._drop(bases[n + 1:])
-                break
-            expected = seg.next_offset
-        if not self._segments:
-            self._segments.append(self._open_segment(expected, create=True))
+            seg = _Segment(os.path.join(self.directory, segment_name(base)), base)
+            below = bases[n + 1] if n + 1 < len(bases) else None
+            if below is None:
+                self._recover_active(seg, producers, verify_crc=not clean_shutdown)
+            else:
+                self._index_sealed(seg, producers, below)
+            segments.append(seg)
+        if not segments:                 # not fsynced: recovery makes it again if it is lost
+            seg = _Segment(os.path.join(self.directory, segment_name(0)), 0)
+            os.close(os.open(seg.path, os.O_RDWR | os.O_CREAT, 0o644))
+            segments.append(seg)
         log.debug("%s: recovered offsets %d-%d in %d segment(s)", self.directory,
-                  self.log_start_offset, self.high_watermark, len(self._segments))
+                  segments[0].base_offset, segments[-1].next_offset, len(segments))
+        return segments, producers
 
-    def _scan(self, seg: _Segment) -> bool:
-        """Index one segment's batches; False (after truncating) if it ends in a bad one."""
-        file_size = os.fstat(seg.fd).st_size
-        if file_size == 0:
-            return True
-        mtime_ms = int(os.fstat(seg.fd).st_mtime * 1000)
-        with mmap.mmap(seg.fd, file_size, access=mmap.ACCESS_READ) as mm:
-            pos = 0
-            while pos < file_size:
-                header = _valid_batch_at(mm, pos, file_size, seg.next_offset)
-                if header is None:
-                    break
-                seg.add(header.base_offset, header.base_offset + header.last_offset_delta,
-                        header.size, header.max_timestamp, mtime_ms)
-                self.producers.record(header, header.base_offset)
-                pos += header.size
-        if pos == file_size:
-            return True
-        log.warning("%s: invalid batch at byte %d of %s; truncating %d byte(s)", self.directory,
-                    pos, seg.path, file_size - pos)
-        os.ftruncate(seg.fd, pos)
-        os.fsync(seg.fd)
-        return False
+    def _index_sealed(self, seg: _Segment, producers: ProducerStateTable, below: int) -> None:
+        """Index a sealed segment by its headers; never change it. A gap before ``below`` is logged."""
+        pos, size, why = self._walk(seg, producers, verify_crc=False, below=below)
+        if pos < size:
+            log.warning("%s: %s does not parse from byte %d (%s); offsets %d-%d are unreadable, "
+                        "the file and every later segment are kept", self.directory, seg.path,
+                        pos, why, seg.next_offset, below - 1)
+        elif seg.next_offset != below:
+            log.warning("%s: no segment holds offsets %d-%d (a missing file?); later segments are "
+                        "kept", self.directory, seg.next_offset, below - 1)
 
-    def _drop(self, bases: list[int]) -> None:
-        for base in bases:
-            os.remove(os.path.join(self.directory, segment_name(base)))
-        if bases:
-            fsync_dir(self.directory)
+    def _recover_active(self, seg: _Segment, producers: ProducerStateTable, *, verify_crc: bool) -> None:
+        """Index the active segment; truncate it at the first invalid batch (LogSegment.recover)."""
+        pos, size, why = self._walk(seg, producers, verify_crc=verify_crc, below=None)
+        if pos == size:
+            return
+        log.warning("%s: invalid batch at byte %d of %s (%s); truncating %d byte(s)",
+                    self.directory, pos, seg.path, why, size - pos)
+        fd = os.open(seg.path, os.O_RDWR)
+        try:
+            os.ftruncate(fd, pos)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def _walk(self, seg: _Segment, producers: ProducerStateTable, *, verify_crc: bool,
+              below: int | None) -> tuple[int, int, str]:
+        """Index batches from the start of ``seg``: (where it stopped, file size, why)."""
+        fd = os.open(seg.path, os.O_RDONLY)
+        try:
+            stat = os.fstat(fd)
+            size, mtime_ms = stat.st_size, int(stat.st_mtime * 1000)
+            if size == 0:
+                return 0, 0, ""
+            with mmap.mmap(fd, size, access=mmap.ACCESS_READ) as mm:
+                pos = 0
+                while pos < size:
+                    header, why = check_batch(mm, pos, size, seg.next_offset,
+                                              verify_crc=verify_crc, below=below)
+                    intact = header is not None
+                    if not intact and why == "crc mismatch":
+                        header = _kept_despite_crc(mm, pos, size, below)
+                        if header is not None:
+                            log.warning("%s: batch at byte %d of %s fails its CRC but valid batches "
+                                        "follow; keeping it (offsets %d-%d)", self.directory, pos,
+                                        seg.path, header.base_offset,
+                                        header.base_offset + header.last_offset_delta)
+                    if header is None:
+                        return pos, size, why
+                    seg.add(header.base_offset, header.base_offset + header.last_offset_delta,
+                            header.size, header.max_timestamp, mtime_ms)
+                    if intact:
+                        producers.record(header, header.base_offset)
+                    pos += header.size
+                return pos, size, ""
+        finally:
+            os.close(fd)
 
 
-def _valid_batch_at(mm: mmap.mmap, pos: int, end: int, expected_offset: int) -> BatchHeader | None:
-    """The batch header at ``pos`` if a whole, CRC-valid batch at the expected offset is there."""
-    if end - pos < HEADER.size:
+def _kept_despite_crc(mm: mmap.mmap, pos: int, size: int, below: int | None) -> BatchHeader | None:
+    """A CRC-failing batch's header if a CRC-valid batch follows right after it at the next offset.
+
+    A torn write is never followed by a valid batch, so this is a flipped bit inside the log;
+    cutting there would drop the intact batches after it and hand their offsets out again.
+    """
+    header, _ = check_batch(mm, pos, size, struct.unpack_from(">q", mm, pos)[0],
+                            verify_crc=False, below=below)
+    if header is None or pos + header.size >= size:
         return None
-    length = struct.unpack_from(">i", mm, pos + 8)[0]
-    if length <= 0 or pos + 12 + length > end:
-        return None
-    try:
-        (header,) = read_batches(mm[pos:pos + 12 + length])
-    except DecodeError:
-        return None
-    if header.base_offset != expected_offset:
-        return None
-    return header
+    after, _ = check_batch(mm, pos + header.size, size,
+                           header.base_offset + header.last_offset_delta + 1,
+                           verify_crc=True, below=below)
+    return header if after is not None else None
 
 
 def _stamp_log_append_time(batch: bytes, now_ms: int) -> bytes:

@@ -110,6 +110,10 @@ class ProducerStateTable:
             batch.base_sequence, last_sequence(batch.base_sequence, batch.last_offset_delta),
             base_offset, base_offset + batch.last_offset_delta, batch.max_timestamp))
 
+    def highest_producer_id(self) -> int:
+        """The largest producer id with batches in this partition, -1 if none."""
+        return max(self._entries, default=-1)
+
     def evict_below(self, log_start_offset: int) -> None:
         """Forget producers whose last batch fell out of the log (Kafka's truncateHead)."""
         gone = [pid for pid, e in self._entries.items() if e.last_offset < log_start_offset]
@@ -149,18 +153,33 @@ class ProducerIds:
     Ids are reserved in blocks (as Kafka's controller does) and the end of the reserved block
     is persisted atomically in ``<data-dir>/producer_ids`` before any id of it is returned,
     so a restart continues after the block and a crash only skips ids.
+
+    If that file cannot be read (corrupt, not a file), the last reservation is unknown, and
+    handing out an id twice would let a new producer's batches be taken for a live producer's
+    duplicates. Allocation then resumes :data:`UNREADABLE_JUMP` past ``highest_in_use`` (the
+    largest id in any partition's producer state, which the caller passes): ids of producers
+    whose batches are gone from every log, or were reserved but not yet used, lie below that
+    by far less than a trillion, and the int64 id space has room for millions of such jumps.
     """
 
     BLOCK = 1000
     FILE = "producer_ids"
+    UNREADABLE_JUMP = 1 << 40
 
-    def __init__(self, data_dir: str | os.PathLike[str]) -> None:
+    def __init__(self, data_dir: str | os.PathLike[str], *, highest_in_use: int = -1) -> None:
         self._path = os.path.join(os.fspath(data_dir), self.FILE)
         try:
             with open(self._path, encoding="ascii") as f:
                 self._reserved = int(f.read().strip())
+            if self._reserved < 0:
+                raise ValueError(f"negative reservation {self._reserved}")
         except FileNotFoundError:
             self._reserved = 0
+        except (OSError, ValueError) as exc:        # UnicodeDecodeError is a ValueError
+            self._reserved = max(highest_in_use + 1, 0) + self.UNREADABLE_JUMP
+            log.error("%s is unreadable (%s): the last reserved producer id is unknown, so ids "
+                      "continue at %d, far past the highest in use (%d)", self._path, exc,
+                      self._reserved, highest_in_use)
         self._next = self._reserved
 
     def allocate(self) -> int:
@@ -174,4 +193,3 @@ class ProducerIds:
         atomic_write(self._path, f"{reserved}\n")
         self._reserved = reserved
         log.debug("reserved producer ids up to %d", reserved)
-

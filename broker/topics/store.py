@@ -2,25 +2,30 @@
 
 Each partition lives in ``<data-dir>/<topic>-<partition>/`` with a ``partition.metadata`` file
 in Kafka's format (``version: 0`` and the base64 ``topic_id``) plus a ``partition_count``
-line of ours, so a topic whose creation was cut short by a crash comes back whole. Deleting
-renames the directories to ``*.delete`` before removing them, so a crash mid-delete never
-resurrects a partial topic. ``__consumer_offsets-*`` belongs to offsets_log and is ignored.
+line of ours, so a topic whose creation was cut short by a crash comes back whole (partition
+0's metadata is made durable first; directories of a creation cut short before that hold
+nothing and are discarded with a log line). Deleting renames the directories to ``*.delete``
+before removing them, so a crash mid-delete never resurrects a partial topic. A clean
+shutdown leaves Kafka's ``.kafka_cleanshutdown`` marker, and the next start skips recovery.
+``__consumer_offsets-*`` belongs to offsets_log and is ignored.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import logging
 import os
 import re
 import shutil
+import threading
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import (InvalidPartitions, InvalidTopic, TopicAlreadyExists, UnknownTopicId,
-                     UnknownTopicOrPartition)
-from .fsutil import atomic_write, fsync_dir
+from .errors import (InvalidPartitions, InvalidTopic, StorageError, TopicAlreadyExists,
+                     UnknownTopicId, UnknownTopicOrPartition)
+from .fsutil import Disk, atomic_write, fsync_dir
 from .partition_log import PartitionLog
 from .producer_state import ProducerIds
 
@@ -28,9 +33,10 @@ log = logging.getLogger(__name__)
 
 OFFSETS_TOPIC = "__consumer_offsets"
 METADATA_FILE = "partition.metadata"
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"        # Kafka's name for the same marker
 MAX_NAME_LENGTH = 249
 _LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
-_PARTITION_DIR = re.compile(r"(?P<topic>.+)-(?P<partition>0|[1-9][0-9]*)")
+PARTITION_DIR = re.compile(r"(?P<topic>.+)-(?P<partition>0|[1-9][0-9]*)")
 _DELETE_SUFFIX = ".delete"
 
 
@@ -63,18 +69,28 @@ class Topic:
 class TopicStore:
     """The topics of one broker; ``log_config`` is passed to every :class:`PartitionLog`.
 
-    ``producer_ids`` allocates InitProducerId's ids from the same data directory.
+    ``producer_ids`` allocates InitProducerId's ids from the same data directory. ``disk``
+    carries every topic write (its ``fail``/``heal`` switch injects storage failures).
+
+    Creating a topic may run in a worker thread while the event loop reads the store: the
+    topic map is replaced, never changed in place, and one lock guards the names being
+    created, so readers never see a half-built topic and need no lock themselves.
     """
 
     def __init__(self, data_dir: str | os.PathLike[str], *, num_partitions: int = 1,
                  auto_create: bool = True, **log_config: Any) -> None:
         self.data_dir = os.fspath(data_dir)
         self.num_partitions, self.auto_create = num_partitions, auto_create
+        self.disk: Disk = log_config.pop("disk", None) or Disk()
         self._log_config = log_config
         self._topics: dict[str, Topic] = {}
+        self._lock = threading.Lock()
+        self._creating: set[str] = set()
         os.makedirs(self.data_dir, exist_ok=True)
-        self.producer_ids = ProducerIds(self.data_dir)
         self._recover()
+        highest = max((plog.producers.highest_producer_id() for topic in self._topics.values()
+                       for plog in topic.partitions), default=-1)
+        self.producer_ids = ProducerIds(self.data_dir, highest_in_use=highest)
 
     # -- queries ---------------------------------------------------------------------------
 
@@ -114,32 +130,63 @@ class TopicStore:
 
     # -- changes ---------------------------------------------------------------------------
 
+    def partition_count(self, partitions: int | None) -> int:
+        """The partitions a CreateTopics entry asks for (``num_partitions`` for None or -1)."""
+        return self.num_partitions if partitions in (None, -1) else partitions
+
     def create_topic(self, name: str, partitions: int | None = None, *,
                      validate_only: bool = False) -> Topic:
-        """Create a topic (``num_partitions`` when ``partitions`` is None or -1, as Kafka)."""
+        """Create a topic (``num_partitions`` when ``partitions`` is None or -1, as Kafka).
+
+        Safe to call from a worker thread. Only partition 0's metadata is fsynced before the
+        topic counts as created: it names the partition count, so start-up recreates any
+        other partition a power loss took (raises StorageError if the disk refuses).
+        """
+        count = self.partition_count(partitions)
+        with self._lock:
+            self._check_creatable(name, count)
+            if validate_only:
+                return Topic(name, uuid.UUID(int=0), [])
+            self._creating.add(name)
+        try:
+            topic_id = uuid.uuid4()
+            try:
+                self._write_topic(name, topic_id, count)
+            except OSError as exc:
+                self._discard_partitions(name, range(count))
+                raise StorageError(f"creating topic {name!r} failed: {exc}") from exc
+            topic = Topic(name, topic_id, self._open_logs(name, count, clean_shutdown=True))
+            with self._lock:
+                self._topics = {**self._topics, name: topic}
+        finally:
+            with self._lock:
+                self._creating.discard(name)
+        log.info("created topic %s (%s) with %d partition(s)", name, topic_id, count)
+        return topic
+
+    def _check_creatable(self, name: str, count: int) -> None:
         validate_topic_name(name)
-        count = self.num_partitions if partitions in (None, -1) else partitions
-        if name in self._topics or name == OFFSETS_TOPIC:
+        if name in self._topics or name in self._creating or name == OFFSETS_TOPIC:
             raise TopicAlreadyExists(f"topic {name!r} already exists")
-        clash = next((t for t in self._topics if _collision_key(t) == _collision_key(name)), None)
+        clash = next((t for t in (*self._topics, *self._creating)
+                      if _collision_key(t) == _collision_key(name)), None)
         if clash is not None:
             raise InvalidTopic(f"topic {name!r} collides with existing topic {clash!r}")
         if count <= 0:
             raise InvalidPartitions(f"number of partitions must be larger than 0, got {count}")
-        if validate_only:
-            return Topic(name, uuid.UUID(int=0), [])
-        topic_id = uuid.uuid4()
-        for p in range(count):
-            _write_metadata(self._partition_dir(name, p), topic_id, count)
+
+    def _write_topic(self, name: str, topic_id: uuid.UUID, count: int) -> None:
+        _write_metadata(self._partition_dir(name, 0), topic_id, count, durable=True)
         fsync_dir(self.data_dir)
-        topic = self._open_topic(name, topic_id, count)
-        log.info("created topic %s (%s) with %d partition(s)", name, topic_id, count)
-        return topic
+        for p in range(1, count):
+            _write_metadata(self._partition_dir(name, p), topic_id, count, durable=False)
+        fsync_dir(self.data_dir)
 
     def delete_topic(self, name: str) -> Topic:
         """Close and remove every partition of a topic; raises UnknownTopicOrPartition."""
-        topic = self.topic(name)
-        del self._topics[name]
+        with self._lock:
+            topic = self.topic(name)
+            self._topics = {n: t for n, t in self._topics.items() if n != name}
         for p, plog in enumerate(topic.partitions):
             plog.close()
             src = self._partition_dir(name, p)
@@ -150,42 +197,86 @@ class TopicStore:
         return topic
 
     def apply_retention(self, now_ms: int) -> int:
-        """Run retention on every partition; return the number of segments deleted."""
-        return sum(plog.apply_retention(now_ms)
-                   for topic in self._topics.values() for plog in topic.partitions)
+        """Run retention on every partition; return the number of segments deleted.
 
-    def flush(self) -> None:
+        A partition whose files cannot be removed is logged and skipped until the next run.
+        """
+        deleted = 0
         for topic in self._topics.values():
             for plog in topic.partitions:
-                plog.flush()
+                try:
+                    deleted += plog.apply_retention(now_ms)
+                except (StorageError, UnknownTopicOrPartition) as exc:
+                    log.warning("retention skipped %s: %s", plog.directory, exc)
+        return deleted
+
+    def flush(self) -> bool:
+        """fsync every partition; True if all succeeded (failures are logged)."""
+        durable = True
+        for topic in self._topics.values():
+            for plog in topic.partitions:
+                try:
+                    plog.flush()
+                except (StorageError, UnknownTopicOrPartition) as exc:
+                    log.warning("flush of %s failed: %s", plog.directory, exc)
+                    durable = False
+        return durable
 
     def close(self) -> None:
+        """Close every log; if all are durable, record a clean shutdown (start-up then skips recovery)."""
+        durable = True
         for topic in self._topics.values():
             for plog in topic.partitions:
-                plog.close()
-        self._topics.clear()
+                durable = plog.close() and durable
+        self._topics = {}
+        if not durable:
+            log.warning("not every partition could be flushed: the next start recovers them")
+            return
+        try:
+            atomic_write(os.path.join(self.data_dir, CLEAN_SHUTDOWN_FILE), '{"version":0}\n')
+        except OSError as exc:
+            log.warning("could not record the clean shutdown: %s", exc)
 
     # -- internals -------------------------------------------------------------------------
 
     def _partition_dir(self, name: str, partition: int) -> str:
         return os.path.join(self.data_dir, f"{name}-{partition}")
 
-    def _open_topic(self, name: str, topic_id: uuid.UUID, count: int) -> Topic:
-        logs = [PartitionLog(self._partition_dir(name, p), **self._log_config) for p in range(count)]
-        topic = self._topics[name] = Topic(name, topic_id, logs)
-        return topic
+    def _open_logs(self, name: str, count: int, *, clean_shutdown: bool) -> list[PartitionLog]:
+        return [PartitionLog(self._partition_dir(name, p), clean_shutdown=clean_shutdown,
+                             disk=self.disk, **self._log_config) for p in range(count)]
+
+    def _discard_partitions(self, name: str, partitions) -> None:
+        """Remove what a failed or half-done creation left (best effort: start-up retries)."""
+        for p in partitions:
+            directory = self._partition_dir(name, p)
+            if os.path.isdir(directory):
+                try:
+                    os.replace(directory, os.path.join(self.data_dir, f"{uuid.uuid4().hex}-{p}{_DELETE_SUFFIX}"))
+                except OSError as exc:
+                    log.error("could not remove %s: %s", directory, exc)
+        with contextlib.suppress(OSError):
+            fsync_dir(self.data_dir)
+            self._remove_deleted()
 
     def _remove_deleted(self) -> None:
         for entry in os.listdir(self.data_dir):
             if entry.endswith(_DELETE_SUFFIX):
-                shutil.rmtree(os.path.join(self.data_dir, entry))
+                shutil.rmtree(os.path.join(self.data_dir, entry), ignore_errors=True)
 
     def _recover(self) -> None:
-        """Open every topic found on disk, completing interrupted creates and deletes."""
+        """Open every topic found on disk, completing interrupted creates and deletes.
+
+        With Kafka's clean-shutdown marker present no log is recovered (see PartitionLog);
+        the marker is removed before anything is written, so a crash after this start is
+        never taken for a clean one.
+        """
         self._remove_deleted()
+        marker = os.path.join(self.data_dir, CLEAN_SHUTDOWN_FILE)
+        clean = os.path.isfile(marker)
         found: dict[str, dict[int, tuple[uuid.UUID, int] | None]] = {}
         for entry in os.listdir(self.data_dir):
-            match = _PARTITION_DIR.fullmatch(entry)
+            match = PARTITION_DIR.fullmatch(entry)
             if not match or not os.path.isdir(os.path.join(self.data_dir, entry)):
                 continue
             name, p = match["topic"], int(match["partition"])
@@ -197,39 +288,79 @@ class TopicStore:
                 log.warning("ignoring directory %s: not a legal topic name", entry)
                 continue
             found.setdefault(name, {})[p] = _read_metadata(os.path.join(self.data_dir, entry))
+        partitions = sum(len(parts) for parts in found.values())
+        if clean:
+            log.info("clean shutdown recorded: opening %d partition log(s) without recovery", partitions)
+        elif found:
+            log.info("no clean shutdown recorded: recovering the active segment of %d partition "
+                     "log(s)", partitions)
         for name, parts in sorted(found.items()):
-            self._recover_topic(name, parts)
+            try:
+                self._recover_topic(name, parts, clean)
+            except OSError as exc:             # one broken topic must not stop the broker
+                log.error("topic %s cannot be recovered and stays closed: %s", name, exc)
+        if clean:
+            try:
+                os.remove(marker)
+                fsync_dir(self.data_dir)
+            except OSError as exc:
+                log.error("cannot remove %s (%s): a crash would be taken for a clean shutdown",
+                          marker, exc)
 
-    def _recover_topic(self, name: str, parts: dict[int, tuple[uuid.UUID, int] | None]) -> None:
+    def _recover_topic(self, name: str, parts: dict[int, tuple[uuid.UUID, int] | None],
+                       clean: bool) -> None:
         known = [meta for _, meta in sorted(parts.items()) if meta is not None]
+        if not known and not any(_holds_data(self._partition_dir(name, p)) for p in parts):
+            log.warning("topic %s: discarding partition(s) %s of a creation cut short (no "
+                        "metadata, no data)", name, sorted(parts))
+            self._discard_partitions(name, sorted(parts))
+            return
         topic_id = known[0][0] if known else uuid.uuid4()
         if any(tid != topic_id for tid, _ in known):
             log.warning("topic %s: partitions disagree on the topic id; keeping %s", name, topic_id)
         count = max([max(parts) + 1, *(c for _, c in known)])
         repaired = [p for p in range(count) if parts.get(p) != (topic_id, count)]
-        for p in repaired:
-            _write_metadata(self._partition_dir(name, p), topic_id, count)
-        if repaired:
-            fsync_dir(self.data_dir)
-            log.warning("topic %s: rewrote metadata of partition(s) %s", name, repaired)
-        self._open_topic(name, topic_id, count)
+        try:
+            for p in repaired:            # partition 0's is what a later recovery starts from
+                _write_metadata(self._partition_dir(name, p), topic_id, count, durable=p == 0)
+            if repaired:
+                fsync_dir(self.data_dir)
+                log.warning("topic %s: rewrote the metadata of %d partition(s), %d to %d", name,
+                            len(repaired), repaired[0], repaired[-1])
+        except OSError as exc:
+            log.error("topic %s: cannot repair partition metadata: %s", name, exc)
+        logs = self._open_logs(name, count, clean_shutdown=clean)
+        self._topics = {**self._topics, name: Topic(name, topic_id, logs)}
         log.info("recovered topic %s (%s) with %d partition(s)", name, topic_id, count)
 
 
-def _write_metadata(directory: str, topic_id: uuid.UUID, count: int) -> None:
+def _holds_data(directory: str) -> bool:
+    """Whether a partition directory has a non-empty segment."""
+    try:
+        return any(e.name.endswith(".log") and e.stat().st_size > 0 for e in os.scandir(directory))
+    except OSError:
+        return True                       # unreadable: keep it, never discard data unseen
+
+
+def _write_metadata(directory: str, topic_id: uuid.UUID, count: int, *, durable: bool) -> None:
     os.makedirs(directory, exist_ok=True)
     encoded = base64.urlsafe_b64encode(topic_id.bytes).rstrip(b"=").decode("ascii")
     atomic_write(os.path.join(directory, METADATA_FILE),
-                 f"version: 0\ntopic_id: {encoded}\npartition_count: {count}\n")
+                 f"version: 0\ntopic_id: {encoded}\npartition_count: {count}\n", durable=durable)
+
+
+def read_metadata(directory: str) -> tuple[uuid.UUID, int]:
+    """(topic id, partition count) from partition.metadata; raises OSError, KeyError or ValueError."""
+    with open(os.path.join(directory, METADATA_FILE), encoding="utf-8") as f:
+        fields = dict(line.split(": ", 1) for line in f.read().splitlines() if ": " in line)
+    topic_id = uuid.UUID(bytes=base64.urlsafe_b64decode(fields["topic_id"] + "=="))
+    return topic_id, int(fields.get("partition_count", "0"))
 
 
 def _read_metadata(directory: str) -> tuple[uuid.UUID, int] | None:
     """(topic id, partition count) from partition.metadata, None if missing or unreadable."""
     try:
-        with open(os.path.join(directory, METADATA_FILE), encoding="utf-8") as f:
-            fields = dict(line.split(": ", 1) for line in f.read().splitlines() if ": " in line)
-        topic_id = uuid.UUID(bytes=base64.urlsafe_b64decode(fields["topic_id"] + "=="))
-        return topic_id, int(fields.get("partition_count", "0"))
+        return read_metadata(directory)
     except (OSError, KeyError, ValueError) as exc:
         log.warning("%s: unreadable %s (%s)", directory, METADATA_FILE, exc)
         return None
