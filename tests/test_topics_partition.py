@@ -153,16 +153,26 @@ def test_retention_by_time_uses_each_segments_newest_timestamp(tmp_path):
     assert (plog.log_start_offset, plog.high_watermark) == (3, 4)
 
 
-def test_offset_for_timestamp_finds_the_first_batch_at_or_after(tmp_path):
+def test_offset_for_timestamp_finds_the_first_record_at_or_after(tmp_path):
+    """Kafka answers with the record, not its batch: a time matching the second record of a
+    batch gives that record's offset and timestamp (librdkafka's tests 0054 and 0081)."""
     one = len(batch([b"v", b"w"]))
     plog = PartitionLog(tmp_path / "t-0", segment_bytes=2 * one)
     for ts in (100, 200, 300, 400):
-        plog.append(batch([b"v", b"w"], timestamp=ts), 0)            # max timestamp ts + 1
-    assert plog.offset_for_timestamp(0) == TimestampOffset(0, 101)
-    assert plog.offset_for_timestamp(201) == TimestampOffset(2, 201)
-    assert plog.offset_for_timestamp(250) == TimestampOffset(4, 301)
-    assert plog.offset_for_timestamp(401) == TimestampOffset(6, 401)
+        plog.append(batch([b"v", b"w"], timestamp=ts), 0)            # records at ts and ts + 1
+    assert plog.offset_for_timestamp(0) == TimestampOffset(0, 100)
+    assert plog.offset_for_timestamp(201) == TimestampOffset(3, 201)
+    assert plog.offset_for_timestamp(250) == TimestampOffset(4, 300)
+    assert plog.offset_for_timestamp(401) == TimestampOffset(7, 401)
     assert plog.offset_for_timestamp(402) == TimestampOffset(-1, -1)
+
+
+def test_max_timestamp_is_the_record_holding_it(tmp_path):
+    plog = PartitionLog(tmp_path / "t-0")
+    assert plog.max_timestamp_offset() == TimestampOffset(-1, -1)
+    plog.append(batch([b"a", b"b", b"c"], timestamp=500), 0)         # 500, 501, 502
+    plog.append(batch([b"d", b"e"], timestamp=100), 0)               # older timestamps later
+    assert plog.max_timestamp_offset() == TimestampOffset(2, 502)
 
 
 def test_log_append_time_stamps_batches_and_keeps_them_valid(tmp_path):

@@ -37,6 +37,7 @@ from typing import NamedTuple
 from crc32c import crc32c
 
 from protocol.exceptions import DecodeError
+from protocol.record_batch import records_of
 from protocol.records import BatchHeader, read_batches, with_base_offset
 
 from .batches import check_batch
@@ -362,29 +363,49 @@ class PartitionLog:
         return bisect.bisect_right([s.base_offset for s in self._segments], offset) - 1
 
     def offset_for_timestamp(self, timestamp: int) -> TimestampOffset:
-        """The first batch whose max timestamp is at or after ``timestamp``: its base offset.
-
-        Batch granularity (no record decoding): a consumer seeking there may see a few
-        earlier records of that batch, as Kafka's own time index can give.
-        """
+        """ListOffsets by time: the first record at or after ``timestamp`` (from the log start
+        on), with its own timestamp; (-1, -1) when none is that recent. The batch index finds
+        the batch; its records are decoded to find the record, as Kafka's time index and
+        segment scan do."""
         self._check_open()
         for seg in self._segments:
             if seg.largest_timestamp < timestamp:
                 continue
             for i, ts in enumerate(seg.max_timestamps):
-                if ts >= timestamp:
-                    return TimestampOffset(seg.bases[i], ts)
+                if ts >= timestamp and seg.lasts[i] >= self.log_start_offset:
+                    for record in self._records_at(seg.bases[i]) or ():
+                        if record.timestamp >= timestamp and record.offset >= self.log_start_offset:
+                            return TimestampOffset(record.offset, record.timestamp)
+                    return TimestampOffset(max(seg.bases[i], self.log_start_offset), ts)
         return TimestampOffset(-1, -1)
 
     def max_timestamp_offset(self) -> TimestampOffset:
-        """ListOffsets -3: the batch holding the largest timestamp (its last offset), or (-1, -1)."""
+        """ListOffsets -3: the first record holding the partition's largest timestamp, with
+        that timestamp (the earliest batch that reached it, then its first such record);
+        (-1, -1) for an empty log."""
         self._check_open()
-        best = TimestampOffset(-1, -1)
+        best, base = -1, None
         for seg in self._segments:
             for i, ts in enumerate(seg.max_timestamps):
-                if ts > best.timestamp:
-                    best = TimestampOffset(seg.lasts[i], ts)
-        return best
+                if ts > best:
+                    best, base = ts, seg.bases[i]
+        if base is None:
+            return TimestampOffset(-1, -1)
+        for record in self._records_at(base) or ():
+            if record.timestamp == best:
+                return TimestampOffset(record.offset, best)
+        return TimestampOffset(max(base, self.log_start_offset), best)
+
+    def _records_at(self, base_offset: int) -> list | None:
+        """The records of the batch starting at ``base_offset``; None if they cannot be
+        decoded (the caller then answers for the whole batch)."""
+        batch = self.read(max(base_offset, self.log_start_offset), 1, min_one=True)
+        try:
+            return records_of(batch)[1] if batch else []
+        except DecodeError as e:
+            log.warning("%s: cannot read the records of the batch at offset %d (%s); answering "
+                        "for the whole batch", self.directory, base_offset, e)
+            return None
 
     # -- retention -------------------------------------------------------------------------
 
