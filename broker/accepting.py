@@ -47,25 +47,37 @@ class Acceptor:
 
     async def _accept_forever(self, listener: trio.SocketListener) -> None:
         async with listener:
+            waiting = False                  # a connection is known to wait in the backlog
             while True:
                 try:
                     stream = await listener.accept()
                 except OSError as e:
                     if e.errno not in OUT_OF_RESOURCES:
                         raise
-                    await self._refuse_one(listener, e)
+                    # Linux fails accept(2) for want of a descriptor even with nobody waiting,
+                    # so first wait for a connection, then try once more before refusing it.
+                    if waiting:
+                        await self._refuse_one(listener)
+                    else:
+                        self._note_starved(e)
+                        await trio.lowlevel.wait_readable(listener.socket)
+                    waiting = not waiting
                     continue
+                waiting = False
                 if self._starved:
                     self._starved = False
                     log.warning("accepting connections again; %d refused while out of file descriptors",
                                 self.refused - self._refused_before)
                 self.nursery.start_soon(self.handler, stream)
 
-    async def _refuse_one(self, listener: trio.SocketListener, error: OSError) -> None:
+    def _note_starved(self, error: OSError) -> None:
         if not self._starved:
             self._starved, self._refused_before = True, self.refused
             log.warning("cannot accept connections (%s): refusing new ones until descriptors free "
                         "up; existing connections carry on", os.strerror(error.errno))
+
+    async def _refuse_one(self, listener: trio.SocketListener) -> None:
+        """Accept the waiting connection with the reserve descriptor and close it at once."""
         if self._reserve is None:
             self._reserve = _take_reserve()
             await trio.sleep(BACKOFF_S)
@@ -73,13 +85,13 @@ class Acceptor:
         os.close(self._reserve)
         self._reserve = None
         try:
-            sock, _ = await listener.socket.accept()
+            stream = await listener.accept()
         except OSError as e:
             if e.errno not in OUT_OF_RESOURCES:
                 raise
             await trio.sleep(BACKOFF_S)         # the freed descriptor went elsewhere
         else:
-            sock.close()
+            stream.socket.close()
             self.refused += 1
         self._reserve = _take_reserve()
 
