@@ -26,6 +26,16 @@ def parse_properties(text: str) -> dict[str, str]:
     return props
 
 
+def _at_least(minimum: int):
+    """An int parser that refuses values below ``minimum`` (Kafka's ``atLeast`` validator)."""
+    def parse(value: str) -> int:
+        number = int(value)
+        if number < minimum:
+            raise ConfigError(f"must be at least {minimum}")
+        return number
+    return parse
+
+
 def _bool(value: str) -> bool:
     if value.lower() not in ("true", "false"):
         raise ConfigError(f"expected true or false, got {value!r}")
@@ -42,6 +52,8 @@ class BrokerConfig:
     advertised_host: str | None = None
     advertised_port: int | None = None
     socket_request_max_bytes: int = DEFAULT_MAX_FRAME
+    connections_max_idle_ms: int = 600_000     # negative: never close idle connections (as Kafka)
+    fetch_max_bytes: int = 55 * 1024 * 1024    # the most a Fetch answer carries, whatever it asks
     auto_create_topics_enable: bool = True
     num_partitions: int = 1
     log_segment_bytes: int = 1 << 30
@@ -64,6 +76,8 @@ class BrokerConfig:
         "node.id": ("node_id", int), "broker.id": ("node_id", int),
         "cluster.id": ("cluster_id", str),
         "socket.request.max.bytes": ("socket_request_max_bytes", int),
+        "connections.max.idle.ms": ("connections_max_idle_ms", int),
+        "fetch.max.bytes": ("fetch_max_bytes", _at_least(1024)),
         "auto.create.topics.enable": ("auto_create_topics_enable", _bool),
         "num.partitions": ("num_partitions", int),
         "log.segment.bytes": ("log_segment_bytes", int),

@@ -2,15 +2,17 @@
 
 All run in the trio thread against one :class:`broker.topics.TopicStore` (appends are plain
 buffered writes, as Kafka's are: durability of topic data comes from the page cache, not an
-fsync per request). Fetch long-polls: it waits on an event that every append replaces, until
-``min_bytes`` are available or ``max_wait_ms`` passes.
+fsync per request). Fetch long-polls, parked under its partitions until ``min_bytes`` are
+available, ``max_wait_ms`` passes or its client hangs up; an answer never carries more than
+``fetch.max.bytes``. A request that fails as a whole gets Kafka's error answer for it, never a
+closed connection.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import trio
 
@@ -18,8 +20,13 @@ from protocol.errors import ErrorCode
 from protocol.messages import RESPONSES
 from protocol.records import read_batches
 from protocol.exceptions import DecodeError
+from protocol.registry import API_TABLE
+from protocol.wire import ZERO_UUID
 
 from .config import BrokerConfig
+from .data_errors import whole_request_error
+from .logsafe import safe
+from .parked_fetches import ParkedFetches
 from .topics import TopicsError, TopicStore, UnknownTopicId, UnknownTopicOrPartition
 
 log = logging.getLogger("groupbroker.data")
@@ -52,9 +59,10 @@ class DataPlane:
                                 segment_bytes=config.log_segment_bytes,
                                 retention_ms=config.log_retention_ms,
                                 retention_bytes=config.log_retention_bytes)
-        self._appended = trio.Event()
-        self.routes = {3: self.metadata, 0: self.produce, 1: self.fetch, 2: self.list_offsets,
-                       19: self.create_topics, 20: self.delete_topics, 22: self.init_producer_id}
+        self.parked = ParkedFetches()
+        handlers = {3: self.metadata, 0: self.produce, 1: self.fetch, 2: self.list_offsets,
+                    19: self.create_topics, 20: self.delete_topics, 22: self.init_producer_id}
+        self.routes = {key: _answering_errors(handler) for key, handler in handlers.items()}
 
     def has_partition(self, topic: str, partition: int) -> bool:
         try:
@@ -73,6 +81,9 @@ class DataPlane:
         node = self.config.node_id
         host, port = self.advertised
         wanted = req.topics
+        if v < 12 and wanted and any(t.name is None or t.topic_id != ZERO_UUID for t in wanted):
+            # Kafka's handleTopicMetadataRequest: topic ids (and so null names) only from v12 on
+            raise _Refused(E.INVALID_REQUEST, f"Metadata v{v} asks for topics by name only")
         if wanted is None or (v == 0 and not wanted):
             topics = [self._topic_metadata(t, E.NONE) for t in self.store.topics()]
         else:
@@ -118,7 +129,6 @@ class DataPlane:
         topic_cls = Produce.TopicProduceResponse
         part_cls = topic_cls.PartitionProduceResponse
         responses = []
-        appended = False
         for t in req.topic_data:
             parts = []
             for p in t.partition_data:
@@ -128,7 +138,7 @@ class DataPlane:
                     log_ = self.store.partition(t.name, p.index)
                     _one_batch(p.records)
                     info = log_.append(bytes(p.records), now)
-                    appended = True
+                    self.parked.appended(t.name, p.index)
                     parts.append(part_cls(index=p.index, error_code=E.NONE, base_offset=info.base_offset,
                                           log_append_time_ms=info.log_append_time,
                                           log_start_offset=log_.log_start_offset))
@@ -136,30 +146,54 @@ class DataPlane:
                     parts.append(part_cls(index=p.index, error_code=e.error_code, base_offset=-1,
                                           error_message=str(e) or None))
             responses.append(topic_cls(name=t.name, partition_responses=tuple(parts)))
-        if appended:
-            self._appended.set()
-            self._appended = trio.Event()
         if req.acks == 0:
             return None
         return Produce(responses=tuple(responses))
 
     # --- Fetch -------------------------------------------------------------------------------
     async def fetch(self, ctx, req):
-        deadline = trio.current_time() + max(req.max_wait_ms, 0) / 1000
-        while True:
-            waiter = self._appended
-            response, size = self._read(ctx.version, req)
-            if size >= req.min_bytes or trio.current_time() >= deadline:
-                return response
+        """Kafka's handleFetchRequest: at most min(max_bytes, fetch.max.bytes) in the answer (but
+        always the first batch found: KIP-74), min_bytes no more than that, and an immediate
+        answer when enough is there, a partition failed or there is nothing known to wait on."""
+        max_bytes = min(req.max_bytes, self.config.fetch_max_bytes)
+        min_bytes = min(req.min_bytes, max_bytes)
+        read = self._read(ctx.version, req, max_bytes)
+        wait_ms = self._wait_ms(req.max_wait_ms)
+        if wait_ms <= 0 or read.size >= min_bytes or read.failed or not read.partitions:
+            return read.response
+        deadline = trio.current_time() + wait_ms / 1000
+        with self.parked.park(read.partitions) as waiter:
             with trio.move_on_at(deadline):
-                await waiter.wait()
+                async with trio.open_nursery() as watching:
+                    if ctx.until_closed is not None:     # an abandoned fetch ends with its connection
+                        watching.start_soon(_cancel_when_done, ctx.until_closed, watching.cancel_scope)
+                    while True:
+                        await waiter.wait()
+                        read = self._read(ctx.version, req, max_bytes)
+                        if read.size >= min_bytes or read.failed:
+                            break
+                    watching.cancel_scope.cancel()
+            if waiter.woken:                    # records arrived as the wait ran out
+                read = self._read(ctx.version, req, max_bytes)
+        return read.response
 
-    def _read(self, v: int, req):
+    def _wait_ms(self, asked_ms: int) -> int:
+        """How long a fetch may park. Kafka takes a consumer's max_wait_ms as it comes; we bound
+        it by connections.max.idle.ms, past which Kafka would have closed the silent connection
+        anyway, so a fetch cannot park for the 24 days an INT32 allows."""
+        idle_ms = self.config.connections_max_idle_ms
+        return min(asked_ms, idle_ms) if idle_ms >= 0 else asked_ms
+
+    def _read(self, v: int, req, max_bytes: int) -> _Read:
+        """One pass over the partitions (ReplicaManager.readFromLog): each gets what is left of
+        ``max_bytes`` up to its own partition_max_bytes; the first non-empty one may exceed both."""
         topic_cls = Fetch.FetchableTopicResponse
         part_cls = topic_cls.PartitionData
-        budget = req.max_bytes
+        budget = max_bytes
         total = 0
         first = True
+        failed = False
+        known = []
         out = []
         for t in req.topics:
             try:
@@ -173,6 +207,7 @@ class DataPlane:
                     if name is None:
                         raise UnknownTopicId(f"unknown topic id {t.topic_id}")
                     log_ = self.store.partition(name, p.partition)
+                    known.append((name, p.partition))
                     records = log_.read(p.fetch_offset, max(0, min(p.partition_max_bytes, budget)),
                                         min_one=first)
                     if records:
@@ -184,12 +219,13 @@ class DataPlane:
                                           last_stable_offset=log_.high_watermark,
                                           log_start_offset=log_.log_start_offset, records=records))
                 except TopicsError as e:          # e.g. OFFSET_OUT_OF_RANGE still reports the bounds
+                    failed = failed or log_ is not None      # unknown partitions are no read failure
                     parts.append(part_cls(partition_index=p.partition, error_code=e.error_code,
                                           high_watermark=log_.high_watermark if log_ else -1,
                                           log_start_offset=log_.log_start_offset if log_ else -1,
                                           records=b""))
             out.append(topic_cls(topic=t.topic, topic_id=t.topic_id, partitions=tuple(parts)))
-        return Fetch(error_code=E.NONE, session_id=0, responses=tuple(out)), total
+        return _Read(Fetch(error_code=E.NONE, session_id=0, responses=tuple(out)), total, known, failed)
 
     # --- ListOffsets -------------------------------------------------------------------------
     async def list_offsets(self, ctx, req):
@@ -283,7 +319,7 @@ class DataPlane:
                 topic = self.store.delete_topic(name)
                 results.append(result_cls(name=name, topic_id=topic.topic_id, error_code=E.NONE))
             except TopicsError as e:
-                results.append(result_cls(name=name, topic_id=topic_id or _zero(),
+                results.append(result_cls(name=name, topic_id=topic_id or ZERO_UUID,
                                           error_code=e.error_code, error_message=str(e)))
         deleted = {r.name for r in results if r.error_code == E.NONE}
         if deleted:
@@ -292,11 +328,14 @@ class DataPlane:
 
     # --- InitProducerId ----------------------------------------------------------------------
     async def init_producer_id(self, ctx, req):
+        """Kafka's handleInitProducerIdRequest and TransactionCoordinator.handleInitProducerId."""
+        if (req.producer_id == -1) != (req.producer_epoch == -1):
+            raise _Refused(E.INVALID_REQUEST, "producer id and epoch are both set or both -1")
         if req.transactional_id is not None:
             return InitProducerId(error_code=E.COORDINATOR_NOT_AVAILABLE, producer_id=-1, producer_epoch=-1)
-        if req.producer_id >= 0:          # KIP-360: an idempotent producer bumps its epoch
-            return InitProducerId(error_code=E.NONE, producer_id=req.producer_id,
-                                  producer_epoch=req.producer_epoch + 1)
+        # Without a transactional id Kafka always hands out a new producer id at epoch 0, whatever
+        # id and epoch came with the request: an idempotent producer bumps its epoch itself and
+        # asks again only when that epoch is exhausted (or its state is lost).
         return InitProducerId(error_code=E.NONE, producer_id=self.store.producer_ids.allocate(),
                               producer_epoch=0)
 
@@ -308,6 +347,40 @@ class DataPlane:
             deleted = self.store.apply_retention(_now_ms())
             if deleted:
                 log.info("retention deleted %d segment(s)", deleted)
+
+
+class _Read(NamedTuple):
+    """One read pass of a Fetch: the answer, its record bytes, the partitions it could wait
+    on, and whether reading one of them failed (which answers at once, as in Kafka)."""
+    response: object
+    size: int
+    partitions: list
+    failed: bool
+
+
+async def _cancel_when_done(event, scope: trio.CancelScope) -> None:
+    await event()
+    scope.cancel()
+
+
+def _answering_errors(handler):
+    """``handler`` answering with Kafka's whole-request error instead of raising: a refused
+    request, a storage failure, or (as Kafka's UNKNOWN_SERVER_ERROR) a bug of ours."""
+    async def decide(ctx, req):
+        try:
+            return await handler(ctx, req)
+        except (_Refused, TopicsError) as e:
+            log.warning("%s v%d from client %s: %s (%s)", API_TABLE[ctx.api_key].name, ctx.version,
+                        safe(ctx.client_id), e.error_code.name, safe(str(e)))
+            error, message = e.error_code, str(e) or None
+        except Exception:        # a bug must cost its request an error answer, never the connection
+            log.exception("%s v%d from client %s failed; answering UNKNOWN_SERVER_ERROR",
+                          API_TABLE[ctx.api_key].name, ctx.version, safe(ctx.client_id))
+            error, message = E.UNKNOWN_SERVER_ERROR, None
+        if ctx.api_key == 0 and req.acks == 0:
+            return None                  # a produce with acks=0 is never answered
+        return whole_request_error(ctx.api_key, ctx.version, req, error, message)
+    return decide
 
 
 class _Refused(Exception):
@@ -332,7 +405,3 @@ def _one_batch(records) -> None:
 def _fields(obj) -> dict:
     return {f: getattr(obj, f) for f in obj.__dataclass_fields__}
 
-
-def _zero():
-    import uuid
-    return uuid.UUID(int=0)

@@ -20,6 +20,8 @@ from protocol.errors import ErrorCode
 from protocol.messages import RESPONSES
 from protocol.registry import API_TABLE
 
+from .logsafe import safe
+
 log = logging.getLogger("groupbroker.faults")
 
 #: Group APIs whose failure answer the coordinator knows how to build.
@@ -139,8 +141,8 @@ class Faults:
                     rule.count -= 1
                     if rule.count == 0:
                         self.rules.remove(rule)
-                log.warning("fault injection: %s v%d from client %r: %s", API_TABLE[ctx.api_key].name,
-                            ctx.version, ctx.client_id, rule.describe())
+                log.warning("fault injection: %s v%d from client %s: %s", API_TABLE[ctx.api_key].name,
+                            ctx.version, safe(ctx.client_id), safe(rule.describe()))
                 return rule
         return None
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import trio
@@ -26,6 +27,8 @@ class Call:
     client_host: str
     #: shard tickets the answer must wait for before it is sent (their records made durable)
     barriers: list = field(default_factory=list)
+    #: returns once the client has hung up (a parked request may then give up); None: never
+    until_closed: Callable[[], Awaitable[None]] | None = None
 
 
 class Handlers:

@@ -8,7 +8,10 @@ requests ``shutdown_grace_s`` to finish, then stops the shards and closes the lo
 A connection reads the next request only once the one before it is decided, so a parked
 JoinGroup holds the requests behind it, as Kafka's muted channels do; answers leave strictly in
 request order, each once the records it depends on are durable. Bad input (a malformed or
-oversized frame, an unknown API or version) closes only that connection, with one log line.
+oversized frame, an unknown API or version) closes only that connection, with one log line; so
+does silence (no bytes either way) for ``connections.max.idle.ms``. A parked Fetch ends when its
+client hangs up. Running out of file descriptors refuses new connections promptly and keeps
+serving the others (broker/accepting.py).
 """
 
 from __future__ import annotations
@@ -16,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-from functools import partial
 
 import trio
 
@@ -25,17 +27,20 @@ from offsets_log.errors import OffsetsLogError
 from offsets_log.log import Durability, ShardLog
 from protocol.errors import ErrorCode
 from protocol.exceptions import DecodeError, EncodeError, FrameTooLarge, UnsupportedVersion
-from protocol.frames import FrameBuffer
 from protocol.header import decode_request, decode_request_header, encode_response_parts
 
+from .accepting import Acceptor
 from .admin import serve_admin
 from .api_versions import unsupported_version_answer
 from .config import BrokerConfig
 from .control import BrokerControl
+from .data_errors import whole_request_error
 from .faults import ConnectionDropped, Faults
 from .groups import GroupRouter
 from .handlers import Call, Handlers
+from .inbound import Inbound
 from .journaling import BrokerJournal
+from .logsafe import safe
 from .shard_runner import ShardRunner
 
 log = logging.getLogger("groupbroker.server")
@@ -110,8 +115,7 @@ class Broker:
             try:
                 async with trio.open_nursery() as connections:
                     async with trio.open_nursery() as accepting:
-                        accepting.start_soon(partial(trio.serve_listeners, self._connection, listeners,
-                                                     handler_nursery=connections))
+                        accepting.start_soon(Acceptor(self._connection, connections).serve, listeners)
                         task_status.started(self)
                         await self._stop.wait()
                         log.info("shutting down: no new connections")
@@ -142,13 +146,21 @@ class Broker:
     async def _connection(self, stream: trio.SocketStream) -> None:
         peer = _peer(stream)
         log.info("connection from %s opened", peer)
+        inbound = Inbound(stream, self.config.socket_request_max_bytes)
         try:
             try:
                 async with trio.open_nursery() as nursery:
-                    sender = OrderedSender(stream)
+                    sender = OrderedSender(stream, inbound.touch)
                     nursery.start_soon(sender.run)
+                    idle_watch = trio.CancelScope()
+                    if self.config.connections_max_idle_ms >= 0:
+                        nursery.start_soon(self._close_when_idle, inbound, peer, nursery.cancel_scope,
+                                           idle_watch)
                     async with sender.queue:
-                        await self._read_requests(stream, peer, sender)
+                        try:
+                            await self._read_requests(inbound, peer, sender)
+                        finally:
+                            idle_watch.cancel()
             except* (trio.BrokenResourceError, trio.ClosedResourceError):
                 pass                                   # the client went away mid-answer
             except* Unacknowledged as group:
@@ -160,14 +172,25 @@ class Broker:
                 await stream.aclose()
             log.info("connection from %s closed", peer)
 
-    async def _read_requests(self, stream, peer: str, sender: OrderedSender) -> None:
+    async def _close_when_idle(self, inbound: Inbound, peer: str, connection: trio.CancelScope,
+                               watch: trio.CancelScope) -> None:
+        """Kafka's idle expiry: close a connection with no bytes in or out for
+        connections.max.idle.ms (a partial frame, or a request parked that long, included)."""
+        idle_ms = self.config.connections_max_idle_ms
+        with watch:
+            while (deadline := inbound.last_active + idle_ms / 1000) > trio.current_time():
+                await trio.sleep_until(deadline)
+            log.info("closing connection from %s: idle for %d ms (connections.max.idle.ms)", peer, idle_ms)
+            connection.cancel()
+
+    async def _read_requests(self, inbound: Inbound, peer: str, sender: OrderedSender) -> None:
         """Decide each request in order; a request is read only once the one before it is
         decided (so a parked JoinGroup holds the rest), while answers wait for durability.
 
         Pipelined requests that never park (heartbeats, commits) are the exception: every one
         already buffered goes to its shard at once, and their answers leave together.
         """
-        frames = FrameBuffer(self.config.socket_request_max_bytes)
+        frames = inbound.frames
         started: list = []          # pipelined requests handed to their shards, not yet answered
         try:
             while True:
@@ -177,14 +200,13 @@ class Broker:
                         await sender.submit(await self._finish(started))
                         started = []
                         continue
-                    data = await stream.receive_some(1 << 16)
-                    if not data:
+                    if inbound.closed_by_peer:
                         return
-                    frames.feed(data)
+                    await inbound.receive()
                     continue
                 header, body = self._decode(frame)
                 ctx = Call(header.api_key, header.api_version, header.client_id or "",
-                           "/" + peer.rsplit(":", 1)[0])
+                           "/" + peer.rsplit(":", 1)[0], until_closed=inbound.until_closed)
                 began = self.handlers.begin(ctx, body)
                 if began is not None:
                     started.append((header, ctx, body, *began))
@@ -197,7 +219,7 @@ class Broker:
                     response = await self._respond(ctx, body)
                     await sender.submit([(ctx.barriers, self._answered(header, ctx, body, response))])
         except (FrameTooLarge, DecodeError, UnsupportedVersion, ConnectionDropped) as e:
-            log.warning("closing connection from %s: %s", peer, e)
+            log.warning("closing connection from %s: %s", peer, safe(str(e)))
             if started:                 # what came before the bad frame is answered, as Kafka would
                 await sender.submit(await self._finish(started))
 
@@ -235,7 +257,14 @@ class Broker:
         """The answer's framed chunks; recorded first if the test asked for a recording."""
         if self.faults.recording and body is not _UNKNOWN_API_VERSIONS:
             self.faults.record(ctx, body, response)
-        return _encode(header, response)
+        try:
+            return _encode(header, response)
+        except EncodeError:
+            if header.api_key not in self.handlers.data.routes:
+                raise
+            # a data-plane answer we cannot encode is a bug of ours: Kafka's UNKNOWN_SERVER_ERROR
+            return _encode(header, whole_request_error(header.api_key, header.api_version, body,
+                                                       ErrorCode.UNKNOWN_SERVER_ERROR))
 
 
 #: An ApiVersions request at a version this broker does not know.
@@ -270,8 +299,8 @@ class OrderedSender:
     leave in one write.
     """
 
-    def __init__(self, stream: trio.SocketStream):
-        self.stream = stream
+    def __init__(self, stream: trio.SocketStream, on_sent=lambda: None):
+        self.stream, self.on_sent = stream, on_sent
         self.queue, self._queued = trio.open_memory_channel(_IN_FLIGHT)
         self._pending = 0                       # answers queued or being sent by run()
 
@@ -308,6 +337,7 @@ class OrderedSender:
                     raise Unacknowledged("an answer depended on a write that failed")
         for chunk in _coalesce(part for _, parts in answers for part in parts):
             await _write(self.stream, chunk)
+        self.on_sent()
 
 
 async def _write(stream: trio.SocketStream, data: bytes) -> None:

@@ -49,3 +49,12 @@ def test_serve_refuses_a_bad_override_with_exit_2(tmp_path):
                          timeout=30)
     assert out.returncode == 2 and out.stdout == ""
     assert "no.such.setting" in out.stderr
+
+
+def test_connection_and_fetch_limits_have_kafkas_names_defaults_and_bounds():
+    default = BrokerConfig.build({})
+    assert (default.connections_max_idle_ms, default.fetch_max_bytes) == (600_000, 57_671_680)
+    config = BrokerConfig.build({"connections.max.idle.ms": "-1", "fetch.max.bytes": "1024"})
+    assert (config.connections_max_idle_ms, config.fetch_max_bytes) == (-1, 1024)
+    with pytest.raises(ConfigError, match="at least 1024"):
+        BrokerConfig.build({"fetch.max.bytes": "1023"})
