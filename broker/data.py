@@ -144,7 +144,7 @@ class DataPlane:
                                           log_start_offset=log_.log_start_offset))
                 except (TopicsError, _Refused) as e:
                     parts.append(part_cls(index=p.index, error_code=e.error_code, base_offset=-1,
-                                          error_message=str(e) or None))
+                                          error_message=error_message(e)))
             responses.append(topic_cls(name=t.name, partition_responses=tuple(parts)))
         if req.acks == 0:
             return None
@@ -279,7 +279,7 @@ class DataPlane:
         for t, outcome in checked:
             if isinstance(outcome, Exception):
                 results.append(result_cls(name=t.name, error_code=outcome.error_code,
-                                          error_message=str(outcome)))
+                                          error_message=error_message(outcome)))
                 continue
             try:
                 if req.validate_only:
@@ -291,7 +291,7 @@ class DataPlane:
                                           or self.store.partition_count(outcome),
                                           replication_factor=1, configs=()))
             except TopicsError as e:
-                results.append(result_cls(name=t.name, error_code=e.error_code, error_message=str(e)))
+                results.append(result_cls(name=t.name, error_code=e.error_code, error_message=error_message(e)))
         return CreateTopics(topics=tuple(results))
 
     def _partitions_to_create(self, t) -> int:
@@ -320,7 +320,7 @@ class DataPlane:
                 results.append(result_cls(name=name, topic_id=topic.topic_id, error_code=E.NONE))
             except TopicsError as e:
                 results.append(result_cls(name=name, topic_id=topic_id or ZERO_UUID,
-                                          error_code=e.error_code, error_message=str(e)))
+                                          error_code=e.error_code, error_message=error_message(e)))
         deleted = {r.name for r in results if r.error_code == E.NONE}
         if deleted:
             self.on_topics_deleted(deleted)
@@ -372,7 +372,7 @@ def _answering_errors(handler):
         except (_Refused, TopicsError) as e:
             log.warning("%s v%d from client %s: %s (%s)", API_TABLE[ctx.api_key].name, ctx.version,
                         safe(ctx.client_id), e.error_code.name, safe(str(e)))
-            error, message = e.error_code, str(e) or None
+            error, message = e.error_code, error_message(e)
         except Exception:        # a bug must cost its request an error answer, never the connection
             log.exception("%s v%d from client %s failed; answering UNKNOWN_SERVER_ERROR",
                           API_TABLE[ctx.api_key].name, ctx.version, safe(ctx.client_id))
@@ -405,3 +405,13 @@ def _one_batch(records) -> None:
 def _fields(obj) -> dict:
     return {f: getattr(obj, f) for f in obj.__dataclass_fields__}
 
+
+#: The longest error message an answer carries: messages quote client strings (topic names),
+#: and a non-flexible version cannot carry a string over 32,767 bytes.
+MESSAGE_LIMIT = 1000
+
+
+def error_message(e: Exception) -> str | None:
+    """``e``'s text for an answer's error_message, cut to :data:`MESSAGE_LIMIT` characters."""
+    text = str(e)
+    return text[:MESSAGE_LIMIT] + "..." if len(text) > MESSAGE_LIMIT else text or None

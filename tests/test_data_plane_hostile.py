@@ -167,6 +167,17 @@ async def test_init_producer_id_with_an_exhausted_epoch_gets_a_new_producer_id(b
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
 
 
+async def test_an_error_quoting_a_long_topic_name_still_fits_its_answer(broker, caplog):
+    """A non-flexible Produce answer cannot carry a 32 KiB error message; the message is cut."""
+    client = await WireClient.connect(broker.port)
+    data = Produce.TopicProduceData
+    answer = await client.call(0, 8, Produce(acks=-1, timeout_ms=1000, topic_data=(data(
+        name="t" * 32_700, partition_data=(data.PartitionProduceData(index=0, records=b"x"),)),)))
+    part = answer.responses[0].partition_responses[0]
+    assert part.error_code != ErrorCode.NONE and len(part.error_message) <= 1003
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
+
+
 async def test_client_strings_are_escaped_in_the_log(broker, caplog):
     client = await WireClient.connect(broker.port, client_id="evil\x1b[2J\nforged line")
     await client.call(3, 11, Metadata(topics=(Metadata.MetadataRequestTopic(name=None),)))
