@@ -14,6 +14,14 @@ from protocol.messages import RESPONSES
 from protocol.registry import API_TABLE
 
 ApiVersionsResponse = RESPONSES[18].cls
+
+#: Every API this broker answers, hence what ApiVersions advertises and `groupbroker apis` lists
+#: (the broker checks its dispatch table against it at start).
+SERVED_APIS = frozenset({
+    18,                                          # ApiVersions
+    3, 0, 1, 2, 19, 20, 22,                      # the data plane (broker/data.py)
+    10, 11, 14, 12, 13, 8, 9, 15, 16, 42, 47,    # the group coordinator (broker/groups.py)
+})
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?\Z")
 
 

@@ -27,7 +27,8 @@ def _parser() -> argparse.ArgumentParser:
                                      "Kafka's consumer-group coordinator.")
     parser.add_argument("--version", action="version", version=f"groupbroker {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("apis", help="print the Kafka APIs and versions this build speaks")
+    commands.add_parser("apis", help="print the Kafka APIs and versions this broker serves (what "
+                                         "ApiVersions advertises)")
     serve = commands.add_parser("serve", help="run the broker")
     serve.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port to listen on; 0 picks a free one (default 9092)")
@@ -89,7 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.command == "apis":
-        sys.stdout.write(describe() + "\n")
+        from broker.api_versions import SERVED_APIS
+        sys.stdout.write(describe(SERVED_APIS) + "\n")
         return 0
     if args.command == "log":
         return _log_command(args)

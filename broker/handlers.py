@@ -9,7 +9,7 @@ import trio
 
 from protocol.registry import API_TABLE
 
-from .api_versions import api_versions_answer
+from .api_versions import SERVED_APIS, api_versions_answer
 from .config import BrokerConfig
 from .data import DataPlane
 from .faults import ConnectionDropped, Faults, error_answer
@@ -42,6 +42,7 @@ class Handlers:
     def serve_groups(self, groups: GroupRouter) -> None:
         self.routes.update({key: groups.handle for key in GROUP_APIS})
         self._groups = groups
+        assert set(self.routes) == SERVED_APIS, "the dispatch table and SERVED_APIS disagree"
 
     def serves(self, api_key: int, version: int) -> bool:
         return api_key in self.routes and API_TABLE[api_key].supports(version)

@@ -38,10 +38,12 @@ def _build() -> dict[int, ApiSpec]:
 API_TABLE: dict[int, ApiSpec] = _build()
 
 
-def describe() -> str:
-    """The table as text, one API a line (for ``groupbroker apis``)."""
+def describe(keys=None) -> str:
+    """The table (or its rows for ``keys``) as text, one API a line (for ``groupbroker apis``)."""
     lines = [f"{'key':>4}  {'api':<24} {'versions':<9} first flexible"]
     for spec in API_TABLE.values():
+        if keys is not None and spec.key not in keys:
+            continue
         flex = "-" if spec.first_flexible is None else f"v{spec.first_flexible}"
         lines.append(f"{spec.key:>4}  {spec.name:<24} {spec.min_version}-{spec.max_version:<7} {flex}")
     return "\n".join(lines)
