@@ -275,7 +275,8 @@ def java(widths: list[int], cells: list) -> str:
 
 
 def orders_topic(bootstrap: str, topic: str = "orders", partitions: int = 3, per_partition: int = 4) -> None:
-    """``topic`` with ``per_partition`` records in each partition, record i stamped T0 + i min."""
+    """``topic`` with ``per_partition`` records in each partition, record i stamped T0 + i min,
+    each in its own batch (the broker answers ListOffsets by timestamp per batch)."""
     from kafka import KafkaAdminClient, KafkaProducer
     from kafka.admin import NewTopic
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
@@ -288,7 +289,7 @@ def orders_topic(bootstrap: str, topic: str = "orders", partitions: int = 3, per
         for p in range(partitions):
             for i in range(per_partition):
                 producer.send(topic, value=b"v%d" % i, partition=p, timestamp_ms=T0 + i * 60_000)
-        producer.flush(30)
+                producer.flush(30)
     finally:
         producer.close()
 
@@ -368,7 +369,7 @@ def test_the_command_lines_of_kafkas_docs(served):
             ["my-group", mid, "/127.0.0.1", "consumer1", 3, "-", "orders:0,1,2", "-", "-"]]) + "\n"
 
         state = kcg(served, "--describe", "--group", "my-group", "--state")
-        coordinator = f"{served.bootstrap}  (0)"
+        coordinator = f"{served.bootstrap}  (1)"          # node.id defaults to 1
         w = [15, max(25, len(coordinator)), 20, 20, 0]
         assert state.stdout == "".join("\n" + java(w, r) for r in [
             ["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"],

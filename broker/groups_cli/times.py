@@ -11,8 +11,10 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta, timezone
 
+from .client import GroupsError
 
-class TimeArgumentError(ValueError):
+
+class TimeArgumentError(GroupsError):
     """An unreadable --to-datetime or --by-duration; str() is what Kafka's tool prints."""
 
 
