@@ -37,8 +37,8 @@ def run(args) -> int:
         opts = parse(args.groups_argv)
     except UsageError as e:
         return _usage(str(e))
-    if opts.action == "help":
-        sys.stdout.write(HELP if opts.show_help else f"{_version()}\n")
+    if opts.action == "version":
+        sys.stdout.write(f"{_version()}\n")
         return 0
     out = Output(opts.legacy)
     try:

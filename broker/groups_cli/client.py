@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import socket
 import struct
-import sys
 from dataclasses import dataclass, field
 from itertools import count
 

@@ -217,7 +217,7 @@ def cmd_delete(cluster: Cluster, opts: Options, out: Output) -> int:
     failed = {g: results[g] for g in groups if results.get(g, ErrorCode.NONE) != ErrorCode.NONE}
     deleted = [g for g in groups if g not in failed]
     if not failed:
-        out.lines([f"Deletion of requested consumer groups ({', '.join(repr_(g) for g in deleted)}) was successful."])
+        out.lines([f"Deletion of requested consumer groups ({', '.join(_quoted(g) for g in deleted)}) was successful."])
         return 0
     out.error("Deletion of some consumer groups failed:")
     detail = (lambda code: code.name) if out.legacy else exception_text
@@ -227,12 +227,12 @@ def cmd_delete(cluster: Cluster, opts: Options, out: Output) -> int:
             out.stderr(line)
         return 1
     if deleted:
-        lines += ["", f"These consumer groups were deleted successfully: {', '.join(repr_(g) for g in deleted)}"]
+        lines += ["", f"These consumer groups were deleted successfully: {', '.join(_quoted(g) for g in deleted)}"]
     out.lines(lines)
     return 0
 
 
-def repr_(group: str) -> str:
+def _quoted(group: str) -> str:
     return f"'{group}'"
 
 

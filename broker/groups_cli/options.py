@@ -91,8 +91,6 @@ class Options:
     export: bool = False
     timeout_ms: int = DEFAULT_TIMEOUT_MS
     command_config: str | None = None
-    show_help: bool = False
-    show_version: bool = False
 
     @property
     def number(self) -> int:
@@ -180,11 +178,11 @@ def parse_kafka(argv: list[str]) -> Options:
     def one(name: str) -> str | None:
         return seen[name][0] if has(name) else None
 
-    if has("help") or has("version"):
-        return Options(action="help", show_help=has("help"), show_version=not has("help"))
-    if not argv:
+    if has("help") or not argv:             # Kafka prints the help on stderr and exits 1 here
         raise UsageError("This tool helps to list all consumer groups, describe a consumer group, "
                          "delete consumer group info, or reset consumer group offsets.")
+    if has("version"):
+        return Options(action="version")
     _check_args(seen)
     actions = [a for a in ACTIONS if has(a)]
     if len(actions) != 1:
