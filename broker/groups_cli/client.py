@@ -1,8 +1,8 @@
-"""``groupbroker groups``: a kafka-consumer-groups.sh over the Kafka protocol.
+"""The wire half of ``groupbroker groups``: blocking Kafka requests to any Kafka broker.
 
-Talks to any Kafka broker (ours or Apache Kafka) with a plain blocking socket and our own
-codec: ApiVersions picks, per API, the highest version both sides speak, FindCoordinator
-locates the group, and the commands print Kafka's columns (REFERENCE.md §7.1).
+A plain socket and our own codec, no trio: ApiVersions picks, per API, the highest version
+both sides speak; FindCoordinator locates a group; the functions here return plain data that
+the commands turn into Kafka's tables.
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import socket
 import struct
-import sys
 from dataclasses import dataclass, field
 from itertools import count
 
@@ -24,10 +23,8 @@ from protocol.payloads import decode_payload
 log = logging.getLogger(__name__)
 
 API_VERSIONS, METADATA, LIST_OFFSETS, OFFSET_COMMIT, OFFSET_FETCH = 18, 3, 2, 8, 9
-FIND_COORDINATOR, DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS = 10, 15, 16, 42
+FIND_COORDINATOR, DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS, OFFSET_DELETE = 10, 15, 16, 42, 47
 LATEST, EARLIEST = -1, -2
-INACTIVE = {"empty", "dead", ""}
-REBALANCING = {"preparingrebalance", "completingrebalance", "assigning", "reconciling"}
 
 
 class GroupsError(Exception):
@@ -39,6 +36,7 @@ class KafkaError(GroupsError):
 
     def __init__(self, code: int, what: str):
         self.code = ErrorCode.lookup(code)
+        self.what = what
         super().__init__(f"{what}: {self.code.name}")
 
 
@@ -200,14 +198,19 @@ class Member:
     client_id: str
     host: str
     partitions: list[tuple[str, int]]
+    group_instance_id: str | None = None
 
 
 @dataclass
 class Group:
+    """A DescribeGroups answer; ``not_found`` holds the broker's message for GROUP_ID_NOT_FOUND
+    (DescribeGroups v6+ answers so for a group it does not know; older versions say Dead)."""
+
     group_id: str
     state: str
     protocol: str
     members: list[Member]
+    not_found: str | None = None
 
 
 def describe_group(coordinator: Connection, group: str) -> Group:
@@ -215,10 +218,10 @@ def describe_group(coordinator: Connection, group: str) -> Group:
     answer = coordinator.call(DESCRIBE_GROUPS, lambda v: cls(groups=(group,)))
     described = answer.groups[0]
     if described.error_code == ErrorCode.GROUP_ID_NOT_FOUND:
-        return Group(group, "Dead", "", [])
+        return Group(group, "Dead", "", [], described.error_message or f"Group {group} not found.")
     _check(described.error_code, f"DescribeGroups for group '{group}'")
-    members = [Member(m.member_id, m.client_id, m.client_host, _assigned(m.member_assignment))
-               for m in described.members]
+    members = [Member(m.member_id, m.client_id, m.client_host, _assigned(m.member_assignment),
+                      m.group_instance_id) for m in described.members]
     return Group(group, described.group_state, described.protocol_data, members)
 
 
@@ -233,8 +236,9 @@ def _assigned(data: bytes) -> list[tuple[str, int]]:
     return sorted((tp.topic, p) for tp in body.assigned_partitions for p in tp.partitions)
 
 
-def fetch_offsets(coordinator: Connection, group: str) -> dict[tuple[str, int], int]:
-    """Committed offsets of every partition of ``group`` (OffsetFetch with topics = null)."""
+def fetch_committed(coordinator: Connection, group: str) -> dict[tuple[str, int], tuple[int, int]]:
+    """(offset, leader epoch or -1) of every partition of ``group`` with a committed offset
+    (OffsetFetch with topics = null)."""
     cls = REQUESTS[OFFSET_FETCH].cls
     if coordinator.version(OFFSET_FETCH) < 2:
         raise GroupsError(f"{coordinator.address} cannot fetch all offsets of a group (OffsetFetch < v2)")
@@ -252,13 +256,19 @@ def fetch_offsets(coordinator: Connection, group: str) -> dict[tuple[str, int], 
         for p in topic.partitions:
             _check(p.error_code, f"OffsetFetch for {topic.name}-{p.partition_index}")
             if p.committed_offset >= 0:
-                offsets[(topic.name, p.partition_index)] = p.committed_offset
+                offsets[(topic.name, p.partition_index)] = (p.committed_offset, p.committed_leader_epoch)
     return offsets
+
+
+def fetch_offsets(coordinator: Connection, group: str) -> dict[tuple[str, int], int]:
+    """Committed offsets of every partition of ``group``."""
+    return {tp: offset for tp, (offset, _) in fetch_committed(coordinator, group).items()}
 
 
 def list_offsets(cluster: Cluster, partitions: list[tuple[str, int]], timestamp: int
                  ) -> dict[tuple[str, int], int]:
-    """Offsets at ``timestamp`` (LATEST/EARLIEST), asked of each partition's leader."""
+    """Offsets at ``timestamp`` (LATEST, EARLIEST or milliseconds), asked of each partition's
+    leader; a partition that failed is missing, one with no record that late maps to -1."""
     if not partitions:
         return {}
     topics = sorted({t for t, _ in partitions})
@@ -297,167 +307,32 @@ def topic_partitions(cluster: Cluster, topic: str) -> list[tuple[str, int]]:
     raise GroupsError(f"topic '{topic}' not found")
 
 
-# --------------------------------------------------------------------------- output
-
-def table(header: list[str], rows: list[list], widths: list[int]) -> list[str]:
-    """Left-aligned, space-separated columns; column i at least ``widths[i]`` wide, last unpadded."""
-    cells = [[str(c) for c in row] for row in [header, *rows]]
-    sizes = [max([w, *(len(r[i]) for r in cells)]) for i, w in enumerate(widths)]
-    return [" ".join(c.ljust(s) for c, s in zip(r, sizes)).rstrip() for r in cells]
-
-
-def _emit(lines: list[str]) -> None:
-    sys.stdout.write("".join(line + "\n" for line in lines))
-
-
-def _warn(text: str) -> None:
-    sys.stderr.write(text + "\n")
-
-
-# --------------------------------------------------------------------------- commands
-
-def _cluster(args) -> Cluster:
-    return Cluster(Connection(*parse_address(args.bootstrap_server)))
-
-
-def _coordinator(cluster: Cluster, group: str) -> tuple[Connection, str]:
-    node, host, port = find_coordinator(cluster, group)
-    return cluster.connection(host, port), f"{host}:{port}  ({node})"
-
-
-def cmd_list(cluster: Cluster, args) -> int:
-    """ListGroups on every broker; GROUP (plus STATE with --state)."""
+def list_groups(cluster: Cluster, states: list[str] | None = None, types: list[str] | None = None
+                ) -> dict[str, tuple[str, str, str]]:
+    """ListGroups on every broker: group id -> (protocol type, state, type); a state or type
+    filter needs ListGroups v4 / v5 and is applied by the broker."""
     metadata(cluster, [])
     conns = [cluster.node(n) for n in sorted(cluster.brokers)] or [cluster.bootstrap]
-    with_state = args.state is not None
     cls = REQUESTS[LIST_GROUPS].cls
-    groups: dict[str, str] = {}
+    groups: dict[str, tuple[str, str, str]] = {}
     for conn in conns:
-        if with_state and conn.version(LIST_GROUPS) < 4:
-            raise GroupsError(f"{conn.address} does not report group states (ListGroups < v4)")
-        answer = conn.call(LIST_GROUPS, lambda v: cls())
+        version = conn.version(LIST_GROUPS)
+        if states and version < 4 or types and version < 5:
+            raise GroupsError(f"{conn.address} cannot filter groups by state or type "
+                              f"(ListGroups v{version})")
+        kw = {"states_filter": tuple(states or ())} if version >= 4 else {}
+        if version >= 5:
+            kw["types_filter"] = tuple(types or ())
+        answer = conn.call(LIST_GROUPS, lambda v: cls(**kw))
         _check(answer.error_code, "ListGroups")
         for g in answer.groups:
-            groups[g.group_id] = getattr(g, "group_state", "")
-    wanted = {s.strip().lower() for s in (args.state or "").split(",") if s.strip()}
-    names = sorted(g for g, s in groups.items() if not wanted or s.lower() in wanted)
-    if not with_state:
-        _emit(names)
-        return 0
-    _emit(table(["GROUP", "STATE"], [[g, groups[g]] for g in names], [15, 0]))
-    return 0
+            groups[g.group_id] = (g.protocol_type, getattr(g, "group_state", ""),
+                                  getattr(g, "group_type", ""))
+    return groups
 
 
-def _group_known(group: Group) -> bool:
-    """False (after the message) when the group does not exist; warns on Empty / rebalancing."""
-    state = group.state.lower()
-    if state in ("dead", ""):
-        _warn(f"Error: Consumer group '{group.group_id}' does not exist.")
-        return False
-    if state == "empty":
-        _warn(f"Consumer group '{group.group_id}' has no active members.")
-    elif state in REBALANCING:
-        _warn(f"Warning: Consumer group '{group.group_id}' is rebalancing.")
-    return True
-
-
-def cmd_describe(cluster: Cluster, args) -> int:
-    coordinator, label = _coordinator(cluster, args.group)
-    group = describe_group(coordinator, args.group)
-    if args.state_view:
-        if not _group_known(group):
-            return 1
-        row = [group.group_id, label, group.protocol, group.state, len(group.members)]
-        _emit(table(["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"],
-                    [row], [15, 25, 25, 20, 0]))
-        return 0
-    if args.members:
-        if not _group_known(group):
-            return 1
-        rows = [[group.group_id, m.member_id, m.host, m.client_id, len(m.partitions)]
-                for m in sorted(group.members, key=lambda m: m.member_id)]
-        if rows:
-            _emit(table(["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS"],
-                        rows, [15, 15, 15, 15, 0]))
-        return 0
-    return _describe_offsets(cluster, coordinator, group)
-
-
-def _describe_offsets(cluster: Cluster, coordinator: Connection, group: Group) -> int:
-    committed = fetch_offsets(coordinator, group.group_id)
-    if group.state.lower() == "dead" and committed:
-        group.state = "Empty"          # offsets but no group metadata: Kafka shows them as Empty
-    if not _group_known(group):
-        return 1
-    owner = {tp: m for m in group.members for tp in m.partitions}
-    partitions = sorted(set(committed) | set(owner))
-    end = list_offsets(cluster, partitions, LATEST)
-    rows = []
-    for tp in partitions:
-        m = owner.get(tp)
-        cur, last = committed.get(tp), end.get(tp)
-        lag = last - cur if cur is not None and last is not None else None
-        rows.append([group.group_id, tp[0], tp[1], _dash(cur), _dash(last), _dash(lag),
-                     *((m.member_id, m.host, m.client_id) if m else ("-", "-", "-"))])
-    for m in sorted(group.members, key=lambda m: m.member_id):
-        if not m.partitions:
-            rows.append([group.group_id, "-", "-", "-", "-", "-", m.member_id, m.host, m.client_id])
-    if rows:
-        _emit(table(["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
-                     "CONSUMER-ID", "HOST", "CLIENT-ID"], rows, [15, 15, 10, 15, 15, 15, 15, 15, 0]))
-    return 0
-
-
-def _dash(value) -> str:
-    return "-" if value is None else str(value)
-
-
-def cmd_delete(cluster: Cluster, args) -> int:
-    coordinator, _ = _coordinator(cluster, args.group)
-    cls = REQUESTS[DELETE_GROUPS].cls
-    answer = coordinator.call(DELETE_GROUPS, lambda v: cls(groups_names=(args.group,)))
-    code = ErrorCode.lookup(answer.results[0].error_code)
-    if code != ErrorCode.NONE:
-        _warn("Error: Deletion of some consumer groups failed:")
-        _warn(f"* Group '{args.group}' could not be deleted due to: {code.name}")
-        return 1
-    _emit([f"Deletion of requested consumer groups ('{args.group}') was successful."])
-    return 0
-
-
-def cmd_reset_offsets(cluster: Cluster, args) -> int:
-    coordinator, _ = _coordinator(cluster, args.group)
-    group = describe_group(coordinator, args.group)
-    if group.state.lower() not in INACTIVE:
-        raise GroupsError(f"Assignments can only be reset if the group '{args.group}' is inactive, "
-                          f"but the current state is {group.state}.")
-    partitions = topic_partitions(cluster, args.topic)
-    targets = _reset_targets(cluster, partitions, args)
-    if args.execute:
-        _commit(coordinator, args.group, targets)
-    elif not args.dry_run:                  # Kafka's tool: without --execute it only plans
-        _warn("WARN: No action will be performed as the --execute option is missing "
-              "(add --execute to reset the offsets, or --dry-run to only print them).")
-    rows = [[args.group, t, p, off] for (t, p), off in sorted(targets.items())]
-    _emit(table(["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"], rows, [30, 30, 10, 0]))
-    return 0
-
-
-def _reset_targets(cluster: Cluster, partitions, args) -> dict[tuple[str, int], int]:
-    if args.to_offset is None:
-        found = list_offsets(cluster, partitions, EARLIEST if args.to_earliest else LATEST)
-        missing = [tp for tp in partitions if tp not in found]
-        if missing:
-            raise GroupsError(f"no offsets for {', '.join(f'{t}-{p}' for t, p in missing)}")
-        return found
-    # Kafka clamps --to-offset into [earliest, latest]
-    low = list_offsets(cluster, partitions, EARLIEST)
-    high = list_offsets(cluster, partitions, LATEST)
-    return {tp: min(max(args.to_offset, low.get(tp, 0)), high.get(tp, args.to_offset))
-            for tp in partitions}
-
-
-def _commit(coordinator: Connection, group: str, targets: dict[tuple[str, int], int]) -> None:
+def commit_offsets(coordinator: Connection, group: str, targets: dict[tuple[str, int], int]) -> None:
+    """OffsetCommit as an admin does (no generation, no member); any partition error raises."""
     cls = REQUESTS[OFFSET_COMMIT].cls
     by_topic: dict[str, list] = {}
     for (t, p), off in sorted(targets.items()):
@@ -475,50 +350,25 @@ def _commit(coordinator: Connection, group: str, targets: dict[tuple[str, int], 
             _check(p.error_code, f"OffsetCommit for {topic.name}-{p.partition_index}")
 
 
-COMMANDS = {"list": cmd_list, "describe": cmd_describe, "delete": cmd_delete,
-            "reset-offsets": cmd_reset_offsets}
+def delete_groups(coordinator: Connection, groups: list[str]) -> dict[str, ErrorCode]:
+    """DeleteGroups for ``groups`` (all coordinated by ``coordinator``): group -> error code."""
+    cls = REQUESTS[DELETE_GROUPS].cls
+    answer = coordinator.call(DELETE_GROUPS, lambda v: cls(groups_names=tuple(groups)))
+    return {r.group_id: ErrorCode.lookup(r.error_code) for r in answer.results}
 
 
-def add_parser(commands) -> None:
-    """The ``groups`` subcommand and its own subcommands, under ``commands``."""
-    groups = commands.add_parser("groups", help="list, describe, delete consumer groups and reset "
-                                 "their offsets (like kafka-consumer-groups.sh), over the wire")
-    groups.add_argument("--bootstrap-server", default="127.0.0.1:9092", metavar="HOST:PORT")
-    sub = groups.add_subparsers(dest="groups_command", required=True)
-    lst = sub.add_parser("list", help="list the groups")
-    lst.add_argument("--state", nargs="?", const="", metavar="S",
-                     help="show the STATE column; with S (comma-separated), only groups in those states")
-    desc = sub.add_parser("describe", help="offsets, members or state of a group")
-    desc.add_argument("group")
-    view = desc.add_mutually_exclusive_group()
-    view.add_argument("--members", action="store_true", help="one line per member")
-    view.add_argument("--state", dest="state_view", action="store_true", help="the group's state")
-    delete = sub.add_parser("delete", help="delete an empty group and its offsets")
-    delete.add_argument("group")
-    reset = sub.add_parser("reset-offsets", help="reset the committed offsets of an inactive group")
-    reset.add_argument("group")
-    reset.add_argument("--topic", required=True)
-    to = reset.add_mutually_exclusive_group(required=True)
-    to.add_argument("--to-earliest", action="store_true")
-    to.add_argument("--to-latest", action="store_true")
-    to.add_argument("--to-offset", type=int, metavar="N")
-    mode = reset.add_mutually_exclusive_group()
-    mode.add_argument("--execute", action="store_true", help="commit the new offsets")
-    mode.add_argument("--dry-run", action="store_true",
-                      help="print the new offsets, commit nothing (also the default, with a warning)")
+def delete_offsets(coordinator: Connection, group: str, partitions: list[tuple[str, int]]
+                   ) -> tuple[ErrorCode, dict[tuple[str, int], ErrorCode]]:
+    """OffsetDelete: the top-level error and each partition's."""
+    cls = REQUESTS[OFFSET_DELETE].cls
+    by_topic: dict[str, list] = {}
+    for t, p in partitions:
+        by_topic.setdefault(t, []).append(cls.OffsetDeleteRequestTopic.OffsetDeleteRequestPartition(
+            partition_index=p))
+    topics = tuple(cls.OffsetDeleteRequestTopic(name=t, partitions=tuple(ps)) for t, ps in by_topic.items())
+    answer = coordinator.call(OFFSET_DELETE, lambda v: cls(group_id=group, topics=topics))
+    return ErrorCode.lookup(answer.error_code), {
+        (t.name, p.partition_index): ErrorCode.lookup(p.error_code)
+        for t in answer.topics for p in t.partitions}
 
 
-def run(args) -> int:
-    """Run one ``groups`` command; errors go to stderr with exit code 1."""
-    try:
-        cluster = _cluster(args)
-    except GroupsError as e:
-        _warn(f"Error: {e}")
-        return 1
-    try:
-        return COMMANDS[args.groups_command](cluster, args)
-    except GroupsError as e:
-        _warn(f"Error: {e}")
-        return 1
-    finally:
-        cluster.close()

@@ -1,0 +1,68 @@
+"""The two time arguments of ``--reset-offsets``, read as Kafka's tool reads them.
+
+``--to-datetime``: Kafka's Utils.getDateTime, ``yyyy-MM-ddTHH:mm:ss.SSS`` strictly, then a zone
+(``Z``, ``+HH``, ``+HHMM`` or ``+HH:MM``); with no zone the time is UTC.
+``--by-duration``: java.time.Duration.parse, ISO-8601 ``PnDTnHnMn.nS`` (signs allowed).
+A bad one raises :class:`TimeArgumentError` with the text of the Java exception Kafka reports.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta, timezone
+
+from .client import GroupsError
+
+
+class TimeArgumentError(GroupsError):
+    """An unreadable --to-datetime or --by-duration; str() is what Kafka's tool prints."""
+
+
+_DATETIME = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})\.(\d{1,3})"
+                       r"(Z|[+-]\d{2}(?::?\d{2})?)")
+_DURATION = re.compile(r"([-+]?)P(?:([-+]?\d+)D)?(T(?:([-+]?\d+)H)?(?:([-+]?\d+)M)?"
+                       r"(?:([-+]?\d+)(?:[.,](\d{0,9}))?S)?)?", re.IGNORECASE)
+
+
+def parse_datetime(text: str) -> int:
+    """Milliseconds since the epoch of ``text``."""
+    parts = text.split("T")
+    if len(parts) < 2:
+        raise TimeArgumentError("java.text.ParseException: Error parsing timestamp. It does not "
+                                "contain a 'T' according to ISO8601 format")
+    if not any(c in parts[1] for c in "+-Z"):
+        text += "Z"
+    match = _DATETIME.fullmatch(text)
+    try:
+        if not match:
+            raise ValueError(text)
+        year, month, day, hour, minute, second, millis, zone = match.groups()
+        moment = datetime(int(year), int(month), int(day), int(hour), int(minute), int(second),
+                          tzinfo=_zone(zone))
+    except ValueError:
+        raise TimeArgumentError(f'java.text.ParseException: Unparseable date: "{text}"') from None
+    return int(moment.timestamp()) * 1000 + int(millis)
+
+
+def _zone(text: str) -> timezone:
+    if text == "Z":
+        return timezone.utc
+    digits = text[1:].replace(":", "")
+    hours, minutes = int(digits[:2]), int(digits[2:] or 0)
+    if hours > 23 or minutes > 59:
+        raise ValueError(text)
+    offset = timedelta(hours=hours, minutes=minutes)
+    return timezone(-offset if text[0] == "-" else offset)
+
+
+def parse_duration(text: str) -> timedelta:
+    """The duration ``text`` names."""
+    match = _DURATION.fullmatch(text)
+    if not match or match.group(3) == "T" or not any(match.group(i) for i in (2, 4, 5, 6)):
+        raise TimeArgumentError("Text cannot be parsed to a Duration")
+    sign, days, _, hours, minutes, seconds, fraction = match.groups()
+    whole = int(seconds or 0)
+    nanos = int((fraction or "0").ljust(9, "0")) * (-1 if (seconds or "").startswith("-") else 1)
+    total = timedelta(days=int(days or 0), hours=int(hours or 0), minutes=int(minutes or 0),
+                      seconds=whole, microseconds=nanos / 1000)
+    return -total if sign == "-" else total
