@@ -76,11 +76,21 @@ def _encode(msg, version: int, body) -> bytes:
         raise RecordError(str(e)) from e
 
 
-@lru_cache(maxsize=65536)
 def offset_commit_key(group: str, topic: str, partition: int) -> bytes:
-    """Cached: the same partitions are committed again and again."""
+    """Cached for ordinary names (the same partitions are committed again and again); names
+    from clients can be long, and the cache must not keep them alive."""
+    if len(group) + len(topic) > CACHED_KEY_CHARS:
+        return _offset_commit_key(group, topic, partition)
+    return _cached_offset_commit_key(group, topic, partition)
+
+
+def _offset_commit_key(group: str, topic: str, partition: int) -> bytes:
     body = RECORDS.offset_commit_key.cls(group=group, topic=topic, partition=partition)
     return _encode(RECORDS.offset_commit_key, OFFSET_COMMIT_KEY_VERSION, body)
+
+
+CACHED_KEY_CHARS = 256
+_cached_offset_commit_key = lru_cache(maxsize=16384)(_offset_commit_key)
 
 
 def group_metadata_key(group: str) -> bytes:
