@@ -11,6 +11,8 @@ waiting member's, and the group rebalances again).
 from __future__ import annotations
 
 import dataclasses
+import errno
+import os
 import subprocess
 import sys
 
@@ -197,3 +199,77 @@ async def test_memory_returns_after_a_hundred_requests_with_10_mib_ids(start_bro
     after = rss_kib(broker.proc.pid)
     assert after - before < 50 * 1024, (before, after)
     assert (await answer(broker.port, 9, 6, fetch_request("x"))).error_code == ErrorCode.NONE
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 20 MiB tmpfs as the broker's data dir (where ``start_broker`` puts it)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root (CI runs as root)")
+    data = tmp_path / "data"
+    data.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=20m", "tmpfs", str(data)], check=True)
+    yield data
+    subprocess.run(["umount", "-l", str(data)], check=True)
+
+
+def fill(directory) -> str:
+    """Write a file until the disk refuses another byte."""
+    path = os.path.join(directory, "filler")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT)
+    try:
+        for chunk in (1 << 20, 4096, 1):
+            try:
+                while True:
+                    os.write(fd, b"\0" * chunk)
+            except OSError as e:
+                assert e.errno == errno.ENOSPC
+    finally:
+        os.close(fd)
+    return path
+
+
+async def test_a_full_disk_never_stops_the_broker_and_loses_no_acknowledged_commit(start_broker, small_disk):
+    broker = start_broker({**SETTINGS, "groupbroker.journal.sample.interval.ms": 200})
+    try:
+        healthy = HealthyMember(broker.port)
+        async with trio.open_nursery() as nursery:
+            await healthy.start(nursery)          # creates the topic, too
+            nursery.cancel_scope.cancel()
+        client = await WireClient.connect(broker.port)
+
+        async def commit(offset: int) -> ErrorCode:
+            return (await client.call(8, 8, commit_request("simple", offset))).topics[0].partitions[0].error_code
+
+        acknowledged = [offset for offset in range(1, 4) if await commit(offset) == ErrorCode.NONE]
+        assert acknowledged == [1, 2, 3]
+        filler = fill(small_disk)
+        offset = 3
+        while (error := await commit(offset := offset + 1)) == ErrorCode.NONE:   # a page may have room
+            acknowledged.append(offset)
+            assert offset < 1000
+        assert error == ErrorCode.NOT_COORDINATOR
+        for _ in range(30):                       # errors answered: the journal fills its page
+            assert await commit(offset := offset + 1) in (ErrorCode.NOT_COORDINATOR,
+                                                          ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+            await trio.sleep(0.1)
+        await trio.sleep(1.5)                     # the journal's next write fails too
+        assert broker.running() and "journal: cannot write" in broker.log_text()
+        os.remove(filler)
+        started = trio.current_time()
+        while (error := await commit(offset := offset + 1)) != ErrorCode.NONE:
+            assert trio.current_time() - started < 60, error
+            await trio.sleep(0.5)
+        acknowledged.append(offset)
+        await client.aclose()
+        assert broker.stop() == 0
+        text = broker.log_text()
+        assert text.count("journal: cannot write") == 1 and "serving again" in text
+        assert log_verify(broker.data_dir).returncode == 0
+        broker.start()
+        while (fetched := await answer(broker.port, 9, 6, fetch_request("simple"))).error_code:
+            await trio.sleep(0.1)
+        assert fetched.topics[0].partitions[0].committed_offset == acknowledged[-1]
+        assert broker.stop() == 0
+    finally:
+        broker.kill()
