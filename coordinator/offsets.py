@@ -232,7 +232,7 @@ def expire_offsets(shard: Shard, now: int) -> None:
         if len(expired) == len(offsets) and group.is_in(S.EMPTY):
             records.append(GroupMetadataTombstone(group_id))
         if expired:
-            log.info("group %s: %d offsets expired", group_id, len(expired))
+            log.info("group %s: %d offsets expired", clip(group_id), len(expired))
     apply(shard, records)
 
 
