@@ -61,10 +61,14 @@ def commit_error(response) -> ErrorCode:
     return response.topics[0].partitions[0].error_code
 
 
-async def committed(runner) -> int:
-    fetch = OffsetFetch(group_id=GROUP, topics=(OffsetFetch.OffsetFetchRequestTopic(
+async def fetch(runner):
+    request = OffsetFetch(group_id=GROUP, topics=(OffsetFetch.OffsetFetchRequestTopic(
         name="orders", partition_indexes=(0,)),))
-    return (await runner.call(9, 6, fetch)).topics[0].partitions[0].committed_offset
+    return await runner.call(9, 6, request)
+
+
+async def committed(runner) -> int:
+    return (await fetch(runner)).topics[0].partitions[0].committed_offset
 
 
 async def heartbeat(runner, member: str) -> ErrorCode:
@@ -108,8 +112,10 @@ async def test_a_full_disk_turns_the_shard_away_until_it_has_room_again(nursery,
     assert commit_error(await runner.call(8, 8, commit_request(2, member, 1))) == ErrorCode.NOT_COORDINATOR
     assert await heartbeat(runner, member) == ErrorCode.NOT_COORDINATOR
     # Still full: the shard reopens its log (reading works) and serves what needs no write ...
-    while await heartbeat(runner, member) != ErrorCode.NONE:     # the member stays, as a client
-        await trio.sleep(1)                                       # that keeps heartbeating
+    while (await fetch(runner)).error_code != ErrorCode.NONE:    # NOT_COORDINATOR, then loading
+        await heartbeat(runner, member)                           # (heartbeats pass "blindly")
+        await trio.sleep(1)
+    assert await heartbeat(runner, member) == ErrorCode.NONE      # the member is back
     assert await committed(runner) == 1
     # ... and a write fails again, with the same answer.
     assert commit_error(await runner.call(8, 8, commit_request(3, member, 1))) == ErrorCode.NOT_COORDINATOR
