@@ -278,9 +278,10 @@ async def test_a_full_disk_never_stops_the_broker_and_loses_no_acknowledged_comm
 async def test_fifty_of_the_longest_group_ids_kafka_reads_are_answered_in_order(start_broker):
     broker = start_broker(SETTINGS)
     groups = tuple(f"{i:02d}".ljust(0x7FFF, "g") for i in range(50))     # spread over the shards
-    while any(g.error_code for g in (described := await answer(
-            broker.port, 15, 5, DescribeGroups(groups=groups))).groups):
-        await trio.sleep(0.1)                                    # the shards are loading
+    described = await answer(broker.port, 15, 5, DescribeGroups(groups=groups))
+    while any(g.error_code for g in described.groups):          # the shards are loading
+        await trio.sleep(0.1)
+        described = await answer(broker.port, 15, 5, DescribeGroups(groups=groups))
     assert [(g.group_id, g.error_code, g.group_state) for g in described.groups] == \
         [(g, 0, "Dead") for g in groups]
     fetch = OffsetFetch.OffsetFetchRequestGroup
