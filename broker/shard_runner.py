@@ -246,9 +246,13 @@ class ShardRunner:
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         self._epoch_ms = self._wall_clock() * 1000 - trio.current_time() * 1000
-        actions = await trio.to_thread.run_sync(load_shard, self.shard, self.log, self.now_ms())
         self._appended = self._durable = self.log.next_offset - 1
-        self.loaded = True
+        try:
+            actions = await trio.to_thread.run_sync(load_shard, self.shard, self.log, self.now_ms())
+            self.loaded = True
+        except Exception as e:       # as a failure later on: turned away, retried from a reopened log
+            actions = []
+            self._fail(e)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._writer)
             self._apply(actions)

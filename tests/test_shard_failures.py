@@ -164,3 +164,27 @@ def test_the_journal_drops_events_with_one_warning_and_resumes(caplog):
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 2 and "dropping events" in warnings[0] and "5 events" in warnings[1]
     assert [(e["event"], e["seq"]) for e in read_journal("/data/journal", fs)] == [("a", 0), ("b", 6)]
+
+
+async def test_a_shard_whose_load_fails_is_retried_instead_of_ending_the_broker(clock):
+    class ReadFailsOnce(Shard):
+        failures = 1
+
+        def replay(self, record):
+            if ReadFailsOnce.failures:
+                ReadFailsOnce.failures -= 1
+                raise OSError(5, "injected: read failed")
+            super().replay(record)
+
+    fs = FakeFS()
+    async with trio.open_nursery() as nursery:
+        runner = await start(nursery, fs)
+        assert commit_error(await runner.call(8, 8, commit_request(7))) == ErrorCode.NONE
+        nursery.cancel_scope.cancel()
+    async with trio.open_nursery() as nursery:
+        runner = await start(nursery, fs, ReadFailsOnce)
+        assert (await fetch(runner)).error_code == ErrorCode.NOT_COORDINATOR
+        while (await fetch(runner)).error_code != ErrorCode.NONE:
+            await trio.sleep(0.5)
+        assert await committed(runner) == 7
+        nursery.cancel_scope.cancel()
