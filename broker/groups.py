@@ -108,9 +108,10 @@ class GroupRouter:
     async def _split(self, ctx, request, field: str, group_of, result_field: str):
         """Send each shard the items naming its groups; rebuild the answer in request order."""
         items = getattr(request, field)
+        shards = [shard_for(group_of(item), len(self.runners)) for item in items]   # hashed once
         by_shard: dict[int, list] = {}
-        for item in items:
-            by_shard.setdefault(shard_for(group_of(item), len(self.runners)), []).append(item)
+        for shard, item in zip(shards, items):
+            by_shard.setdefault(shard, []).append(item)
         answers: dict[int, object] = {}
 
         async def ask(shard: int, part: list) -> None:
@@ -123,7 +124,9 @@ class GroupRouter:
             for shard, part in by_shard.items():
                 nursery.start_soon(ask, shard, part)
         queues = {shard: list(getattr(answer, result_field)) for shard, answer in answers.items()}
-        merged = [queues[shard_for(group_of(item), len(self.runners))].pop(0) for item in items]
+        for queue in queues.values():
+            queue.reverse()                       # pop() from the end takes them in order
+        merged = [queues[shard].pop() for shard in shards]
         template = next(iter(answers.values()), None)
         if template is None:
             return RESPONSES[ctx.api_key].cls()

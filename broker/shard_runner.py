@@ -11,6 +11,12 @@ deciding the next requests during the fsync. Compaction runs in a worker thread.
 Time given to the shard is wall-clock milliseconds anchored once at start and advanced by
 trio's clock, so trio's MockClock drives every coordinator timeout in tests while stored
 timestamps stay meaningful across restarts.
+
+Nothing a request does ends the task. A step that throws is answered as Kafka's
+handleOperationException answers it (UNKNOWN_SERVER_ERROR), and since its half-made changes
+cannot be trusted, the shard reloads from its log (Kafka reverts to its last snapshot). A
+failed write or fsync turns the shard away (NOT_COORDINATOR) until it has reopened its log and
+reloaded, which it retries by itself with a growing backoff.
 """
 
 from __future__ import annotations
@@ -22,10 +28,11 @@ from collections import deque
 
 import trio
 
-from coordinator.actions import Journal, Persist, RequestContext
+from coordinator.actions import Journal, Persist, Reply, RequestContext
 from coordinator.interventions import InterventionError
+from coordinator.logtext import clip
 from coordinator.recovery import load_shard
-from coordinator.responses import HEARTBEAT, error_response
+from coordinator.responses import API_NAMES, HEARTBEAT, error_response, operation_failed
 from coordinator.shard import Shard
 from offsets_log.compaction import compact
 from offsets_log.errors import OffsetsLogError
@@ -86,8 +93,11 @@ class Ticket:
             event.set()
 
 
-_API_NAMES = {11: "JoinGroup", 14: "SyncGroup", 12: "Heartbeat", 13: "LeaveGroup", 8: "OffsetCommit",
-              47: "OffsetDelete", 9: "OffsetFetch"}
+#: The APIs whose errors are answered to a group member (and logged as such).
+_MEMBER_APIS = (11, 14, 12, 13, 8, 47, 9)
+#: Retrying a failed log: the first wait, and the longest (doubling between).
+RETRY_MIN_S = 1.0
+RETRY_MAX_S = 30.0
 
 
 def answered_error(ticket: Ticket, response) -> tuple[str, str, str, int | None, ErrorCode] | None:
@@ -97,11 +107,11 @@ def answered_error(ticket: Ticket, response) -> tuple[str, str, str, int | None,
     if not error and ticket.api_key == 8:
         error = next((p.error_code for t in response.topics for p in t.partitions if p.error_code), 0)
     group = getattr(ticket.request, "group_id", None)
-    if not error or group is None or ticket.api_key not in _API_NAMES:
+    if not error or group is None or ticket.api_key not in _MEMBER_APIS:
         return None
     request = ticket.request
     generation = getattr(request, "generation_id", getattr(request, "generation_id_or_member_epoch", None))
-    return (group, _API_NAMES[ticket.api_key], getattr(request, "member_id", ""), generation,
+    return (group, API_NAMES[ticket.api_key], getattr(request, "member_id", ""), generation,
             ErrorCode(error))
 
 
@@ -109,9 +119,10 @@ def _log_error(ticket: Ticket) -> None:
     """One INFO line per group-API error answered to a member: what reproducing a
     rebalance failure needs to see (e.g. ILLEGAL_GENERATION on a late commit)."""
     group, api, member, generation, error = ticket.error
-    who = f"member {member}" if member else "a new member"
+    who = f"member {clip(member)}" if member else "a new member"
     sent = "" if generation is None else f" (generation {generation})"      # JoinGroup sends none
-    log.info("group %s: %s v%d from %s%s answered %s", group, api, ticket.version, who, sent, error.name)
+    log.info("group %s: %s v%d from %s%s answered %s", clip(group), api, ticket.version, who, sent,
+             error.name)
 
 
 class ShardRunner:
@@ -123,11 +134,12 @@ class ShardRunner:
         self.compact_interval_s = compact_interval_s
         self._wall_clock = wall_clock
         self._epoch_ms = 0.0
-        self._inbox: deque = deque()                 # operations for the shard task, in order
+        self._inbox: deque = deque()                 # (operation, ticket, peer) for the shard task
         self._wakeup: trio.Event | None = None       # set while the shard task sleeps
-        self.failed: str | None = None
+        self.failed: str | None = None               # why the log failed, until it is reopened
+        self._retry_s = RETRY_MIN_S                  # the wait before the next reopening
         self.unavailable: ErrorCode | None = None    # fault injection (see set_unavailable)
-        self.loaded = False
+        self.loaded = False                          # False while (re)loading from the log
         self._appended = self._durable = -1          # log offsets: last written, last fsynced
         self._unreleased: deque[tuple[int, Ticket]] = deque()
         self._dirty = trio.Event()                   # wakes the writer
@@ -148,7 +160,7 @@ class ShardRunner:
             ticket.settle(error_response(api_key, version, request, refusal))
         else:
             ctx = RequestContext(ticket, api_key, version, client_id, client_host)
-            self._post(lambda now: self.shard.handle(now, ctx, request))
+            self._post(lambda now: self.shard.handle(now, ctx, request), ticket, client_host)
         return ticket
 
     def _refusal(self, api_key: int) -> ErrorCode | None:
@@ -173,12 +185,15 @@ class ShardRunner:
             except InterventionError as e:
                 outcome.append(e)
                 return []
+            except Exception as e:          # also the shard task's to handle: it reloads
+                outcome.append(e)
+                raise
             finally:
                 done.set()
 
         self._post(operation)
         await done.wait()
-        if isinstance(outcome[0], InterventionError):
+        if isinstance(outcome[0], Exception):
             raise outcome[0]
         return outcome[0]
 
@@ -189,7 +204,7 @@ class ShardRunner:
         was = self.unavailable
         self.unavailable = error
         if was is not None and error is None:
-            self._post(self.shard.loaded)
+            self._post(lambda now: self.shard.loaded(now))
         elif self._wakeup is not None:
             self._wakeup.set()
 
@@ -219,17 +234,25 @@ class ShardRunner:
         if self.loaded and self.failed is None:
             self._post(lambda now: self.shard.forget_topics(topics))
 
-    def _post(self, operation) -> None:
-        """Queue work for the shard task, the only code that touches the shard."""
-        self._inbox.append(operation)
+    def _post(self, operation, ticket: Ticket | None = None, peer: str = "") -> None:
+        """Queue work for the shard task, the only code that touches the shard; ``ticket``
+        is the request it answers, if any."""
+        self._inbox.append((operation, ticket, peer))
+        self._wake_loop()
+
+    def _wake_loop(self) -> None:
         if self._wakeup is not None:
             self._wakeup.set()
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         self._epoch_ms = self._wall_clock() * 1000 - trio.current_time() * 1000
-        actions = await trio.to_thread.run_sync(load_shard, self.shard, self.log, self.now_ms())
         self._appended = self._durable = self.log.next_offset - 1
-        self.loaded = True
+        try:
+            actions = await trio.to_thread.run_sync(load_shard, self.shard, self.log, self.now_ms())
+            self.loaded = True
+        except Exception as e:       # as a failure later on: turned away, retried from a reopened log
+            actions = []
+            self._fail(e)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._writer)
             self._apply(actions)
@@ -239,6 +262,9 @@ class ShardRunner:
     async def _loop(self) -> None:
         next_compaction = trio.current_time() + self.compact_interval_s
         while True:
+            if self.failed is not None:
+                await self._recover()
+                continue
             if not self._inbox:
                 deadline = None if self.unavailable else self.shard.next_deadline()
                 wake_at = min(next_compaction, math.inf if deadline is None else
@@ -248,15 +274,98 @@ class ShardRunner:
                     await self._wakeup.wait()
                 self._wakeup = None
             now = self.now_ms()
-            actions = []
-            while self._inbox:
-                actions += self._inbox.popleft()(now)
-            if self.unavailable is None:
-                actions += self.shard.tick(now)
+            actions: list = []
+            broken = False
+            while self._inbox and not broken:
+                operation, ticket, peer = self._inbox.popleft()
+                broken = not self._step(actions, operation, now, ticket, peer)
+            if self.unavailable is None and not broken:
+                broken = not self._step(actions, self.shard.tick, now, None, "")
             self._apply(actions)
+            if broken:
+                await self._reload()
+                continue
             if trio.current_time() >= next_compaction:
                 await self._compact()
                 next_compaction = trio.current_time() + self.compact_interval_s
+
+    def _step(self, actions: list, operation, now: int, ticket: Ticket | None, peer: str) -> bool:
+        """Run one operation of the shard, adding its actions; False if it threw.
+
+        Then nothing it decided is kept: its request gets Kafka's answer to an operation that
+        throws, any other answer it made becomes NOT_COORDINATOR (as when Kafka unloads a
+        coordinator), and the caller reloads the shard from its log.
+        """
+        try:
+            actions += operation(now)
+            return True
+        except Exception as e:       # a bug or an unwritable record: the state is rebuilt from the log
+            error = ErrorCode.UNKNOWN_SERVER_ERROR
+            what = "a timer" if ticket is None else \
+                f"{API_NAMES.get(ticket.api_key, ticket.api_key)} v{ticket.version} from {peer}"
+            log.error("shard %d: %s failed (%s: %s); %sreloading the shard from its log",
+                      self.shard.shard_id, what, type(e).__name__, clip(e),
+                      "" if ticket is None else f"answered {error.name}; ")
+            log.debug("the failure in shard %d", self.shard.shard_id, exc_info=True)
+            for action in self.shard.abandon():
+                if isinstance(action, Reply) and action.token is not ticket:
+                    action.token.settle(error_response(action.api_key, action.version,
+                                                       action.token.request, ErrorCode.NOT_COORDINATOR))
+            if ticket is not None:
+                ticket.settle(operation_failed(ticket.api_key, ticket.version, ticket.request, error))
+            return False
+
+    async def _reload(self) -> None:
+        """Start again from the log: parked requests are answered NOT_COORDINATOR, requests
+        arriving meanwhile COORDINATOR_LOAD_IN_PROGRESS, as while Kafka loads a coordinator."""
+        self.loaded = False
+        self._apply(self.shard.unload())
+        self.shard = self.shard.fresh()
+        try:
+            actions = await trio.to_thread.run_sync(load_shard, self.shard, self.log, self.now_ms())
+        except Exception as e:       # whatever stops a load, retrying from a reopened log may cure
+            self._fail(e)
+            return
+        self.loaded = True
+        self._apply(actions)
+        log.info("shard %d: reloaded from its log", self.shard.shard_id)
+
+    async def _recover(self) -> None:
+        """After a failed write: wait, reopen the log (its recovery cuts off what a failed
+        write left), reload the shard; again with a longer wait until it works."""
+        self._apply(self.shard.unload())            # parked requests: NOT_COORDINATOR (failed)
+        waiting, self._inbox = self._inbox, deque()
+        for operation, ticket, peer in waiting:     # requests are turned away; other work waits
+            if ticket is None:
+                self._inbox.append((operation, ticket, peer))
+            else:
+                ticket.settle(error_response(ticket.api_key, ticket.version, ticket.request,
+                                             ErrorCode.NOT_COORDINATOR))
+        while True:
+            await trio.sleep(self._retry_s)
+            self._retry_s = min(self._retry_s * 2, RETRY_MAX_S)   # until a write works again
+            self.failed, self.loaded = None, False
+            try:
+                shard_log = await trio.to_thread.run_sync(self._reopen)
+                shard = self.shard.fresh()
+                actions = await trio.to_thread.run_sync(load_shard, shard, shard_log, self.now_ms())
+            except Exception as e:   # a disk still failing, or anything else: try again later
+                self.failed = f"reopening failed: {e}"
+                log.warning("shard %d: reopening its log failed (%s); next try in %.0f s",
+                            self.shard.shard_id, e, self._retry_s)
+                continue
+            self.log, self.group_commit, self.shard = shard_log, GroupCommit(shard_log), shard
+            self._appended = self._durable = shard_log.next_offset - 1
+            self.loaded = True
+            self._apply(actions)
+            log.warning("shard %d: log reopened and shard reloaded; serving again", shard.shard_id)
+            return
+
+    def _reopen(self) -> ShardLog:
+        """A new ShardLog on the same files (recovery runs as at startup)."""
+        old = self.log
+        old.close()
+        return ShardLog(old.directory, old.fs, segment_bytes=old.segment_bytes, durability=old.durability)
 
     def _apply(self, actions) -> None:
         """Append records; decide every reply now, release it once what came before is durable."""
@@ -291,6 +400,7 @@ class ShardRunner:
             return
         if self.log.durability is Durability.NONE_UNSAFE:
             self._durable = self._appended
+            self._retry_s = RETRY_MIN_S
         else:
             self._dirty.set()
 
@@ -301,24 +411,33 @@ class ShardRunner:
             self._dirty = trio.Event()
             if self.failed is not None or self._appended <= self._durable:
                 continue
+            group_commit = self.group_commit
             try:
-                durable = await trio.to_thread.run_sync(self.group_commit.flush)
+                durable = await trio.to_thread.run_sync(group_commit.flush)
             except OffsetsLogError as e:
-                self._fail(e)
+                if group_commit is self.group_commit:      # not a log already replaced
+                    self._fail(e)
                 continue
+            if group_commit is not self.group_commit:
+                continue
+            self._retry_s = RETRY_MIN_S                    # writes work: a next failure retries soon
             self._durable = max(self._durable, durable)
             while self._unreleased and self._unreleased[0][0] <= self._durable:
                 self._unreleased.popleft()[1].release()
 
-    def _fail(self, e: OffsetsLogError) -> None:
-        """A write that failed is never acknowledged: its replies turn into NOT_COORDINATOR."""
+    def _fail(self, e: Exception) -> None:
+        """A write that failed is never acknowledged: its replies turn into NOT_COORDINATOR,
+        and so does every request until the log is reopened (the shard task retries)."""
+        if self.failed is not None:
+            return
         self.failed = str(e)
-        log.error("shard %d: offsets log failed (%s); the shard answers NOT_COORDINATOR until "
-                  "restarted", self.shard.shard_id, e)
+        log.error("shard %d: offsets log failed (%s); answering NOT_COORDINATOR, reopening in "
+                  "%.0f s", self.shard.shard_id, e, self._retry_s)
         while self._unreleased:
             _, ticket = self._unreleased.popleft()
             ticket.failed = True
             ticket.release()
+        self._wake_loop()
 
     async def _compact(self) -> None:
         try:

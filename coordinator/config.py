@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
+from offsets_log.segment import MAX_FRAME
+
 #: Kafka's fixed CLASSIC_GROUP_NEW_MEMBER_JOIN_TIMEOUT_MS: a brand-new member parked in its
 #: first JoinGroup is dropped after this long.
 NEW_MEMBER_JOIN_TIMEOUT_MS = 300_000
@@ -19,6 +21,15 @@ class CoordinatorConfig:
     offsets_retention_minutes: int = 10_080
     offsets_retention_check_interval_ms: int = 600_000
     offset_metadata_max_bytes: int = 4_096
+    #: The largest record batch a coordinator write may be: the offsets topic's
+    #: max.message.bytes, which Kafka leaves at the broker's message.max.bytes.
+    message_max_bytes: int = 1_048_588
+
+    def __post_init__(self) -> None:
+        if not 0 < self.message_max_bytes <= MAX_FRAME:
+            # Recovery would refuse anything larger: never acknowledge such a record.
+            raise ValueError(f"message.max.bytes must be between 1 and {MAX_FRAME} (the largest "
+                             f"record the offsets log recovers), not {self.message_max_bytes}")
 
     @property
     def offsets_retention_ms(self) -> int:

@@ -7,7 +7,8 @@ to answer later.
 
 from __future__ import annotations
 
-from offsets_log.records import group_metadata_record
+from offsets_log.errors import RecordError
+from offsets_log.records import group_metadata_record, string_too_long
 from protocol.errors import ErrorCode
 
 from . import responses as r
@@ -15,9 +16,21 @@ from .actions import RequestContext
 from .config import NEW_MEMBER_JOIN_TIMEOUT_MS
 from .events import Cause, Event
 from .group import ClassicGroup, Member, Parked
+from .logtext import clip
 from .shard import S, Shard, log
 
 E = ErrorCode
+
+#: What a new member id adds to the client id or group.instance.id it is made from: "-" + a UUID.
+MEMBER_ID_SUFFIX = 37
+
+
+def unstorable(ctx: RequestContext, what: str, error: ErrorCode = E.UNKNOWN_SERVER_ERROR) -> ErrorCode:
+    """Log why a request cannot be carried out (a record it needs cannot be written) and
+    return the error it gets: what Kafka answers when a write operation throws."""
+    log.warning("%s v%d from %s: %s; answered %s", r.API_NAMES[ctx.api_key], ctx.version,
+                ctx.client_host, what, error.name)
+    return error
 
 
 def validate_member(group: ClassicGroup, member_id: str, instance_id: str | None) -> ErrorCode:
@@ -48,6 +61,9 @@ def join_group(shard: Shard, now: int, ctx: RequestContext, req) -> None:
         return fail(E.INVALID_SESSION_TIMEOUT)
     if not shard.owns(req.group_id):
         return fail(E.NOT_COORDINATOR)
+    problem = _unstorable_join(ctx, req)
+    if problem is not None:
+        return fail(unstorable(ctx, problem), member_id="")
     group = shard.groups.get(req.group_id)
     start = shard.mark()
     created = group is None
@@ -72,6 +88,20 @@ def join_group(shard: Shard, now: int, ctx: RequestContext, req) -> None:
         _join_existing_member(shard, now, ctx, req, group)
     if created and not shard.wrote_since(start):
         shard.persist_at(start, [_empty_group_record(group)])
+
+
+def _unstorable_join(ctx: RequestContext, req) -> str | None:
+    """Why the records this join leads to could not be written, if they could not: the group
+    id, or the member id a new member would get, is longer than a STRING holds. Kafka's
+    serializer throws there (its write fails, or its answer cannot be sent); nothing changes."""
+    if string_too_long(req.group_id):
+        return f"a group id of {len(req.group_id)} characters is too long to store"
+    if req.member_id == "":
+        base, name = ((ctx.client_id, "client id") if req.group_instance_id is None
+                      else (req.group_instance_id, "group.instance.id"))
+        if string_too_long(base, MEMBER_ID_SUFFIX):
+            return f"a member id made from a {name} of {len(base)} characters is too long to store"
+    return None
 
 
 def _empty_group_record(group: ClassicGroup):
@@ -221,8 +251,10 @@ def _join_new_static_member(shard: Shard, now: int, ctx: RequestContext, req, gr
     if old_id is None:
         return _add_member_and_rebalance(shard, now, ctx, req, group, new_id)
     was_leader = group.leader_id == old_id
+    start = shard.mark()
     member = fence_static_member(shard, now, group, old_id, new_id)
     if group.is_in(S.STABLE):
+        before = (member.protocols, member.rebalance_timeout_ms, member.session_timeout_ms)
         _update_member(member, ctx, req, parked=False)
         if group.select_protocol() != group.protocol_name:
             _park_join(member, ctx)
@@ -230,7 +262,12 @@ def _join_new_static_member(shard: Shard, now: int, ctx: RequestContext, req, gr
                                     Cause.METADATA_CHANGE)
             return
         # Same protocol: no rebalance. Persist the new id, then answer for the current generation.
-        shard.persist([shard.group_record(group)])
+        try:
+            shard.persist([shard.group_record(group)])
+        except RecordError as e:
+            error = unstorable(ctx, f"group {clip(group.group_id)}: static member {clip(instance)} "
+                                    f"cannot be stored ({e})")
+            return _static_rejoin_not_stored(shard, now, ctx, group, member, old_id, before, start, error)
         if ctx.version >= 9 and was_leader:
             response = shard.join_response(group, member, ctx.version, skip_assignment=True)
         else:
@@ -248,6 +285,22 @@ def _join_new_static_member(shard: Shard, now: int, ctx: RequestContext, req, gr
                     join_error(ctx.version, E.UNKNOWN_MEMBER_ID, new_id))
 
 
+def _static_rejoin_not_stored(shard: Shard, now: int, ctx: RequestContext, group: ClassicGroup,
+                              member: Member, old_id: str, before: tuple, start: int,
+                              error: ErrorCode) -> None:
+    """Kafka reverts a static member's replacement whose record cannot be written: the old
+    member id is valid again (with its protocols and timeouts), and the new incarnation is
+    told so with no member id."""
+    member.protocols, member.rebalance_timeout_ms, member.session_timeout_ms = before
+    shard.cancel(("session", group.group_id, member.member_id))
+    group.replace_static(member.member_id, old_id)
+    shard.schedule_session(group, member, now)
+    shard.drop_notes_since(start)
+    shard.reply(ctx.token, r.JOIN_GROUP, ctx.version,
+                r.join(ctx.version, error, generation=group.generation, protocol_type=group.protocol_type,
+                       protocol_name=group.protocol_name, leader=group.leader_id))
+
+
 def fence_static_member(shard: Shard, now: int, group: ClassicGroup, old_id: str, new_id: str) -> Member:
     """KIP-345 replacement: a new incarnation takes the old one's place (assignment,
     leadership) under ``new_id``; the old one is fenced (FENCED_INSTANCE_ID from now on)."""
@@ -262,7 +315,7 @@ def fence_static_member(shard: Shard, now: int, group: ClassicGroup, old_id: str
     shard.cancel(("session", group.group_id, old_id))
     member = group.replace_static(old_id, new_id)
     log.info("group %s: static member %s (instance %s) replaced by %s; the old member id is fenced",
-             group.group_id, old_id, member.group_instance_id, new_id)
+             clip(group.group_id), clip(old_id), clip(member.group_instance_id), clip(new_id))
     shard.note(now, Event.MEMBER_FENCED, group, old_id, instance_id=member.group_instance_id,
                replaced_by=new_id)
     shard.note(now, Event.MEMBER_JOINED, group, new_id, instance_id=member.group_instance_id,
@@ -314,7 +367,7 @@ def sync_group(shard: Shard, now: int, ctx: RequestContext, req) -> None:
                         r.sync(member.sync.version, E.REBALANCE_IN_PROGRESS))
         member.sync = Parked(ctx.token, v)
         if member.member_id == group.leader_id:
-            _propagate_assignment(shard, now, group, req)
+            _propagate_assignment(shard, now, ctx, group, req)
     elif group.is_in(S.STABLE):
         shard.reply(ctx.token, r.SYNC_GROUP, v, _sync_answer(group, member, v))
     else:
@@ -331,12 +384,29 @@ def _sync_answer(group: ClassicGroup, member: Member, version: int):
                   protocol_name=group.protocol_name)
 
 
-def _propagate_assignment(shard: Shard, now: int, group: ClassicGroup, req) -> None:
+def _assignment_not_stored(shard: Shard, now: int, group: ClassicGroup, error: ErrorCode) -> None:
+    """Kafka's answer when the leader's assignment cannot be written: every waiting SyncGroup
+    gets the error, assignments are cleared, and the group rebalances again."""
+    for m in group.members.values():
+        m.assignment = b""
+        if m.sync is not None:
+            parked, m.sync = m.sync, None
+            shard.reply(parked.token, r.SYNC_GROUP, parked.version, r.sync(parked.version, error))
+            shard.schedule_session(group, m, now)
+    shard.maybe_prepare_rebalance_or_complete_join(
+        group, now, f"error {error.name} when storing the group assignment during SyncGroup")
+
+
+def _propagate_assignment(shard: Shard, now: int, ctx: RequestContext, group: ClassicGroup, req) -> None:
     """The leader's assignment: persist it, move to Stable, answer every parked SyncGroup."""
     assignments = {a.member_id: bytes(a.assignment) for a in req.assignments}
+    try:
+        shard.persist([shard.group_record(group, assignments)])
+    except RecordError as e:
+        return _assignment_not_stored(shard, now, group, unstorable(ctx, f"group {clip(group.group_id)}: "
+                                                                         f"the assignment cannot be stored ({e})"))
     for m in group.members.values():
         m.assignment = assignments.get(m.member_id, b"")
-    shard.persist([shard.group_record(group)])
     shard.transition(group, S.STABLE, now, "leader's assignment persisted")
     shard.note(now, Event.SYNC_COMPLETED, group, group.leader_id, members=list(group.members),
                protocol=group.protocol_name, duration_ms=shard.rebalance_ms(group, now))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 
+from offsets_log.errors import RecordError
 from offsets_log.records import (GroupMetadataTombstone, OffsetCommit, OffsetCommitTombstone,
                                  Record, group_metadata_key, offset_commit_key,
                                  offset_commit_record, tombstone)
@@ -18,7 +19,8 @@ from . import responses as r
 from .actions import RequestContext
 from .events import Event
 from .group import ClassicGroup
-from .membership import validate_member
+from .logtext import clip
+from .membership import unstorable, validate_member
 from .shard import S, Shard
 
 log = logging.getLogger("groupbroker.coordinator")
@@ -69,13 +71,6 @@ def offset_commit(shard: Shard, now: int, ctx: RequestContext, req) -> None:
     if error != E.NONE:
         shard.reply(ctx.token, r.OFFSET_COMMIT, v, r.offset_commit_error(req, error))
         return
-    if req.group_id not in shard.groups:
-        log.info("group %s: created as a simple group by a manual offset commit", req.group_id)
-        shard.groups[req.group_id] = ClassicGroup(req.group_id, current_state_ts=now)
-    group = shard.groups[req.group_id]
-    member = group.members.get(req.member_id)
-    if member is not None and group.is_in(S.STABLE, S.PREPARING_REBALANCE):
-        shard.schedule_session(group, member, now)      # commits keep a classic member alive
     expire = None if req.retention_time_ms == -1 else now + req.retention_time_ms
     limit = shard.config.offset_metadata_max_bytes
     errors: dict[tuple[str, int], ErrorCode] = {}
@@ -89,7 +84,21 @@ def offset_commit(shard: Shard, now: int, ctx: RequestContext, req) -> None:
             records.append(OffsetCommit(req.group_id, topic.name, p.partition_index,
                                         p.committed_offset, p.committed_leader_epoch,
                                         p.committed_metadata or "", now, expire))
-    apply(shard, records)
+    try:
+        shard.persist([wire(rec) for rec in records])     # before anything changes
+    except RecordError as e:
+        error = unstorable(ctx, f"group {clip(req.group_id)}: the offsets cannot be stored ({e})")
+        shard.reply(ctx.token, r.OFFSET_COMMIT, v, r.offset_commit_error(req, error))
+        return
+    if req.group_id not in shard.groups:
+        log.info("group %s: created as a simple group by a manual offset commit", clip(req.group_id))
+        shard.groups[req.group_id] = ClassicGroup(req.group_id, current_state_ts=now)
+    group = shard.groups[req.group_id]
+    member = group.members.get(req.member_id)
+    if member is not None and group.is_in(S.STABLE, S.PREPARING_REBALANCE):
+        shard.schedule_session(group, member, now)      # commits keep a classic member alive
+    for rec in records:
+        shard.replay(rec)
     if shard.journal and records:
         shard.note(now, Event.OFFSETS_COMMITTED, group, req.member_id or None,
                    generation_sent=req.generation_id_or_member_epoch,
@@ -223,7 +232,7 @@ def expire_offsets(shard: Shard, now: int) -> None:
         if len(expired) == len(offsets) and group.is_in(S.EMPTY):
             records.append(GroupMetadataTombstone(group_id))
         if expired:
-            log.info("group %s: %d offsets expired", group_id, len(expired))
+            log.info("group %s: %d offsets expired", clip(group_id), len(expired))
     apply(shard, records)
 
 

@@ -25,6 +25,10 @@ OffsetDeleteResponse = RESPONSES[47].cls
 JOIN_GROUP, SYNC_GROUP, HEARTBEAT, LEAVE_GROUP = 11, 14, 12, 13
 OFFSET_COMMIT, OFFSET_FETCH, DESCRIBE_GROUPS, LIST_GROUPS = 8, 9, 15, 16
 DELETE_GROUPS, OFFSET_DELETE = 42, 47
+API_NAMES = {JOIN_GROUP: "JoinGroup", SYNC_GROUP: "SyncGroup", HEARTBEAT: "Heartbeat",
+             LEAVE_GROUP: "LeaveGroup", OFFSET_COMMIT: "OffsetCommit", OFFSET_FETCH: "OffsetFetch",
+             DESCRIBE_GROUPS: "DescribeGroups", LIST_GROUPS: "ListGroups",
+             DELETE_GROUPS: "DeleteGroups", OFFSET_DELETE: "OffsetDelete"}
 
 
 def join(version: int, error: ErrorCode, *, member_id: str = "", generation: int = -1,
@@ -117,6 +121,14 @@ def error_response(api_key: int, version: int, request, error: ErrorCode):
     if api_key == OFFSET_DELETE:
         return OffsetDeleteResponse(error_code=error)
     raise ValueError(f"api key {api_key} is not a group API")
+
+
+def operation_failed(api_key: int, version: int, request, error: ErrorCode):
+    """The answer to a request whose operation threw (Kafka's handleOperationException): the
+    whole-request error, and for JoinGroup no member id at all."""
+    if api_key == JOIN_GROUP:
+        return join(version, error)
+    return error_response(api_key, version, request, error)
 
 
 # --- OffsetFetch, whose shape changed most across versions --------------------------------

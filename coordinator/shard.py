@@ -22,9 +22,10 @@ from dataclasses import dataclass
 from itertools import count
 from typing import Callable
 
-from offsets_log.records import (GroupMetadata, GroupMetadataTombstone, MemberMetadata,
-                                 OffsetCommit, OffsetCommitTombstone, Record, TypedRecord,
-                                 group_metadata_record)
+from offsets_log.errors import RecordTooLargeError
+from offsets_log.records import (BATCH_OVERHEAD, GroupMetadata, GroupMetadataTombstone,
+                                 MemberMetadata, OffsetCommit, OffsetCommitTombstone, Record,
+                                 TypedRecord, batch_size, group_metadata_record)
 from protocol.errors import ErrorCode
 from protocol.messages import DATA
 from protocol.exceptions import DecodeError
@@ -34,6 +35,7 @@ from .actions import Action, Journal, Persist, Reply, RequestContext
 from .config import CoordinatorConfig
 from .events import Cause, Event, Expiry
 from .group import ClassicGroup, Member
+from .logtext import clip
 from .routing import shard_for
 from .state import GroupState
 
@@ -100,6 +102,28 @@ class Shard:
         forget_topics(self, topics)
         return self._take()
 
+    def fresh(self) -> Shard:
+        """An empty shard like this one: what reloading from the log starts from."""
+        return type(self)(self.shard_id, self.config, new_uuid=self.new_uuid, journal=self.journal)
+
+    def unload(self) -> list[Action]:
+        """Give up this state (Kafka's onUnloaded): every parked JoinGroup and SyncGroup is
+        answered NOT_COORDINATOR, every group is Dead, no timer fires any more."""
+        for group in self.groups.values():
+            for member in group.members.values():
+                if member.join is not None:
+                    self.reply(member.join.token, responses.JOIN_GROUP, member.join.version,
+                               responses.join(member.join.version, ErrorCode.NOT_COORDINATOR,
+                                              member_id=member.member_id))
+                if member.sync is not None:
+                    self.reply(member.sync.token, responses.SYNC_GROUP, member.sync.version,
+                               responses.sync(member.sync.version, ErrorCode.NOT_COORDINATOR))
+                member.join = member.sync = None
+            group.state = S.DEAD
+        self._timers.clear()
+        self._heap.clear()
+        return self._take()
+
     def owns(self, group_id: str) -> bool:
         return shard_for(group_id, self.config.offsets_topic_num_partitions) == self.shard_id
 
@@ -108,11 +132,25 @@ class Shard:
         out, self._out = self._out, []
         return out
 
+    def abandon(self) -> list[Action]:
+        """The actions queued by a step that failed midway: none of them may be carried out."""
+        return self._take()
+
     def reply(self, token, api_key: int, version: int, response) -> None:
         self._out.append(Reply(token, api_key, version, response))
 
     def persist(self, records: list[Record]) -> None:
+        """Queue records for the log; raises :class:`RecordTooLargeError`, queueing nothing,
+        if one is over the offsets topic's max.message.bytes (Kafka's CoordinatorRuntime
+        refuses such a batch with RecordTooLargeException)."""
         if records:
+            limit = self.config.message_max_bytes - BATCH_OVERHEAD - 16   # below: surely fits
+            for record in records:
+                if len(record.key) + len(record.value or b"") > limit and \
+                        batch_size(record) > self.config.message_max_bytes:
+                    raise RecordTooLargeError(
+                        f"a record batch of {batch_size(record)} bytes is over "
+                        f"message.max.bytes ({self.config.message_max_bytes})")
             self._out.append(Persist(tuple(records)))
 
     def note(self, now: int, event: Event, group: ClassicGroup, member: str | None = None,
@@ -131,6 +169,10 @@ class Shard:
 
     def wrote_since(self, index: int) -> bool:
         return any(isinstance(a, Persist) for a in self._out[index:])
+
+    def drop_notes_since(self, index: int) -> None:
+        """Forget the journal events queued since ``index`` (what they report was undone)."""
+        self._out[index:] = [a for a in self._out[index:] if not isinstance(a, Journal)]
 
     # --- timers (keyed: scheduling a key again replaces it) -------------------------------
     def schedule(self, key: tuple, deadline: int, fn: Callable[[int], None]) -> None:
@@ -188,7 +230,7 @@ class Shard:
         """After replay: members come back Stable with fresh session timers; start the sweep."""
         for group in list(self.groups.values()):
             log.info("shard %d: loaded group %s (%s, generation %d, %d members)", self.shard_id,
-                     group.group_id, group.state.value, group.generation, len(group.members))
+                     clip(group.group_id), group.state.value, group.generation, len(group.members))
             for member in group.members.values():
                 self.schedule_session(group, member, now)
             if len(group.members) > self.config.group_max_size:
@@ -197,8 +239,9 @@ class Shard:
         return self._take()
 
     # --- records ---------------------------------------------------------------------------
-    def group_record(self, group: ClassicGroup) -> Record:
-        """The GroupMetadata record of ``group`` (GroupCoordinatorRecordHelpers).
+    def group_record(self, group: ClassicGroup, assignments: dict[str, bytes] | None = None) -> Record:
+        """The GroupMetadata record of ``group`` (GroupCoordinatorRecordHelpers), with
+        ``assignments`` instead of the members' own if given (to check it before storing them).
 
         A group that never completed a join with members has no selected protocol, so nothing
         about its members can be written: a group being created is written as Kafka's empty
@@ -214,7 +257,9 @@ class Shard:
             MemberMetadata(member_id=m.member_id, group_instance_id=m.group_instance_id,
                            client_id=m.client_id, client_host=m.client_host,
                            rebalance_timeout=m.rebalance_timeout_ms, session_timeout=m.session_timeout_ms,
-                           subscription=m.metadata(group.protocol_name), assignment=m.assignment)
+                           subscription=m.metadata(group.protocol_name),
+                           assignment=m.assignment if assignments is None
+                           else assignments.get(m.member_id, b""))
             for m in group.members.values()]
         return group_metadata_record(
             group.group_id, protocol_type=group.protocol_type, generation=group.generation,
@@ -245,7 +290,7 @@ class Shard:
         """Drop a member whose session expired (answering its parked requests), then
         rebalance or finish the join."""
         self.drop_member(group, member, ErrorCode.UNKNOWN_MEMBER_ID)
-        log.info("group %s: removed member %s (%s)", group.group_id, member.member_id, reason)
+        log.info("group %s: removed member %s (%s)", clip(group.group_id), clip(member.member_id), reason)
         self.note(now, Event.MEMBER_EXPIRED, group, member.member_id, reason=Expiry.SESSION,
                   detail=reason)
         if group.is_in(S.STABLE, S.COMPLETING_REBALANCE):
@@ -271,8 +316,8 @@ class Shard:
     def transition(self, group: ClassicGroup, target: GroupState, now: int, why: str) -> None:
         before = group.state
         group.transition(target, now)
-        log.info("group %s: %s -> %s (generation %d, members %s): %s", group.group_id, before.value,
-                 target.value, group.generation, list(group.members), why)
+        log.info("group %s: %s -> %s (generation %d, members %s): %s", clip(group.group_id),
+                 before.value, target.value, group.generation, clip(list(group.members)), clip(why))
 
     def prepare_rebalance(self, group: ClassicGroup, now: int, reason: str,
                           cause: Cause = Cause.FORCED) -> None:
@@ -343,7 +388,8 @@ class Shard:
         for member in list(group.members.values()):
             if member.join is None and not member.is_static:
                 self.drop_member(group, member, ErrorCode.UNKNOWN_MEMBER_ID)
-                log.info("group %s: removed member %s (did not rejoin in time)", gid, member.member_id)
+                log.info("group %s: removed member %s (did not rejoin in time)", clip(gid),
+                         clip(member.member_id))
                 self.note(now, Event.MEMBER_EXPIRED, group, member.member_id, reason=Expiry.REJOIN)
         if group.members and not group.maybe_elect_joined_leader():
             # Only static members remain and none rejoined: wait another rebalance timeout.
@@ -450,7 +496,7 @@ class Shard:
                 topics.update(schema.decode_prefix(metadata, 2).topics)
         except DecodeError as e:
             log.warning("group %s: cannot parse the consumer subscriptions (%s); every topic "
-                        "counts as subscribed", group.group_id, e)
+                        "counts as subscribed", clip(group.group_id), e)
             group.subscribed_topics = None
             return
         group.subscribed_topics = frozenset(topics)

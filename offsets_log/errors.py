@@ -11,6 +11,11 @@ class RecordError(OffsetsLogError):
     """A ``__consumer_offsets`` key or value that cannot be built or parsed."""
 
 
+class RecordTooLargeError(RecordError):
+    """A record larger than the log may hold (Kafka's RecordTooLargeException): refused whole,
+    nothing written, the log keeps working."""
+
+
 class LogFailedError(OffsetsLogError):
     """A write or fsync failed; the log refuses further work until it is reopened (recovered).
 

@@ -155,6 +155,7 @@ class FakeFS:
 
     * ``fail_next_write`` / ``fail_next_fsync``: the next append / fsync raises ``OSError``
       (a failed append writes ``fail_partial`` bytes first, a torn write).
+    * ``disk_full``: while set, every append fails with ENOSPC (after ``fail_partial`` bytes).
     * ``crash_after_ops = n``: the (n+1)-th mutating operation raises :class:`SimulatedCrash`
       without taking effect; then call :meth:`crash` to lose everything not made durable.
     """
@@ -166,6 +167,7 @@ class FakeFS:
         self.fail_next_write = False
         self.fail_partial = 0
         self.fail_next_fsync = False
+        self.disk_full = False                      # while set, every append fails with ENOSPC
         self.crash_after_ops: int | None = None
         self.ops = 0
 
@@ -210,6 +212,9 @@ class FakeFS:
             self.fail_next_write = False
             node.data += data[:self.fail_partial]
             raise _eio(f"write {path}")
+        if self.disk_full:
+            node.data += data[:self.fail_partial]
+            raise OSError(errno.ENOSPC, f"injected: no space left on device for {path}")
         node.data += data
 
     def read(self, path: str) -> bytes:

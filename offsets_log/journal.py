@@ -11,6 +11,10 @@ Lines are buffered and written whole, without fsync: the journal is for analysis
 recovery, and a crash loses at most the last unflushed second. A crash can tear only the last
 line of a segment; readers skip a line that does not parse, with a warning. Synchronous and
 clock-free like the rest of this package: callers pass ``now_ms``.
+
+A journal that cannot be written (a full disk, an I/O error) never stops the broker: the
+events are dropped, with one warning, until a write works again (then one more line says how
+many were lost; their ``seq`` numbers stay unused, so the gap shows where).
 """
 
 from __future__ import annotations
@@ -88,6 +92,7 @@ class JournalWriter:
         self._buffered = 0
         self._encode = json.JSONEncoder(separators=(",", ":")).encode
         self._now = now_ms                   # the latest time seen (an event's ``t``, or a flush's)
+        self.dropped = 0                     # events lost since writing last failed
         self._open_segment(self.seq, now_ms)
 
     def _next_seq(self) -> int:
@@ -99,10 +104,10 @@ class JournalWriter:
         return first + self.fs.read(os.path.join(self.directory, name)).count(b"\n")
 
     def _open_segment(self, first_seq: int, now_ms: int) -> None:
-        self.path = os.path.join(self.directory, segment_name(first_seq, now_ms))
-        if not self.fs.exists(self.path):
-            self.fs.create(self.path)
-        self.created_ms, self.size = now_ms, self.fs.size(self.path)
+        path = os.path.join(self.directory, segment_name(first_seq, now_ms))
+        if not self.fs.exists(path):
+            self.fs.create(path)
+        self.path, self.created_ms, self.size = path, now_ms, self.fs.size(path)
         self._delete_old(now_ms)
 
     def _delete_old(self, now_ms: int) -> None:
@@ -135,15 +140,37 @@ class JournalWriter:
         if now_ms is not None:
             self._now = max(self._now, now_ms)
         first_seq = self.seq - len(self._lines)
-        if self.size and self._now - self.created_ms >= self.segment_ms:
-            self._roll(first_seq)
-        if not self._lines:
+        lines, self._lines, self._buffered = self._lines, [], 0
+        try:
+            if self.size and self._now - self.created_ms >= self.segment_ms:
+                self._roll(first_seq)
+            if not lines:
+                return
+            data = "".join(lines).encode()
+            if self.size and self.size + len(data) > self.segment_bytes:
+                self._roll(first_seq)
+            self._write(data)
+        except OSError as e:
+            if not self.dropped:
+                log.warning("journal: cannot write to %s (%s); dropping events until writing "
+                            "works again", self.directory, e)
+            self.dropped += len(lines)
             return
-        data = "".join(self._lines).encode()
-        self._lines, self._buffered = [], 0
-        if self.size and self.size + len(data) > self.segment_bytes:
-            self._roll(first_seq)
-        self.fs.append(self.path, data)
+        if self.dropped:
+            log.warning("journal: writing again; %d events were dropped", self.dropped)
+            self.dropped = 0
+
+    def _write(self, data: bytes) -> None:
+        """Append whole lines: a write that fails is cut back off, so no torn line stays
+        in front of the next one."""
+        try:
+            self.fs.append(self.path, data)
+        except OSError:
+            try:
+                self.fs.truncate(self.path, self.size)
+            except OSError as e:
+                log.debug("journal: cannot cut %s back: %s", self.path, e)
+            raise
         self.size += len(data)
 
     def _roll(self, first_seq: int) -> None:

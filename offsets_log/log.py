@@ -15,10 +15,10 @@ import threading
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
-from .errors import LogFailedError
+from .errors import LogFailedError, RecordTooLargeError
 from .fs import FS, RealFS
 from .records import Record
-from .segment import PREFIX, Frame, check_frame, encode_record, scan
+from .segment import MAX_FRAME, PREFIX, Frame, check_frame, encode_record, scan
 
 log = logging.getLogger(__name__)
 
@@ -247,8 +247,13 @@ class ShardLog:
             if not records:
                 return []
             first = self.next_offset
-            data = b"".join(encode_record(first + i, now_ms, r.key, r.value)
-                            for i, r in enumerate(records))
+            frames = [encode_record(first + i, now_ms, r.key, r.value) for i, r in enumerate(records)]
+            for frame in frames:
+                if len(frame) - PREFIX.size > MAX_FRAME:
+                    # Recovery would take it for garbage and cut the log there: never write it.
+                    raise RecordTooLargeError(f"{self.directory}: a record of {len(frame)} bytes is "
+                                              f"over the {MAX_FRAME}-byte limit; nothing written")
+            data = b"".join(frames)
             if self.active_size and self.active_size + len(data) > self.segment_bytes:
                 self._roll()
             path = self.active_path

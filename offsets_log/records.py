@@ -69,6 +69,49 @@ class GroupMetadataTombstone:
 TypedRecord = OffsetCommit | OffsetCommitTombstone | GroupMetadata | GroupMetadataTombstone
 
 
+#: The longest STRING a record (or any Kafka message) can hold, in UTF-8 bytes: Kafka's
+#: serializers throw beyond it.
+STRING_MAX_BYTES = 0x7FFF
+
+
+def string_too_long(text: str | None, reserve: int = 0) -> bool:
+    """Would ``text`` plus ``reserve`` more bytes exceed :data:`STRING_MAX_BYTES`? Measured
+    without encoding unless it could go either way (UTF-8 is 1-4 bytes per character)."""
+    if text is None:
+        return False
+    room = STRING_MAX_BYTES - reserve
+    if len(text) > room:
+        return True
+    if 4 * len(text) <= room or text.isascii():
+        return False
+    return len(text.encode("utf-8", "surrogatepass")) > room
+
+
+def _varint_size(n: int) -> int:
+    """Bytes of a zigzag varint (Kafka's record fields)."""
+    n = (n << 1) ^ (n >> 63)
+    size = 1
+    while n >= 0x80:
+        n >>= 7
+        size += 1
+    return size
+
+
+#: A v2 record batch's header (Kafka's DefaultRecordBatch.RECORD_BATCH_OVERHEAD)
+BATCH_OVERHEAD = 61
+
+
+def batch_size(record: Record) -> int:
+    """The bytes of a v2 record batch holding just ``record`` (uncompressed, no headers):
+    what Kafka compares with the offsets topic's max.message.bytes before writing it."""
+    value = -1 if record.value is None else len(record.value)
+    body = (1 + 1 + 1                                   # attributes, timestamp and offset deltas
+            + _varint_size(len(record.key)) + len(record.key)
+            + _varint_size(value) + max(value, 0)
+            + 1)                                        # no headers
+    return BATCH_OVERHEAD + _varint_size(body) + body
+
+
 def _encode(msg, version: int, body) -> bytes:
     try:
         return encode_payload(msg, version, body)
@@ -76,11 +119,21 @@ def _encode(msg, version: int, body) -> bytes:
         raise RecordError(str(e)) from e
 
 
-@lru_cache(maxsize=65536)
 def offset_commit_key(group: str, topic: str, partition: int) -> bytes:
-    """Cached: the same partitions are committed again and again."""
+    """Cached for ordinary names (the same partitions are committed again and again); names
+    from clients can be long, and the cache must not keep them alive."""
+    if len(group) + len(topic) > CACHED_KEY_CHARS:
+        return _offset_commit_key(group, topic, partition)
+    return _cached_offset_commit_key(group, topic, partition)
+
+
+def _offset_commit_key(group: str, topic: str, partition: int) -> bytes:
     body = RECORDS.offset_commit_key.cls(group=group, topic=topic, partition=partition)
     return _encode(RECORDS.offset_commit_key, OFFSET_COMMIT_KEY_VERSION, body)
+
+
+CACHED_KEY_CHARS = 256
+_cached_offset_commit_key = lru_cache(maxsize=16384)(_offset_commit_key)
 
 
 def group_metadata_key(group: str) -> bytes:

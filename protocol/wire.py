@@ -229,6 +229,11 @@ class Uuid(Kind):
         return [f"out.append({expr}.bytes)"]
 
 
+#: Kafka's generated readers refuse a STRING longer than this, compact ones too (whose length
+#: could say more): such a request is malformed, whatever its version.
+MAX_STRING_BYTES = 0x7FFF
+
+
 class Blob(Kind):
     """STRING / BYTES / RECORDS, classic or compact, optionally nullable."""
 
@@ -254,6 +259,8 @@ class Blob(Kind):
             if n != -1:
                 raise WireError(f"negative length {n} at {path}")
             return self._null_or_fail(path)
+        if self.text and n > MAX_STRING_BYTES:
+            raise WireError(f"string of {n} bytes at {path}")
         raw = read_exact(stream, n, path)
         try:
             return raw.decode("utf-8") if self.text else raw
@@ -282,6 +289,8 @@ class Blob(Kind):
         n = g.fresh("n")
         if self.compact:
             lines = _length_prefix(True, n)
+            if self.text:           # a classic STRING cannot say more (INT16 length)
+                lines.append(f"if {n} > {MAX_STRING_BYTES}: fail('string too long')")
         else:
             unpack = "_I16" if self.short else "_I32"
             width = 2 if self.short else 4
