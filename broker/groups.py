@@ -12,13 +12,18 @@ import dataclasses
 from functools import partial
 from typing import Callable
 
+import logging
+
 import trio
 
 from coordinator.routing import shard_for
 from protocol.errors import ErrorCode
 from protocol.messages import RESPONSES
 
+from .logsafe import safe
 from .shard_runner import ShardRunner, Ticket
+
+log = logging.getLogger("groupbroker.groups")
 
 FindCoordinatorResponse = RESPONSES[10].cls
 _COMMIT_TOPIC = RESPONSES[8].cls.OffsetCommitResponseTopic
@@ -35,6 +40,7 @@ class GroupRouter:
                  partition_exists: Callable[[str, int], bool]):
         self.runners, self.node_id, self.advertised = runners, node_id, advertised
         self.partition_exists = partition_exists
+        self._warned_transactions: set[tuple[str, str]] = set()
 
     def runner_for(self, group_id: str) -> ShardRunner:
         return self.runners[shard_for(group_id, len(self.runners))]
@@ -42,7 +48,7 @@ class GroupRouter:
     async def handle(self, ctx, request):
         key, v = ctx.api_key, ctx.version
         if key == 10:
-            return self.find_coordinator(v, request)
+            return self.find_coordinator(v, request, ctx)
         if self.pipelines(key, v):
             ticket, finish = self.begin(ctx, request)
             return finish(await ShardRunner.answer(ticket, ctx.barriers))
@@ -89,8 +95,11 @@ class GroupRouter:
             return ticket, _unchanged
         return ticket, partial(_with_unknown_partitions, ctx.api_key, request.topics)
 
-    def find_coordinator(self, version: int, request):
+    def find_coordinator(self, version: int, request, ctx):
         host, port = self.advertised
+        if request.key_type == 1:
+            keys = request.coordinator_keys if version >= 4 else (request.key,)
+            self._warn_transactions(ctx, keys)
 
         def answer(key_type: int) -> dict:
             if key_type == 0:
@@ -104,6 +113,21 @@ class GroupRouter:
         coordinator = FindCoordinatorResponse.Coordinator
         return FindCoordinatorResponse(coordinators=tuple(
             coordinator(key=k, **answer(request.key_type)) for k in request.coordinator_keys))
+
+    def _warn_transactions(self, ctx, transactional_ids) -> None:
+        """Transactions are not served yet and a transactional producer retries FindCoordinator
+        for ever: say so once per client, so the user learns why init_transactions() hangs."""
+        who = (ctx.client_id, ctx.client_host)
+        if who in self._warned_transactions:
+            return
+        if len(self._warned_transactions) >= 1024:             # bounded: client ids are free text
+            self._warned_transactions.clear()
+        self._warned_transactions.add(who)
+        log.warning("client %s at %s asked for the transaction coordinator of transactional.id %s: "
+                    "groupbroker does not serve transactions yet (it answers COORDINATOR_NOT_AVAILABLE, "
+                    "so the producer's init_transactions() waits until it times out)",
+                    safe(ctx.client_id), ctx.client_host.lstrip("/"),
+                    ", ".join(safe(k) for k in transactional_ids[:3]))
 
     async def _split(self, ctx, request, field: str, group_of, result_field: str):
         """Send each shard the items naming its groups; rebuild the answer in request order."""
