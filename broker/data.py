@@ -17,6 +17,7 @@ from typing import Callable, NamedTuple
 import trio
 
 from protocol.errors import ErrorCode
+from protocol.logtext import safe
 from protocol.messages import RESPONSES
 from protocol.records import read_batches
 from protocol.exceptions import DecodeError
@@ -25,7 +26,6 @@ from protocol.wire import ZERO_UUID
 
 from .config import BrokerConfig
 from .data_errors import whole_request_error
-from .logsafe import safe
 from .parked_fetches import ParkedFetches
 from .topics import TopicsError, TopicStore, UnknownTopicId, UnknownTopicOrPartition
 

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 
 from coordinator.responses import error_response
 from protocol.errors import ErrorCode
+from protocol.logtext import safe
 from protocol.messages import RESPONSES
 from protocol.registry import API_TABLE
 
-from .logsafe import safe
 
 log = logging.getLogger("groupbroker.faults")
 

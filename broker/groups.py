@@ -9,18 +9,17 @@ ListGroups asks every shard.
 from __future__ import annotations
 
 import dataclasses
+import logging
 from functools import partial
 from typing import Callable
-
-import logging
 
 import trio
 
 from coordinator.routing import shard_for
 from protocol.errors import ErrorCode
+from protocol.logtext import safe
 from protocol.messages import RESPONSES
 
-from .logsafe import safe
 from .shard_runner import ShardRunner, Ticket
 
 log = logging.getLogger("groupbroker.groups")

@@ -28,6 +28,7 @@ from offsets_log.log import Durability, ShardLog
 from protocol.errors import ErrorCode
 from protocol.exceptions import DecodeError, EncodeError, FrameTooLarge, UnsupportedVersion
 from protocol.header import decode_request, decode_request_header, encode_response_parts
+from protocol.logtext import safe
 
 from .accepting import Acceptor
 from .admin import serve_admin
@@ -40,7 +41,6 @@ from .groups import GroupRouter
 from .handlers import Call, Handlers
 from .inbound import Inbound
 from .journaling import BrokerJournal
-from .logsafe import safe
 from .shard_runner import ShardRunner
 
 log = logging.getLogger("groupbroker.server")

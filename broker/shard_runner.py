@@ -30,7 +30,6 @@ import trio
 
 from coordinator.actions import Journal, Persist, Reply, RequestContext
 from coordinator.interventions import InterventionError
-from coordinator.logtext import clip
 from coordinator.recovery import load_shard
 from coordinator.responses import API_NAMES, HEARTBEAT, error_response, operation_failed
 from coordinator.shard import Shard
@@ -38,6 +37,7 @@ from offsets_log.compaction import compact
 from offsets_log.errors import OffsetsLogError
 from offsets_log.log import Durability, GroupCommit, ShardLog
 from protocol.errors import ErrorCode
+from protocol.logtext import safe
 
 log = logging.getLogger("groupbroker.shards")
 
@@ -119,9 +119,9 @@ def _log_error(ticket: Ticket) -> None:
     """One INFO line per group-API error answered to a member: what reproducing a
     rebalance failure needs to see (e.g. ILLEGAL_GENERATION on a late commit)."""
     group, api, member, generation, error = ticket.error
-    who = f"member {clip(member)}" if member else "a new member"
+    who = f"member {safe(member)}" if member else "a new member"
     sent = "" if generation is None else f" (generation {generation})"      # JoinGroup sends none
-    log.info("group %s: %s v%d from %s%s answered %s", clip(group), api, ticket.version, who, sent,
+    log.info("group %s: %s v%d from %s%s answered %s", safe(group), api, ticket.version, who, sent,
              error.name)
 
 
@@ -304,7 +304,7 @@ class ShardRunner:
             what = "a timer" if ticket is None else \
                 f"{API_NAMES.get(ticket.api_key, ticket.api_key)} v{ticket.version} from {peer}"
             log.error("shard %d: %s failed (%s: %s); %sreloading the shard from its log",
-                      self.shard.shard_id, what, type(e).__name__, clip(e),
+                      self.shard.shard_id, what, type(e).__name__, safe(e),
                       "" if ticket is None else f"answered {error.name}; ")
             log.debug("the failure in shard %d", self.shard.shard_id, exc_info=True)
             for action in self.shard.abandon():

@@ -7,10 +7,10 @@ import logging
 
 from offsets_log.records import GroupMetadataTombstone, OffsetCommitTombstone
 from protocol.errors import ErrorCode
+from protocol.logtext import safe
 
 from . import responses as r
 from .actions import RequestContext
-from .logtext import clip
 from .offsets import apply
 from .shard import S, Shard
 
@@ -86,7 +86,7 @@ def delete_groups(shard: Shard, now: int, ctx: RequestContext, req) -> None:
             records += [OffsetCommitTombstone(group_id, topic, partition)
                         for topic, partition in sorted(shard.offsets.get(group_id, {}))]
             records.append(GroupMetadataTombstone(group_id))
-            log.info("group %s: deleted", clip(group_id))
+            log.info("group %s: deleted", safe(group_id))
         results.append(result_cls(group_id=group_id, error_code=error))
     apply(shard, records)
     shard.reply(ctx.token, r.DELETE_GROUPS, ctx.version, r.DeleteGroupsResponse(results=tuple(results)))

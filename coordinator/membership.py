@@ -10,13 +10,13 @@ from __future__ import annotations
 from offsets_log.errors import RecordError
 from offsets_log.records import group_metadata_record, string_too_long
 from protocol.errors import ErrorCode
+from protocol.logtext import safe
 
 from . import responses as r
 from .actions import RequestContext
 from .config import NEW_MEMBER_JOIN_TIMEOUT_MS
 from .events import Cause, Event
 from .group import ClassicGroup, Member, Parked
-from .logtext import clip
 from .shard import S, Shard, log
 
 E = ErrorCode
@@ -265,7 +265,7 @@ def _join_new_static_member(shard: Shard, now: int, ctx: RequestContext, req, gr
         try:
             shard.persist([shard.group_record(group)])
         except RecordError as e:
-            error = unstorable(ctx, f"group {clip(group.group_id)}: static member {clip(instance)} "
+            error = unstorable(ctx, f"group {safe(group.group_id)}: static member {safe(instance)} "
                                     f"cannot be stored ({e})")
             return _static_rejoin_not_stored(shard, now, ctx, group, member, old_id, before, start, error)
         if ctx.version >= 9 and was_leader:
@@ -315,7 +315,7 @@ def fence_static_member(shard: Shard, now: int, group: ClassicGroup, old_id: str
     shard.cancel(("session", group.group_id, old_id))
     member = group.replace_static(old_id, new_id)
     log.info("group %s: static member %s (instance %s) replaced by %s; the old member id is fenced",
-             clip(group.group_id), clip(old_id), clip(member.group_instance_id), clip(new_id))
+             safe(group.group_id), safe(old_id), safe(member.group_instance_id), safe(new_id))
     shard.note(now, Event.MEMBER_FENCED, group, old_id, instance_id=member.group_instance_id,
                replaced_by=new_id)
     shard.note(now, Event.MEMBER_JOINED, group, new_id, instance_id=member.group_instance_id,
@@ -403,7 +403,7 @@ def _propagate_assignment(shard: Shard, now: int, ctx: RequestContext, group: Cl
     try:
         shard.persist([shard.group_record(group, assignments)])
     except RecordError as e:
-        return _assignment_not_stored(shard, now, group, unstorable(ctx, f"group {clip(group.group_id)}: "
+        return _assignment_not_stored(shard, now, group, unstorable(ctx, f"group {safe(group.group_id)}: "
                                                                          f"the assignment cannot be stored ({e})"))
     for m in group.members.values():
         m.assignment = assignments.get(m.member_id, b"")

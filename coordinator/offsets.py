@@ -14,12 +14,12 @@ from offsets_log.records import (GroupMetadataTombstone, OffsetCommit, OffsetCom
                                  Record, group_metadata_key, offset_commit_key,
                                  offset_commit_record, tombstone)
 from protocol.errors import ErrorCode
+from protocol.logtext import safe
 
 from . import responses as r
 from .actions import RequestContext
 from .events import Event
 from .group import ClassicGroup
-from .logtext import clip
 from .membership import unstorable, validate_member
 from .shard import S, Shard
 
@@ -87,11 +87,11 @@ def offset_commit(shard: Shard, now: int, ctx: RequestContext, req) -> None:
     try:
         shard.persist([wire(rec) for rec in records])     # before anything changes
     except RecordError as e:
-        error = unstorable(ctx, f"group {clip(req.group_id)}: the offsets cannot be stored ({e})")
+        error = unstorable(ctx, f"group {safe(req.group_id)}: the offsets cannot be stored ({e})")
         shard.reply(ctx.token, r.OFFSET_COMMIT, v, r.offset_commit_error(req, error))
         return
     if req.group_id not in shard.groups:
-        log.info("group %s: created as a simple group by a manual offset commit", clip(req.group_id))
+        log.info("group %s: created as a simple group by a manual offset commit", safe(req.group_id))
         shard.groups[req.group_id] = ClassicGroup(req.group_id, current_state_ts=now)
     group = shard.groups[req.group_id]
     member = group.members.get(req.member_id)
@@ -232,7 +232,7 @@ def expire_offsets(shard: Shard, now: int) -> None:
         if len(expired) == len(offsets) and group.is_in(S.EMPTY):
             records.append(GroupMetadataTombstone(group_id))
         if expired:
-            log.info("group %s: %d offsets expired", clip(group_id), len(expired))
+            log.info("group %s: %d offsets expired", safe(group_id), len(expired))
     apply(shard, records)
 
 

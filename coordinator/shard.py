@@ -27,6 +27,7 @@ from offsets_log.records import (BATCH_OVERHEAD, GroupMetadata, GroupMetadataTom
                                  MemberMetadata, OffsetCommit, OffsetCommitTombstone, Record,
                                  TypedRecord, batch_size, group_metadata_record)
 from protocol.errors import ErrorCode
+from protocol.logtext import safe, safe_list
 from protocol.messages import DATA
 from protocol.exceptions import DecodeError
 
@@ -35,7 +36,6 @@ from .actions import Action, Journal, Persist, Reply, RequestContext
 from .config import CoordinatorConfig
 from .events import Cause, Event, Expiry
 from .group import ClassicGroup, Member
-from .logtext import clip
 from .routing import shard_for
 from .state import GroupState
 
@@ -230,7 +230,7 @@ class Shard:
         """After replay: members come back Stable with fresh session timers; start the sweep."""
         for group in list(self.groups.values()):
             log.info("shard %d: loaded group %s (%s, generation %d, %d members)", self.shard_id,
-                     clip(group.group_id), group.state.value, group.generation, len(group.members))
+                     safe(group.group_id), group.state.value, group.generation, len(group.members))
             for member in group.members.values():
                 self.schedule_session(group, member, now)
             if len(group.members) > self.config.group_max_size:
@@ -290,7 +290,7 @@ class Shard:
         """Drop a member whose session expired (answering its parked requests), then
         rebalance or finish the join."""
         self.drop_member(group, member, ErrorCode.UNKNOWN_MEMBER_ID)
-        log.info("group %s: removed member %s (%s)", clip(group.group_id), clip(member.member_id), reason)
+        log.info("group %s: removed member %s (%s)", safe(group.group_id), safe(member.member_id), reason)
         self.note(now, Event.MEMBER_EXPIRED, group, member.member_id, reason=Expiry.SESSION,
                   detail=reason)
         if group.is_in(S.STABLE, S.COMPLETING_REBALANCE):
@@ -316,8 +316,8 @@ class Shard:
     def transition(self, group: ClassicGroup, target: GroupState, now: int, why: str) -> None:
         before = group.state
         group.transition(target, now)
-        log.info("group %s: %s -> %s (generation %d, members %s): %s", clip(group.group_id),
-                 before.value, target.value, group.generation, clip(list(group.members)), clip(why))
+        log.info("group %s: %s -> %s (generation %d, members %s): %s", safe(group.group_id),
+                 before.value, target.value, group.generation, safe_list(group.members), safe(why))
 
     def prepare_rebalance(self, group: ClassicGroup, now: int, reason: str,
                           cause: Cause = Cause.FORCED) -> None:
@@ -388,8 +388,8 @@ class Shard:
         for member in list(group.members.values()):
             if member.join is None and not member.is_static:
                 self.drop_member(group, member, ErrorCode.UNKNOWN_MEMBER_ID)
-                log.info("group %s: removed member %s (did not rejoin in time)", clip(gid),
-                         clip(member.member_id))
+                log.info("group %s: removed member %s (did not rejoin in time)", safe(gid),
+                         safe(member.member_id))
                 self.note(now, Event.MEMBER_EXPIRED, group, member.member_id, reason=Expiry.REJOIN)
         if group.members and not group.maybe_elect_joined_leader():
             # Only static members remain and none rejoined: wait another rebalance timeout.
@@ -496,7 +496,7 @@ class Shard:
                 topics.update(schema.decode_prefix(metadata, 2).topics)
         except DecodeError as e:
             log.warning("group %s: cannot parse the consumer subscriptions (%s); every topic "
-                        "counts as subscribed", clip(group.group_id), e)
+                        "counts as subscribed", safe(group.group_id), e)
             group.subscribed_topics = None
             return
         group.subscribed_topics = frozenset(topics)
