@@ -97,6 +97,12 @@ class BrokerJournal:
                             "member": member or getattr(ticket.response, "member_id", None) or None,
                             "api": api, "error": error.name, "generation_sent": sent})
 
+    def topics_deleted(self, topics) -> None:
+        """One ``topic_deleted`` line per deleted topic (the report forgets its partitions)."""
+        now = self.now_ms()
+        for topic in sorted(topics):
+            self.writer.append({"t": now, "event": Event.TOPIC_DELETED, "topic": topic})
+
     def sample(self) -> None:
         """One ``log_end_offset`` line per partition of every topic."""
         if self.store is None:

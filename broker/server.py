@@ -129,6 +129,8 @@ class Broker:
     def _forget_topics(self, topics: set[str]) -> None:
         for runner in self.runners:
             runner.forget_topics(topics)
+        if self.journal is not None:
+            self.journal.topics_deleted(topics)
 
     def _close_logs(self) -> None:
         for runner in self.runners:

@@ -11,6 +11,7 @@ from protocol.logtext import safe
 
 from . import responses as r
 from .actions import RequestContext
+from .events import Deletion, Event
 from .offsets import apply
 from .shard import S, Shard
 
@@ -86,6 +87,7 @@ def delete_groups(shard: Shard, now: int, ctx: RequestContext, req) -> None:
             records += [OffsetCommitTombstone(group_id, topic, partition)
                         for topic, partition in sorted(shard.offsets.get(group_id, {}))]
             records.append(GroupMetadataTombstone(group_id))
+            shard.note(now, Event.GROUP_DELETED, group, reason=Deletion.DELETE_GROUPS)
             log.info("group %s: deleted", safe(group_id))
         results.append(result_cls(group_id=group_id, error_code=error))
     apply(shard, records)

@@ -21,6 +21,8 @@ class Event(enum.StrEnum):
     REBALANCE_COMPLETED = "rebalance_completed"  # join phase done: a new generation exists
     SYNC_COMPLETED = "sync_completed"          # the leader's assignment handed out: Stable
     OFFSETS_COMMITTED = "offsets_committed"    # an accepted OffsetCommit
+    GROUP_DELETED = "group_deleted"            # removed with its offsets (``reason`` says why)
+    TOPIC_DELETED = "topic_deleted"            # a topic deleted (written by the broker)
     ERROR = "error"                            # a group-API error answered (written by the broker)
     LOG_END_OFFSET = "log_end_offset"          # a periodic sample of a partition's end (broker)
     JOURNAL_OPENED = "journal_opened"          # the broker started writing (a run boundary)
@@ -37,6 +39,12 @@ class Cause(enum.StrEnum):
     FORCED = "forced"                          # the coordinator's own decision (group.max.size
     #                                            after loading, a static replacement mid-sync,
     #                                            fault injection)
+
+
+class Deletion(enum.StrEnum):
+    """Why a group was removed (the ``reason`` of ``group_deleted``)."""
+    DELETE_GROUPS = "delete_groups"            # a DeleteGroups request
+    OFFSETS_EXPIRED = "offsets_expired"        # an Empty group whose last offsets expired
 
 
 class Expiry(enum.StrEnum):

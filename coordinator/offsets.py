@@ -18,7 +18,7 @@ from protocol.logtext import safe
 
 from . import responses as r
 from .actions import RequestContext
-from .events import Event
+from .events import Deletion, Event
 from .group import ClassicGroup
 from .membership import unstorable, validate_member
 from .shard import S, Shard
@@ -231,6 +231,7 @@ def expire_offsets(shard: Shard, now: int) -> None:
         records += [OffsetCommitTombstone(group_id, topic, partition) for topic, partition in expired]
         if len(expired) == len(offsets) and group.is_in(S.EMPTY):
             records.append(GroupMetadataTombstone(group_id))
+            shard.note(now, Event.GROUP_DELETED, group, reason=Deletion.OFFSETS_EXPIRED)
         if expired:
             log.info("group %s: %d offsets expired", safe(group_id), len(expired))
     apply(shard, records)

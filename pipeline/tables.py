@@ -210,7 +210,8 @@ def lag_status(events: DataFrame, ends: DataFrame, window: int) -> DataFrame:
                .agg(F.array_sort(F.collect_list(F.struct("t", "seq", "offset", "lag"))).alias("w")))
     now = events.groupBy("source").agg(F.max("t").alias("now"))
     last = F.element_at("w", -1)
-    rows = (windows.join(ends, ["source", "topic", "partition"], "left").join(now, "source")
+    rows = (_still_there(windows.join(ends, ["source", "topic", "partition"], "left"), events)
+            .join(now, "source")
             .withColumn("current_lag", F.greatest(F.col("log_end_offset") - last["offset"], F.lit(0)))
             .withColumn("v", _verdict("w", "now", "current_lag")))
     severity = F.array(*[F.lit(s) for s in STATUSES])
@@ -223,6 +224,22 @@ def lag_status(events: DataFrame, ends: DataFrame, window: int) -> DataFrame:
         F.timestamp_millis(F.element_at("w", 1)["t"]).alias("window_start_time"),
         F.transform("w", lambda c: c["lag"]).alias("window_lags"),
         _time("now").alias("evaluated_at"))
+
+
+def _still_there(windows: DataFrame, events: DataFrame) -> DataFrame:
+    """The commit windows whose group and topic were not deleted after their last commit
+    (a group deleted, or expired, and a topic deleted leave no lag behind; one committed to
+    again after its deletion is back)."""
+    def deletions(event: str, key: str, column: str) -> DataFrame:
+        return (events.filter(F.col("event") == event).groupBy("source", key)
+                .agg(F.max(F.struct("t", "seq")).alias(column)))
+
+    last = F.struct(F.element_at("w", -1)["t"].alias("t"), F.element_at("w", -1)["seq"].alias("seq"))
+    return (windows.join(deletions("group_deleted", "group", "_group_gone"), ["source", "group"], "left")
+            .join(deletions("topic_deleted", "topic", "_topic_gone"), ["source", "topic"], "left")
+            .filter((F.col("_group_gone").isNull() | (F.col("_group_gone") < last))
+                    & (F.col("_topic_gone").isNull() | (F.col("_topic_gone") < last)))
+            .drop("_group_gone", "_topic_gone"))
 
 
 def lag_history(events: DataFrame, groups: list[tuple[str, str]]) -> list[tuple]:
