@@ -81,19 +81,10 @@ class Broker:
         """Shards load concurrently while we already accept (group APIs answer 14 meanwhile)."""
         async with trio.open_nursery() as loading:
             for runner in self.runners:
-                loading.start_soon(self._load_shard, nursery, runner)
+                # a shard whose log cannot be read answers NOT_COORDINATOR and retries by itself
+                loading.start_soon(nursery.start, runner.run)
         self.ready.set()
         log.info("all %d coordinator shards loaded", len(self.runners))
-
-    @staticmethod
-    async def _load_shard(nursery, runner: ShardRunner) -> None:
-        """A shard whose log cannot be read is refused (NOT_COORDINATOR); the others serve."""
-        try:
-            await nursery.start(runner.run)
-        except OffsetsLogError as e:
-            log.error("shard %d cannot load its offsets log (%s): it answers NOT_COORDINATOR "
-                      "until restarted; the other shards serve", runner.shard.shard_id, e)
-            runner.set_unavailable(ErrorCode.NOT_COORDINATOR)
 
     async def serve(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         cfg = self.config

@@ -119,7 +119,7 @@ async def test_start_up_survives_a_corrupt_producer_ids_file_and_a_shard_folder_
     broken = group_on_shard(7, "broken")
     (data / "__consumer_offsets-7").write_text("not a directory")
     b = start_broker({"group.initial.rebalance.delay.ms": 0, "group.min.session.timeout.ms": 500})
-    b.wait_for_log(r"shard 7 cannot load its offsets log")
+    b.wait_for_log(r"shard 7: offsets log failed")
     log = b.log_since_start()
     assert "producer_ids is unreadable" in log and "__consumer_offsets-7: cannot open the log" in log
     client = await WireClient.connect(b.port)
