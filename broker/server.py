@@ -19,9 +19,12 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+from functools import partial
+from typing import Callable, NamedTuple
 
 import trio
 
+from coordinator.responses import error_response
 from coordinator.shard import Shard
 from offsets_log.errors import OffsetsLogError
 from offsets_log.log import Durability, ShardLog
@@ -156,8 +159,6 @@ class Broker:
                             idle_watch.cancel()
             except* (trio.BrokenResourceError, trio.ClosedResourceError):
                 pass                                   # the client went away mid-answer
-            except* Unacknowledged as group:
-                log.warning("closing connection from %s: %s", peer, group.exceptions[0])
         except Exception:                              # a handler bug must not kill the server
             log.exception("closing connection from %s after an internal error", peer)
         finally:
@@ -210,7 +211,7 @@ class Broker:
                     started = []
                 if began is None:
                     response = await self._respond(ctx, body)
-                    await sender.submit([(ctx.barriers, self._answered(header, ctx, body, response))])
+                    await sender.submit([self._answer(header, ctx, body, response)])
         except (FrameTooLarge, DecodeError, UnsupportedVersion, ConnectionDropped) as e:
             log.warning("closing connection from %s: %s", peer, safe(str(e)))
             if started:                 # what came before the bad frame is answered, as Kafka would
@@ -243,8 +244,15 @@ class Broker:
         answers = []
         for header, ctx, body, ticket, complete in started:
             response = complete(await ShardRunner.answer(ticket, ctx.barriers))
-            answers.append((ctx.barriers, self._answered(header, ctx, body, response)))
+            answers.append(self._answer(header, ctx, body, response))
         return answers
+
+    def _answer(self, header, ctx: Call, body, response) -> Answer:
+        refused = partial(_encode, header, None)
+        if ctx.barriers:            # a group answer: if its records never become durable, instead
+            refused = partial(_encode, header, error_response(                   # NOT_COORDINATOR
+                header.api_key, header.api_version, body, ErrorCode.NOT_COORDINATOR))
+        return Answer(ctx.barriers, self._answered(header, ctx, body, response), refused)
 
     def _answered(self, header, ctx: Call, body, response) -> list:
         """The answer's framed chunks; recorded first if the test asked for a recording."""
@@ -279,8 +287,12 @@ def _encode(header, response) -> list:
 _IN_FLIGHT = 32
 
 
-class Unacknowledged(Exception):
-    """An answer that must not be sent: the records it reports were never made durable."""
+class Answer(NamedTuple):
+    """One request's answer on its way out: the shard tickets whose records must be durable
+    before it is sent, its framed chunks, and what to send instead if they never are."""
+    barriers: list
+    parts: list
+    refused: Callable[[], list]
 
 
 class OrderedSender:
@@ -297,9 +309,9 @@ class OrderedSender:
         self.queue, self._queued = trio.open_memory_channel(_IN_FLIGHT)
         self._pending = 0                       # answers queued or being sent by run()
 
-    async def submit(self, answers: list) -> None:
-        """Send ``(barriers, parts)`` answers, in order, once their tickets are durable."""
-        if self._pending == 0 and all(t.durable for barriers, _ in answers for t in barriers):
+    async def submit(self, answers: list[Answer]) -> None:
+        """Send answers, in order, each once its tickets are durable."""
+        if self._pending == 0 and all(t.durable for a in answers for t in a.barriers):
             await self._send(answers)
             return
         for answer in answers:
@@ -321,14 +333,16 @@ class OrderedSender:
                 await self._send(answers)
                 self._pending -= len(answers)
 
-    async def _send(self, answers: list) -> None:
-        for barriers, _ in answers:
-            for ticket in barriers:
-                if not await ticket.wait_durable():
-                    # Never acknowledge what is not on disk: drop the connection; the client
-                    # retries and finds the shard answering NOT_COORDINATOR.
-                    raise Unacknowledged("an answer depended on a write that failed")
-        for chunk in _coalesce(part for _, parts in answers for part in parts):
+    async def _send(self, answers: list[Answer]) -> None:
+        chunks = []
+        for answer in answers:
+            durable = True
+            for ticket in answer.barriers:
+                durable = await ticket.wait_durable() and durable
+            # Never acknowledge what is not on disk: as Kafka maps a failed write, the client
+            # gets NOT_COORDINATOR and looks for the coordinator again.
+            chunks += answer.parts if durable else answer.refused()
+        for chunk in _coalesce(chunks):
             await _write(self.stream, chunk)
         self.on_sent()
 

@@ -223,17 +223,21 @@ async def test_a_client_leaving_mid_answer_is_not_an_internal_error(broker, capl
 
 
 async def test_an_answer_whose_write_failed_is_never_sent():
-    from broker.server import OrderedSender, Unacknowledged
+    """Its refusal (the request's NOT_COORDINATOR answer) goes out instead, in its place."""
+    from broker.server import Answer, OrderedSender
     from broker.shard_runner import Ticket
     ours, theirs = (trio.SocketStream(s) for s in trio.socket.socketpair())
     sender = OrderedSender(ours)
     durable, failed = Ticket(12, 4, None), Ticket(8, 8, None)
     durable.release()
-    await sender.submit([([durable], [b"sent"])])
+    await sender.submit([Answer([durable], [b"sent"], lambda: [b"unused"])])
     assert await theirs.receive_some() == b"sent"
     failed.failed = True
     failed.release()
-    with pytest.raises(Unacknowledged):
-        await sender.submit([([failed], [b"must not go out"])])
+    await sender.submit([Answer([failed], [b"must not go out"], lambda: [b"refused"]),
+                         Answer([durable], [b"next"], lambda: [b"unused"])])
     await ours.aclose()
-    assert await theirs.receive_some() == b""             # nothing else was written
+    received = b""
+    while chunk := await theirs.receive_some():
+        received += chunk
+    assert received == b"refusednext"
