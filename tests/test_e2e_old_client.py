@@ -17,15 +17,15 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from kafka import KafkaConsumer, TopicPartition
 
 from broker_process import (REPO, BrokerProcess, ConsumerProcess, check_exactly_once,
-                            committed_records, in_ci, wait_until)
+                            committed_records, wait_until)
 from group_lifecycle import PARTITIONS as LIFECYCLE_PARTITIONS, Client, run_lifecycle
+from side_venv import side_python
 
 KP2 = "2.0.2"
 VENV = Path(os.environ.get("GROUPBROKER_KP2_VENV", REPO / ".venv-kp2"))   # override: elsewhere
@@ -35,32 +35,9 @@ PARTITIONS = 4
 
 @pytest.fixture(scope="session")
 def kp2_python() -> str:
-    """The python of a virtualenv holding kafka-python 2.0.2, built once and then reused.
-
-    In CI (CI=true) a failed install fails the test; elsewhere (say, offline) it skips."""
-    python = VENV / "bin" / "python"
-    marker = VENV / f"kafka-python-{KP2}.installed"
-    if marker.exists() and python.exists():
-        return str(python)
-    try:
-        subprocess.run([sys.executable, "-m", "venv", "--clear", str(VENV)], check=True,
-                       capture_output=True, text=True, timeout=180)
-        (VENV / ".gitignore").write_text("*\n")
-        subprocess.run([str(python), "-m", "pip", "install", "--disable-pip-version-check",
-                        "--no-input", "-q", f"kafka-python=={KP2}"], check=True,
-                       capture_output=True, text=True, timeout=300)
-        version = subprocess.run([str(python), "-c", "import kafka; print(kafka.__version__)"],
-                                 check=True, capture_output=True, text=True, timeout=60).stdout.strip()
-        if version != KP2:
-            raise RuntimeError(f"installed kafka-python {version}, wanted {KP2}")
-    except (subprocess.SubprocessError, OSError, RuntimeError) as e:
-        detail = getattr(e, "stderr", None) or ""
-        reason = f"cannot build a kafka-python {KP2} virtualenv in {VENV}: {e} {detail[-2000:]}"
-        if in_ci():
-            pytest.fail(reason)
-        pytest.skip(reason)
-    marker.write_text(f"kafka-python {KP2}\n")
-    return str(python)
+    """The python of a virtualenv holding kafka-python 2.0.2, built once and then reused."""
+    return side_python(VENV, [f"kafka-python=={KP2}"],
+                       f"import kafka; assert kafka.__version__ == {KP2!r}, kafka.__version__")
 
 
 @pytest.fixture
