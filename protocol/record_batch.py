@@ -22,6 +22,7 @@ from crc32c import crc32c
 
 from .exceptions import DecodeError
 from .records import HEADER, BatchHeader, read_batches
+from .wire import leb128
 
 NONE, GZIP, SNAPPY, LZ4, ZSTD = range(5)
 _LOG_APPEND_TIME = 0x08
@@ -181,13 +182,8 @@ def _bytes(data: bytes, pos: int) -> tuple[bytes | None, int]:
 
 
 def _zigzag(n: int) -> bytes:
-    z = (n << 1) ^ (n >> 63)
-    out = bytearray()
-    while z >= 0x80:
-        out.append((z & 0x7F) | 0x80)
-        z >>= 7
-    out.append(z)
-    return bytes(out)
+    """A signed 64-bit varint (varlong), as records encode their fields."""
+    return leb128((n << 1) ^ (n >> 63))
 
 
 def _put_bytes(out: bytearray, value: bytes | None) -> None:

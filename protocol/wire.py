@@ -56,7 +56,8 @@ def read_uvarint(data, pos: int, end: int) -> tuple[int, int]:
     raise WireError("varint longer than 5 bytes")
 
 
-def _leb128(n: int) -> bytes:
+def leb128(n: int) -> bytes:
+    """Unsigned LEB128 of any size (a varint; zigzag it first for a signed one)."""
     out = bytearray()
     while n >= 0x80:
         out.append((n & 0x7F) | 0x80)
@@ -65,7 +66,7 @@ def _leb128(n: int) -> bytes:
     return bytes(out)
 
 
-_UVARINT_CACHE = [_leb128(i) for i in range(1024)]
+_UVARINT_CACHE = [leb128(i) for i in range(1024)]
 
 
 def uvarint(n: int) -> bytes:
@@ -74,7 +75,7 @@ def uvarint(n: int) -> bytes:
         return _UVARINT_CACHE[n]
     if n < 0 or n > 0xFFFFFFFF:
         raise WireError(f"unsigned varint out of range: {n}")
-    return _leb128(n)
+    return leb128(n)
 
 
 def fail(reason: str):
