@@ -20,7 +20,7 @@ from protocol.messages import RESPONSES
 
 from .config import BrokerConfig
 from .data_errors import EXCESSIVE_BATCH, MAX_RECORDS_PER_USER_OP, Refused, error_message
-from .topics import TopicsError, TopicStore, UnknownTopicOrPartition
+from .topics import StorageError, TopicsError, TopicStore, UnknownTopicOrPartition
 
 log = logging.getLogger("groupbroker.data")
 E = ErrorCode
@@ -138,5 +138,10 @@ class TopicAdmin:
         if target > plog.high_watermark:
             return plog.advance_log_start(target)        # raises Kafka's OFFSET_OUT_OF_RANGE
         if target > plog.log_start_offset:
-            await trio.to_thread.run_sync(plog.checkpoint_log_start, target)
+            try:
+                await trio.to_thread.run_sync(plog.checkpoint_log_start, target)
+            except StorageError:
+                if self.store.partition(name, partition) is not plog:     # deleted meanwhile
+                    raise UnknownTopicOrPartition(f"topic {name!r} was deleted") from None
+                raise
         return plog.advance_log_start(target)

@@ -325,3 +325,17 @@ def test_a_log_whose_end_fell_below_its_log_start_restarts_empty_there(tmp_path)
     again = TopicStore(tmp_path).partition("t", 0)
     assert (again.log_start_offset, again.high_watermark) == (4, 4)
     assert again.append(batch([b"next"]), 0).base_offset == 4
+
+
+async def test_delete_records_that_cannot_be_made_durable_changes_nothing(serve_broker, tmp_path):
+    broker = await serve_broker({})
+    client = await WireClient.connect(broker.port)
+    await create(client, "t")
+    await produce(client, "t", 0, batch([b"a", b"b"]))
+    os.mkdir(tmp_path / "t-0" / "log-start-offset")        # the checkpoint cannot replace a directory
+    T = DeleteRecords.DeleteRecordsTopic
+    answer = await client.call(21, 2, DeleteRecords(timeout_ms=1000, topics=(T(name="t", partitions=(
+        T.DeleteRecordsPartition(partition_index=0, offset=1),)),)))
+    assert [(p.error_code, p.low_watermark) for p in answer.topics[0].partitions] == [(E.KAFKA_STORAGE_ERROR, -1)]
+    still = await client.call(1, 12, fetch("t", offset=0))
+    assert values_of(still.responses[0].partitions[0].records) == [(0, b"a"), (1, b"b")]
