@@ -24,10 +24,10 @@ from protocol.exceptions import DecodeError
 from protocol.registry import API_TABLE
 from protocol.wire import ZERO_UUID
 
+from .cluster_admin import CLUSTER_OPERATIONS, ClusterAdmin
 from .config import BrokerConfig
 from .data_errors import EXCESSIVE_BATCH, MAX_RECORDS_PER_USER_OP, error_message, whole_request_error
 from .data_errors import Refused as _Refused
-from .cluster_admin import CLUSTER_OPERATIONS, ClusterAdmin
 from .parked_fetches import ParkedFetches
 from .topic_admin import TopicAdmin
 from .topics import TopicsError, TopicStore, UnknownTopicId, UnknownTopicOrPartition

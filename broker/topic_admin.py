@@ -38,8 +38,8 @@ class TopicAdmin:
 
     # --- CreatePartitions ---------------------------------------------------------------------
     async def create_partitions(self, ctx, req):
-        """Every topic is checked first (the records Kafka's controller would write are bounded
-        by MAX_RECORDS_PER_USER_OP); then the valid ones grow, one after the other."""
+        """Each topic is checked, then grown, in turn; what they add together is bounded by
+        MAX_RECORDS_PER_USER_OP (one metadata record per new partition in Kafka's controller)."""
         result = CreatePartitions.CreatePartitionsTopicResult
         named = Counter(t.name for t in req.topics)
         duplicates = [name for name, times in named.items() if times > 1]
