@@ -49,6 +49,7 @@ class BrokerConfig:
     data_dir: str = "./groupbroker-data"
     node_id: int = 1
     cluster_id: str = "groupbroker-local"
+    rack: str | None = None                    # broker.rack, reported in Metadata and DescribeCluster
     advertised_host: str | None = None
     advertised_port: int | None = None
     socket_request_max_bytes: int = DEFAULT_MAX_FRAME
@@ -75,6 +76,7 @@ class BrokerConfig:
     _NAMES = {
         "node.id": ("node_id", int), "broker.id": ("node_id", int),
         "cluster.id": ("cluster_id", str),
+        "broker.rack": ("rack", str),
         "socket.request.max.bytes": ("socket_request_max_bytes", int),
         "connections.max.idle.ms": ("connections_max_idle_ms", int),
         "fetch.max.bytes": ("fetch_max_bytes", _at_least(1024)),

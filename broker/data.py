@@ -24,9 +24,12 @@ from protocol.exceptions import DecodeError
 from protocol.registry import API_TABLE
 from protocol.wire import ZERO_UUID
 
+from .cluster_admin import CLUSTER_OPERATIONS, ClusterAdmin
 from .config import BrokerConfig
-from .data_errors import whole_request_error
+from .data_errors import EXCESSIVE_BATCH, MAX_RECORDS_PER_USER_OP, error_message, whole_request_error
+from .data_errors import Refused as _Refused
 from .parked_fetches import ParkedFetches
+from .topic_admin import TopicAdmin
 from .topics import TopicsError, TopicStore, UnknownTopicId, UnknownTopicOrPartition
 
 log = logging.getLogger("groupbroker.data")
@@ -35,10 +38,6 @@ UNSET_OPERATIONS = -2147483648
 #: READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS (no ACLs here)
 TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
 LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
-#: Kafka's QuorumController.MAX_RECORDS_PER_USER_OP and the PolicyViolationException message
-#: its controller answers when one request would write more metadata records than that.
-MAX_RECORDS_PER_USER_OP = 10_000
-EXCESSIVE_BATCH = "Unable to perform excessively large batch operation."
 
 Metadata, Produce, Fetch = RESPONSES[3].cls, RESPONSES[0].cls, RESPONSES[1].cls
 ListOffsets, CreateTopics, DeleteTopics = RESPONSES[2].cls, RESPONSES[19].cls, RESPONSES[20].cls
@@ -60,8 +59,14 @@ class DataPlane:
                                 retention_ms=config.log_retention_ms,
                                 retention_bytes=config.log_retention_bytes)
         self.parked = ParkedFetches()
+        topic_admin, cluster_admin = TopicAdmin(self.store, config), ClusterAdmin(self.store, config, advertised)
         handlers = {3: self.metadata, 0: self.produce, 1: self.fetch, 2: self.list_offsets,
-                    19: self.create_topics, 20: self.delete_topics, 22: self.init_producer_id}
+                    19: self.create_topics, 20: self.delete_topics, 22: self.init_producer_id,
+                    37: topic_admin.create_partitions,
+                    21: topic_admin.delete_records,
+                    60: cluster_admin.describe_cluster,
+                    35: cluster_admin.describe_log_dirs,
+                    43: cluster_admin.elect_leaders}
         self.routes = {key: _answering_errors(handler) for key, handler in handlers.items()}
 
     def has_partition(self, topic: str, partition: int) -> bool:
@@ -92,9 +97,12 @@ class DataPlane:
         if v >= 8 and req.include_topic_authorized_operations:
             topics = [t.__class__(**{**_fields(t), "topic_authorized_operations": TOPIC_OPERATIONS})
                       for t in topics]
-        broker = Metadata.MetadataResponseBroker(node_id=node, host=host, port=port, rack=None)
+        # v8-10 may ask for the cluster's operations too (librdkafka's describe_cluster does)
+        cluster = {"cluster_authorized_operations": CLUSTER_OPERATIONS} \
+            if 8 <= v <= 10 and req.include_cluster_authorized_operations else {}
+        broker = Metadata.MetadataResponseBroker(node_id=node, host=host, port=port, rack=self.config.rack)
         return Metadata(brokers=(broker,), cluster_id=self.config.cluster_id, controller_id=node,
-                        topics=tuple(topics))
+                        topics=tuple(topics), **cluster)
 
     def _lookup(self, wanted, allow_create: bool):
         T = Metadata.MetadataResponseTopic
@@ -383,14 +391,6 @@ def _answering_errors(handler):
     return decide
 
 
-class _Refused(Exception):
-    """A request the data plane turns down with a specific Kafka error."""
-
-    def __init__(self, error_code: ErrorCode, message: str = ""):
-        super().__init__(message)
-        self.error_code = error_code
-
-
 def _one_batch(records) -> None:
     """Produce v3+ carries exactly one record batch per partition (Kafka: INVALID_RECORD otherwise)."""
     if not records:
@@ -404,14 +404,3 @@ def _one_batch(records) -> None:
 
 def _fields(obj) -> dict:
     return {f: getattr(obj, f) for f in obj.__dataclass_fields__}
-
-
-#: The longest error message an answer carries: messages quote client strings (topic names),
-#: and a non-flexible version cannot carry a string over 32,767 bytes.
-MESSAGE_LIMIT = 1000
-
-
-def error_message(e: Exception) -> str | None:
-    """``e``'s text for an answer's error_message, cut to :data:`MESSAGE_LIMIT` characters."""
-    text = str(e)
-    return text[:MESSAGE_LIMIT] + "..." if len(text) > MESSAGE_LIMIT else text or None

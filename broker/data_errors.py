@@ -1,4 +1,5 @@
-"""Kafka's answer when a whole data-plane request fails (its ``getErrorResponse``).
+"""Kafka's answer when a whole data-plane request fails (its ``getErrorResponse``), and the
+refusal the handlers raise for it.
 
 Every topic the request names gets the error; nothing else is reported. Produce, Fetch,
 ListOffsets and InitProducerId share the builders fault injection uses.
@@ -13,6 +14,30 @@ from protocol.wire import ZERO_UUID
 from .faults import error_answer
 
 Metadata, CreateTopics, DeleteTopics = RESPONSES[3].cls, RESPONSES[19].cls, RESPONSES[20].cls
+CreatePartitions, DeleteRecords, ElectLeaders = RESPONSES[37].cls, RESPONSES[21].cls, RESPONSES[43].cls
+DescribeCluster, DescribeLogDirs = RESPONSES[60].cls, RESPONSES[35].cls
+
+#: Kafka's QuorumController.MAX_RECORDS_PER_USER_OP and the PolicyViolationException message
+#: its controller answers when one request would write more metadata records than that.
+MAX_RECORDS_PER_USER_OP = 10_000
+EXCESSIVE_BATCH = "Unable to perform excessively large batch operation."
+#: The longest error message an answer carries: messages quote client strings (topic names),
+#: and a non-flexible version cannot carry a string over 32,767 bytes.
+MESSAGE_LIMIT = 1000
+
+
+class Refused(Exception):
+    """A request the data plane turns down with a specific Kafka error."""
+
+    def __init__(self, error_code: ErrorCode, message: str = ""):
+        super().__init__(message)
+        self.error_code = error_code
+
+
+def error_message(e: Exception) -> str | None:
+    """``e``'s text for an answer's error_message, cut to :data:`MESSAGE_LIMIT` characters."""
+    text = str(e)
+    return text[:MESSAGE_LIMIT] + "..." if len(text) > MESSAGE_LIMIT else text or None
 
 
 def whole_request_error(key: int, version: int, body, error: ErrorCode, message: str | None = None):
@@ -32,4 +57,37 @@ def whole_request_error(key: int, version: int, body, error: ErrorCode, message:
             [(name, ZERO_UUID) for name in body.topic_names]
         return DeleteTopics(responses=tuple(result(name=name, topic_id=topic_id, error_code=error,
                                                    error_message=message) for name, topic_id in wanted))
+    if key in _ADMIN_ANSWERS:
+        return _ADMIN_ANSWERS[key](body, error, message)
     return error_answer(key, version, body, error)
+
+
+def _create_partitions(body, error, message):
+    result = CreatePartitions.CreatePartitionsTopicResult
+    return CreatePartitions(results=tuple(result(name=t.name, error_code=error, error_message=message)
+                                          for t in body.topics))
+
+
+def _delete_records(body, error, message):
+    topic = DeleteRecords.DeleteRecordsTopicResult
+    part = topic.DeleteRecordsPartitionResult
+    return DeleteRecords(topics=tuple(topic(name=t.name, partitions=tuple(
+        part(partition_index=p.partition_index, low_watermark=-1, error_code=error)
+        for p in t.partitions)) for t in body.topics))
+
+
+def _elect_leaders(body, error, message):
+    topic = ElectLeaders.ReplicaElectionResult
+    part = topic.PartitionResult
+    return ElectLeaders(error_code=error, replica_election_results=tuple(
+        topic(topic=t.topic, partition_result=tuple(
+            part(partition_id=p, error_code=error, error_message=message) for p in t.partitions))
+        for t in body.topic_partitions or ()))
+
+
+#: The admin APIs' answers (KafkaApis and ControllerApis answer these with getErrorResponse too).
+_ADMIN_ANSWERS = {
+    37: _create_partitions, 21: _delete_records, 43: _elect_leaders,
+    60: lambda body, error, message: DescribeCluster(error_code=error, error_message=message),
+    35: lambda body, error, message: DescribeLogDirs(error_code=error),
+}

@@ -17,6 +17,8 @@ whose ``error_code`` goes into the response. Handlers map requests to it like th
       (InvalidTopic 17, TopicAlreadyExists 36, InvalidPartitions 37, StorageError 56); safe
       in a worker thread, which is where large topics should be created.
     * DeleteTopics: ``delete_topic(name)`` (UnknownTopicOrPartition 3); its logs are closed.
+    * CreatePartitions: ``add_partitions(name, count, validate_only=)`` (UnknownTopicOrPartition
+      3, InvalidPartitions 37 with Kafka's messages, StorageError 56); safe in a worker thread.
     * Produce/Fetch/ListOffsets: ``partition(name, p) -> PartitionLog``;
       ``topic_by_id(uuid)`` for Fetch v13+ (UnknownTopicId 100).
     * InitProducerId (no transactional id): ``producer_ids.allocate()``, epoch 0.
@@ -41,6 +43,9 @@ whose ``error_code`` goes into the response. Handlers map requests to it like th
       ``high_watermark``.
     * ListOffsets: ``log_start_offset`` (earliest, -2), ``high_watermark`` (latest, -1),
       ``offset_for_timestamp(ts) -> TimestampOffset(offset, timestamp)``, (-1, -1) if none.
+    * DeleteRecords: ``checkpoint_log_start(offset)`` (durable; a worker thread may run it),
+      then ``advance_log_start(offset) -> log start offset`` (OffsetOutOfRange 1 above the
+      high watermark); sealed segments wholly below it are deleted.
     * ``apply_retention(now_ms)``, ``flush()``, ``close()``. A partition whose write failed
       raises StorageError on append until a write succeeds again (it reopens itself);
       ``log_start_offset``/``high_watermark`` are -1 while its files cannot be opened.

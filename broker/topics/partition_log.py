@@ -43,12 +43,15 @@ from protocol.records import BatchHeader, read_batches, with_base_offset
 from .batches import check_batch
 from .errors import (CorruptRecords, InvalidRecord, MessageTooLarge, OffsetOutOfRange, StorageError,
                      TopicsError, TransactionsUnsupported, UnknownTopicOrPartition)
-from .fsutil import Disk, fsync_dir
+from .fsutil import Disk, atomic_write, fsync_dir
 from .producer_state import ProducerStateTable
 
 log = logging.getLogger(__name__)
 
 SUFFIX = ".log"
+#: DeleteRecords' log start offset, durable before it is answered (Kafka checkpoints every
+#: partition's in one log-start-offset-checkpoint file per log dir, lazily)
+LOG_START_FILE = "log-start-offset"
 _LOG_APPEND_TIME = 0x08                # attributes bit: timestamps are the broker's
 _MAX_TIMESTAMP_AT = 35                 # byte position of max timestamp in the header
 _ATTRIBUTES_AT = 21
@@ -152,9 +155,11 @@ class PartitionLog:
         self._closed = False
         self._failed: str | None = None      # why writes stopped; the next append retries
         self._unflushed = False               # the active segment may hold bytes not yet fsynced
+        self._deleted_below = 0               # DeleteRecords' log start offset
         try:
             os.makedirs(self.directory, exist_ok=True)
             self._segments, self.producers = self._recover(clean_shutdown)
+            self._start_at_checkpoint()
             self._unflushed = not clean_shutdown and self._segments[-1].size > 0
         except OSError as exc:
             self._segments = []
@@ -166,8 +171,9 @@ class PartitionLog:
 
     @property
     def log_start_offset(self) -> int:
-        """-1 while the log cannot be opened (as Kafka reports an offline partition)."""
-        return self._segments[0].base_offset if self._segments else -1
+        """-1 while the log cannot be opened (as Kafka reports an offline partition); DeleteRecords
+        may have moved it past the first segment's base."""
+        return max(self._segments[0].base_offset, self._deleted_below) if self._segments else -1
 
     @property
     def high_watermark(self) -> int:
@@ -451,6 +457,87 @@ class PartitionLog:
                 log.info("%s: retention deleted %d segment(s); log starts at offset %d",
                          self.directory, removed, self.log_start_offset)
         return removed
+
+    # -- DeleteRecords ---------------------------------------------------------------------
+
+    def checkpoint_log_start(self, offset: int) -> None:
+        """Make ``offset`` the log start a restart finds, before :meth:`advance_log_start` shows it.
+
+        Writes only its own file, so it may run in a worker thread. Raises StorageError.
+        """
+        try:
+            atomic_write(os.path.join(self.directory, LOG_START_FILE), f"{offset}\n")
+        except OSError as exc:
+            raise StorageError(f"{self.directory}: cannot record log start offset {offset}: {exc}") from exc
+
+    def advance_log_start(self, offset: int) -> int:
+        """Kafka's maybeIncrementLogStartOffset: the log starts at ``offset`` (it never moves
+        back) and forgets producers wholly below it; sealed segments wholly below it are
+        deleted at once (Kafka's next retention check would). Returns the log start offset.
+
+        Raises OffsetOutOfRange above the high watermark.
+        """
+        self._check_open()
+        if offset > self.high_watermark:
+            raise OffsetOutOfRange(f"Cannot increment the log start offset to {offset} of partition "
+                                   f"{self.directory} since it is larger than the high watermark "
+                                   f"{self.high_watermark}")
+        if offset > self.log_start_offset:
+            self._deleted_below = offset
+            self.producers.evict_below(offset)
+            log.info("%s: log start offset moved to %d (records deleted)", self.directory, offset)
+            self._drop_segments_below_start()
+        return self.log_start_offset
+
+    def _start_at_checkpoint(self) -> None:
+        """On open: the log starts where DeleteRecords left it. A log whose end fell below that
+        (segments lost) restarts empty there, as Kafka's LogLoader does, so no offset below the
+        log start is ever handed out again."""
+        try:
+            with open(os.path.join(self.directory, LOG_START_FILE), encoding="ascii") as f:
+                start = int(f.read().strip())
+        except FileNotFoundError:
+            return
+        except (OSError, ValueError) as exc:
+            log.warning("%s: unreadable %s (%s); the log starts at its first segment",
+                        self.directory, LOG_START_FILE, exc)
+            return
+        if start > self.high_watermark:
+            log.warning("%s: the log ends at %d, below its log start offset %d; deleting its "
+                        "segments and starting empty at %d", self.directory, self.high_watermark,
+                        start, start)
+            for seg in self._segments:
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(seg.path)
+            fresh = _Segment(os.path.join(self.directory, segment_name(start)), start)
+            os.close(os.open(fresh.path, os.O_RDWR | os.O_CREAT, 0o644))
+            fsync_dir(self.directory)
+            self._segments, self.producers = [fresh], ProducerStateTable()
+        self._deleted_below = start
+        self.producers.evict_below(start)
+        self._drop_segments_below_start()
+
+    def _drop_segments_below_start(self) -> None:
+        """Delete the sealed segments whose every offset is below the log start (Kafka's
+        deleteLogStartOffsetBreachedSegments); one that cannot be removed now stays (it is
+        unreadable anyway) and is tried again next time."""
+        below = 0
+        while below + 1 < len(self._segments) and self._segments[below + 1].base_offset <= self.log_start_offset:
+            below += 1
+        gone = 0
+        try:
+            for seg in self._segments[:below]:
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(seg.path)
+                gone += 1
+            if gone:
+                fsync_dir(self.directory)
+        except OSError as exc:
+            log.warning("%s: cannot delete a segment below the log start offset: %s", self.directory, exc)
+        if gone:
+            del self._segments[:gone]
+            log.info("%s: deleted %d segment(s) below log start offset %d", self.directory, gone,
+                     self.log_start_offset)
 
     # -- lifecycle -------------------------------------------------------------------------
 

@@ -182,6 +182,69 @@ class TopicStore:
             _write_metadata(self._partition_dir(name, p), topic_id, count, durable=False)
         fsync_dir(self.data_dir)
 
+    def add_partitions(self, name: str, count: int, *, validate_only: bool = False) -> Topic:
+        """Raise a topic's partition count to ``count`` (CreatePartitions), as one change.
+
+        Safe to call from a worker thread. The new partitions' directories come first; the
+        change counts once partition 0's metadata names the new count (made durable under the
+        store lock, with the new topic put in place at once, so a concurrent delete sees every
+        partition). A start after a crash before that discards new directories holding neither
+        metadata nor data. Raises UnknownTopicOrPartition, InvalidPartitions (Kafka's
+        messages) or StorageError.
+        """
+        topic = self.topic(name)
+        current = len(topic.partitions)
+        if count == current:
+            raise InvalidPartitions(f"Topic already has {current} partition(s).")
+        if count < current:
+            raise InvalidPartitions(f"The topic {name} currently has {current} partition(s); "
+                                    f"{count} would not be an increase.")
+        if validate_only:
+            return topic
+        with self._lock:                  # no topic of this name can be made while it grows
+            self._creating.add(name)
+        try:
+            return self._grow(topic, count)
+        finally:
+            with self._lock:
+                self._creating.discard(name)
+
+    def _grow(self, topic: Topic, count: int) -> Topic:
+        name, current = topic.name, len(topic.partitions)
+        added = range(current, count)
+        try:
+            for p in added:
+                _write_metadata(self._partition_dir(name, p), topic.topic_id, count, durable=False)
+            fsync_dir(self.data_dir)
+            logs = self._open_logs(name, count, clean_shutdown=True, first=current)
+        except OSError as exc:
+            self._discard_partitions(name, added)
+            raise StorageError(f"adding partitions to topic {name!r} failed: {exc}") from exc
+        with self._lock:
+            if self._topics.get(name) is not topic:
+                for plog in logs:
+                    plog.close()
+                self._discard_partitions(name, added)
+                raise UnknownTopicOrPartition(f"topic {name!r} was deleted or changed meanwhile")
+            try:
+                _write_metadata(self._partition_dir(name, 0), topic.topic_id, count, durable=True)
+            except OSError as exc:
+                for plog in logs:
+                    plog.close()
+                self._discard_partitions(name, added)
+                raise StorageError(f"adding partitions to topic {name!r} failed: {exc}") from exc
+            grown = Topic(name, topic.topic_id, [*topic.partitions, *logs])
+            self._topics = {**self._topics, name: grown}
+        try:
+            for p in range(1, current):   # never recreating a directory a delete just moved away
+                _write_metadata(self._partition_dir(name, p), topic.topic_id, count, durable=False,
+                                make_dir=False)
+        except OSError as exc:              # partition 0's count decides; start-up repairs the rest
+            log.warning("topic %s: partition metadata not all updated (%s); the next start repairs it",
+                        name, exc)
+        log.info("topic %s (%s): partitions raised from %d to %d", name, topic.topic_id, current, count)
+        return grown
+
     def delete_topic(self, name: str) -> Topic:
         """Close and remove every partition of a topic; raises UnknownTopicOrPartition."""
         with self._lock:
@@ -242,9 +305,9 @@ class TopicStore:
     def _partition_dir(self, name: str, partition: int) -> str:
         return os.path.join(self.data_dir, f"{name}-{partition}")
 
-    def _open_logs(self, name: str, count: int, *, clean_shutdown: bool) -> list[PartitionLog]:
+    def _open_logs(self, name: str, count: int, *, clean_shutdown: bool, first: int = 0) -> list[PartitionLog]:
         return [PartitionLog(self._partition_dir(name, p), clean_shutdown=clean_shutdown,
-                             disk=self.disk, **self._log_config) for p in range(count)]
+                             disk=self.disk, **self._log_config) for p in range(first, count)]
 
     def _discard_partitions(self, name: str, partitions) -> None:
         """Remove what a failed or half-done creation left (best effort: start-up retries)."""
@@ -309,6 +372,7 @@ class TopicStore:
 
     def _recover_topic(self, name: str, parts: dict[int, tuple[uuid.UUID, int] | None],
                        clean: bool) -> None:
+        parts = self._without_cut_short_growth(name, parts)
         known = [meta for _, meta in sorted(parts.items()) if meta is not None]
         if not known and not any(_holds_data(self._partition_dir(name, p)) for p in parts):
             log.warning("topic %s: discarding partition(s) %s of a creation cut short (no "
@@ -334,6 +398,23 @@ class TopicStore:
         log.info("recovered topic %s (%s) with %d partition(s)", name, topic_id, count)
 
 
+    def _without_cut_short_growth(self, name: str, parts: dict[int, tuple[uuid.UUID, int] | None]
+                                  ) -> dict[int, tuple[uuid.UUID, int] | None]:
+        """``parts`` less what a CreatePartitions cut short left: directories past partition 0's
+        count with neither metadata nor data (removed, with a log line)."""
+        first = parts.get(0)
+        if first is None:
+            return parts
+        stray = sorted(p for p, meta in parts.items() if p >= first[1] and meta is None
+                       and not _holds_data(self._partition_dir(name, p)))
+        if not stray:
+            return parts
+        log.warning("topic %s: discarding partition(s) %s of a partition increase cut short (no "
+                    "metadata, no data)", name, stray)
+        self._discard_partitions(name, stray)
+        return {p: meta for p, meta in parts.items() if p not in stray}
+
+
 def _holds_data(directory: str) -> bool:
     """Whether a partition directory has a non-empty segment."""
     try:
@@ -342,8 +423,10 @@ def _holds_data(directory: str) -> bool:
         return True                       # unreadable: keep it, never discard data unseen
 
 
-def _write_metadata(directory: str, topic_id: uuid.UUID, count: int, *, durable: bool) -> None:
-    os.makedirs(directory, exist_ok=True)
+def _write_metadata(directory: str, topic_id: uuid.UUID, count: int, *, durable: bool,
+                    make_dir: bool = True) -> None:
+    if make_dir:
+        os.makedirs(directory, exist_ok=True)
     encoded = base64.urlsafe_b64encode(topic_id.bytes).rstrip(b"=").decode("ascii")
     atomic_write(os.path.join(directory, METADATA_FILE),
                  f"version: 0\ntopic_id: {encoded}\npartition_count: {count}\n", durable=durable)

@@ -1,0 +1,117 @@
+"""DescribeCluster, DescribeLogDirs and ElectLeaders, answered as a single-node Kafka 4 answers them.
+
+This broker is the whole cluster: the one live broker, the controller clients are told of
+(Kafka names a random live broker in KRaft mode), the preferred leader of every partition.
+With no authorizer, Kafka grants every operation a resource supports.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from protocol.errors import ErrorCode
+from protocol.messages import RESPONSES
+
+from .config import BrokerConfig
+from .data_errors import Refused, error_message
+from .topics import TopicStore, UnknownTopicOrPartition
+
+log = logging.getLogger("groupbroker.data")
+E = ErrorCode
+DescribeCluster, DescribeLogDirs = RESPONSES[60].cls, RESPONSES[35].cls
+ElectLeaders = RESPONSES[43].cls
+#: AclEntry.supportedOperations(CLUSTER): CREATE, ALTER, DESCRIBE, CLUSTER_ACTION,
+#: DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE (AclOperation codes), as a bit field
+CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
+#: EndpointType ids: the request asks which kind of endpoint it means to talk to
+BROKER_ENDPOINT, CONTROLLER_ENDPOINT = 1, 2
+#: ElectionType ids
+PREFERRED, UNCLEAN = 0, 1
+ELECTION_NOT_NEEDED = "Leader election not needed for topic partition."
+
+
+class ClusterAdmin:
+    def __init__(self, store: TopicStore, config: BrokerConfig, advertised: tuple[str, int]):
+        self.store, self.config, self.advertised = store, config, advertised
+
+    # --- DescribeCluster (KafkaApis.handleDescribeCluster, AuthHelper) ------------------------
+    async def describe_cluster(self, ctx, req):
+        asked = req.endpoint_type
+        if asked not in (BROKER_ENDPOINT, CONTROLLER_ENDPOINT):
+            return DescribeCluster(error_code=E.INVALID_REQUEST if ctx.version == 0 else E.UNSUPPORTED_ENDPOINT_TYPE,
+                                   error_message=f"Unsupported endpoint type {asked}")
+        if asked == CONTROLLER_ENDPOINT:
+            return DescribeCluster(error_code=E.INVALID_REQUEST if ctx.version == 0 else E.MISMATCHED_ENDPOINT_TYPE,
+                                   error_message="The request was sent to an endpoint of type BROKER, "
+                                                 "but we wanted an endpoint of type CONTROLLER")
+        host, port = self.advertised
+        node = self.config.node_id
+        broker = DescribeCluster.DescribeClusterBroker(broker_id=node, host=host, port=port,
+                                                        rack=self.config.rack, is_fenced=False)
+        operations = {"cluster_authorized_operations": CLUSTER_OPERATIONS} \
+            if req.include_cluster_authorized_operations else {}      # else the schema's "not asked"
+        return DescribeCluster(error_code=E.NONE, endpoint_type=BROKER_ENDPOINT,
+                               cluster_id=self.config.cluster_id, controller_id=node,
+                               brokers=(broker,), **operations)
+
+    # --- DescribeLogDirs (KafkaApis.handleDescribeLogDirsRequest, ReplicaManager) ---------------
+    async def describe_log_dirs(self, ctx, req):
+        """The one log dir (the data dir): its partitions asked for (null: all) with their sizes,
+        and (v4+) the size and free space of its file system; topics with none of the asked
+        partitions are left out."""
+        Result = DescribeLogDirs.DescribeLogDirsResult
+        directory = os.path.abspath(self.config.data_dir)
+        try:
+            disk = os.statvfs(directory)
+        except OSError as e:
+            log.warning("DescribeLogDirs: cannot describe %s: %s", directory, e)
+            return DescribeLogDirs(error_code=E.NONE, results=(
+                Result(error_code=E.KAFKA_STORAGE_ERROR, log_dir=directory),))
+        wanted = None if req.topics is None else {(t.topic, p) for t in req.topics for p in t.partitions}
+        Topic = Result.DescribeLogDirsTopic
+        topics = []
+        for topic in self.store.topics():
+            parts = tuple(Topic.DescribeLogDirsPartition(partition_index=p, partition_size=plog.size_bytes,
+                                                         offset_lag=0, is_future_key=False)
+                          for p, plog in enumerate(topic.partitions)
+                          if wanted is None or (topic.name, p) in wanted)
+            if parts:
+                topics.append(Topic(name=topic.name, partitions=parts))
+        return DescribeLogDirs(error_code=E.NONE, results=(Result(
+            error_code=E.NONE, log_dir=directory, topics=tuple(topics),
+            total_bytes=disk.f_blocks * disk.f_frsize, usable_bytes=disk.f_bavail * disk.f_frsize),))
+
+    # --- ElectLeaders (ControllerApis, ReplicationControlManager.electLeaders) ----------------
+    async def elect_leaders(self, ctx, req):
+        """Every partition already has its preferred (and only) replica as leader: named
+        partitions answer ELECTION_NOT_NEEDED; for null (all partitions) those are left out,
+        so each topic comes back with no partition results."""
+        Result = ElectLeaders.ReplicaElectionResult
+        if req.topic_partitions is not None and not req.topic_partitions:
+            return ElectLeaders(error_code=E.NONE, replica_election_results=())
+        if req.election_type not in (PREFERRED, UNCLEAN):
+            raise Refused(E.INVALID_REQUEST, f"Unknown election type {req.election_type}")
+        if req.topic_partitions is None:
+            return ElectLeaders(error_code=E.NONE, replica_election_results=tuple(
+                Result(topic=t.name, partition_result=()) for t in self.store.topics()))
+        return ElectLeaders(error_code=E.NONE, replica_election_results=tuple(
+            Result(topic=t.topic, partition_result=tuple(self._elect(t.topic, p) for p in t.partitions))
+            for t in req.topic_partitions))
+
+    def _elect(self, topic: str, partition: int):
+        """ReplicationControlManager.electLeader's answer for one partition."""
+        try:
+            count = len(self.store.topic(topic).partitions)
+        except UnknownTopicOrPartition:
+            return _partition_result(partition, E.UNKNOWN_TOPIC_OR_PARTITION, f"No such topic as {topic}")
+        if not 0 <= partition < count:
+            return _partition_result(partition, E.UNKNOWN_TOPIC_OR_PARTITION,
+                                     f"No such partition as {topic}-{partition}")
+        return _partition_result(partition, E.ELECTION_NOT_NEEDED, ELECTION_NOT_NEEDED)
+
+
+def _partition_result(partition: int, error: ErrorCode, message: str):
+    """One partition's election result; the message (quoting a client's topic name) is cut."""
+    return ElectLeaders.ReplicaElectionResult.PartitionResult(
+        partition_id=partition, error_code=error, error_message=error_message(Refused(error, message)))
