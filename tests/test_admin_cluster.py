@@ -112,7 +112,7 @@ def test_describe_log_dirs_with_kafka_python(racked):
             for t in some["log_dirs"][0]["topics"]] == [("orders", [1])]
 
 
-@pytest.mark.parametrize("version", [1, 2, 3, 4, 5])
+@pytest.mark.parametrize("version", [1, 2, 3, 4])
 async def test_describe_log_dirs_on_the_wire(broker, version, tmp_path):
     client = await WireClient.connect(broker.port)
     await create(client, "t", 2)

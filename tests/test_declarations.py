@@ -47,6 +47,8 @@ CAPPED = {
     "ListOffsetsResponse": ("1-11", "1-9"),
     "InitProducerIdRequest": ("0-6", "0-5"),
     "InitProducerIdResponse": ("0-6", "0-5"),
+    "DescribeLogDirsRequest": ("1-5", "1-4"),
+    "DescribeLogDirsResponse": ("1-5", "1-4"),
 }
 
 _PRIMITIVES = {"int8", "int16", "int32", "int64", "uint16", "float64", "bool", "uuid",
