@@ -45,6 +45,7 @@ from .errors import (CorruptRecords, InvalidRecord, MessageTooLarge, OffsetOutOf
                      TopicsError, TransactionsUnsupported, UnknownTopicOrPartition)
 from .fsutil import Disk, fsync_dir
 from .producer_state import ProducerStateTable
+from .segment_swap import finish_interrupted
 
 log = logging.getLogger(__name__)
 
@@ -134,16 +135,25 @@ class PartitionLog:
 
     ``clean_shutdown`` says the store found Kafka's clean-shutdown marker: every segment was
     fsynced and closed, so recovery checks no CRC. ``disk`` carries the writes and fsyncs.
+    ``cleanup_policy`` and the compaction settings are Kafka's topic configs of those names;
+    broker/topics/compaction.py reads them (plain attributes: they may change while open).
     """
 
     def __init__(self, directory: str | os.PathLike[str], *, segment_bytes: int = 1 << 30,
                  segment_ms: int = 604800000, retention_bytes: int = -1,
                  retention_ms: int = 604800000, max_message_bytes: int = 1048588,
                  log_append_time: bool = False, clean_shutdown: bool = False,
-                 disk: Disk | None = None) -> None:
+                 disk: Disk | None = None, cleanup_policy: frozenset[str] = frozenset({"delete"}),
+                 delete_retention_ms: int = 86_400_000, min_compaction_lag_ms: int = 0,
+                 max_compaction_lag_ms: int = 2**63 - 1,
+                 min_cleanable_dirty_ratio: float = 0.5) -> None:
         self.directory = os.fspath(directory)
         self.segment_bytes, self.segment_ms = segment_bytes, segment_ms
         self.retention_bytes, self.retention_ms = retention_bytes, retention_ms
+        self.cleanup_policy = frozenset(cleanup_policy)
+        self.delete_retention_ms = delete_retention_ms
+        self.min_compaction_lag_ms, self.max_compaction_lag_ms = min_compaction_lag_ms, max_compaction_lag_ms
+        self.min_cleanable_dirty_ratio = min_cleanable_dirty_ratio
         self.max_message_bytes = max_message_bytes
         self.log_append_time = log_append_time
         self.disk = disk or Disk()
@@ -197,6 +207,8 @@ class PartitionLog:
         except DecodeError as exc:
             raise CorruptRecords(str(exc)) from exc
         self._check_batches(headers)
+        if "compact" in self.cleanup_policy:
+            self._check_keys(records, headers)
         duplicate = self.producers.check(headers)
         if duplicate is not None:
             log.debug("%s: duplicate batch, answering offsets %d-%d", self.directory,
@@ -240,6 +252,23 @@ class PartitionLog:
                                       f"{self.max_message_bytes}")
             if h.last_offset_delta < 0:
                 raise CorruptRecords(f"negative last offset delta {h.last_offset_delta}")
+
+    def _check_keys(self, records: bytes, headers: list[BatchHeader]) -> None:
+        """LogValidator.validateKey: a compacted topic refuses records without a key, naming
+        each by its index in the batch (the produce answer's record_errors)."""
+        topic_partition = os.path.basename(self.directory)
+        for h in headers:
+            try:
+                _, decoded = records_of(memoryview(records)[h.position:h.position + h.size])
+            except DecodeError as exc:
+                raise CorruptRecords(str(exc)) from exc
+            errors = [(i, "Compacted topic cannot accept message without key in topic partition "
+                       f"{topic_partition}") for i, r in enumerate(decoded) if r.key is None]
+            if errors:
+                shown = ", ".join(f"RecordError(batchIndex={i}, message='{m}')" for i, m in errors[:3])
+                raise InvalidRecord(f"One or more records have been rejected due to {len(errors)} "
+                                    "record errors in total, and only showing the first three errors "
+                                    f"at most: [{shown}]", record_errors=errors)
 
     def _maybe_roll(self, incoming: int, now_ms: int) -> None:
         active = self._segments[-1]
@@ -418,6 +447,8 @@ class PartitionLog:
         cannot be removed (the segments removed before it are gone from the log too).
         """
         self._check_open()
+        if "delete" not in self.cleanup_policy:      # Kafka: a compact-only topic keeps everything
+            return 0
         old = self._segments[:-1]
         by_time = 0
         try:
@@ -451,6 +482,27 @@ class PartitionLog:
                 log.info("%s: retention deleted %d segment(s); log starts at offset %d",
                          self.directory, removed, self.log_start_offset)
         return removed
+
+    # -- compaction (broker/topics/compaction.py) --------------------------------------------
+
+    def segments(self) -> list[_Segment]:
+        """The segments, oldest first. The last is the active one, which compaction never
+        touches; the files of the others never change (compaction replaces them whole)."""
+        self._check_open()
+        return list(self._segments)
+
+    def replace_segments(self, old: list[_Segment], path: str,
+                         batches: list[tuple[int, int, int, int]]) -> None:
+        """Index a cleaned segment (its batches as (base, last, size, max timestamp)) in place of
+        ``old``, whose files the caller has just swapped for it; call from the log's own task."""
+        first = next(i for i, seg in enumerate(self._segments) if seg is old[0])
+        assert self._segments[first:first + len(old)] == old and first + len(old) < len(self._segments)
+        new = _Segment(path, old[0].base_offset)
+        for base, last, size, max_timestamp in batches:
+            new.add(base, last, size, max_timestamp, -1)
+        for seg in old:
+            seg.close()
+        self._segments[first:first + len(old)] = [new]
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -521,6 +573,7 @@ class PartitionLog:
 
     def _recover(self, clean_shutdown: bool) -> tuple[list[_Segment], ProducerStateTable]:
         """Rebuild the index and producer state (see the module docstring for the rules)."""
+        finish_interrupted(self.directory)
         bases = sorted(int(n[:-len(SUFFIX)]) for n in os.listdir(self.directory)
                        if n.endswith(SUFFIX) and n[:-len(SUFFIX)].isdigit())
         producers = ProducerStateTable()
@@ -578,8 +631,8 @@ class PartitionLog:
             with mmap.mmap(fd, size, access=mmap.ACCESS_READ) as mm:
                 pos = 0
                 while pos < size:
-                    header, why = check_batch(mm, pos, size, seg.next_offset,
-                                              verify_crc=verify_crc, below=below)
+                    header, why = check_batch(mm, pos, size, seg.next_offset, verify_crc=verify_crc,
+                                              below=below, gaps=below is not None)
                     intact = header is not None
                     if not intact and why == "crc mismatch":
                         header = _kept_despite_crc(mm, pos, size, below)
