@@ -360,12 +360,17 @@ class DataPlane:
     async def cleaner_loop(self) -> None:
         """Kafka's log cleaner thread: clean the filthiest compacted partition, then the next;
         wait log.cleaner.backoff.ms when none is cleanable (or a cleaning was abandoned). The
-        work runs in a worker thread; only the swap runs here, between requests."""
+        work runs in a worker thread; only each group's swap runs here, between requests."""
         while True:
             job = self.cleaner.grab_filthiest(self.store, _now_ms())
             cleaned = None if job is None else await trio.to_thread.run_sync(self.cleaner.clean, job)
-            await trio.lowlevel.checkpoint_if_cancelled()     # closing: the logs may be gone
-            if cleaned is None or not self.cleaner.swap_in(job, cleaned):
+            complete = cleaned is not None
+            for group in cleaned.groups if cleaned is not None else ():
+                await trio.lowlevel.checkpoint()    # requests go on between groups; when closing,
+                complete = self.cleaner.swap_group(job, group, abandon=not complete) and complete
+            if cleaned is not None:                 # the cancellation stops before the next swap
+                self.cleaner.finish(job, cleaned, complete)
+            if not complete:
                 await trio.sleep(self.config.log_cleaner_backoff_ms / 1000)
 
 

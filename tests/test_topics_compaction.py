@@ -68,13 +68,22 @@ def compacted(store, **settings):
     return plog
 
 
+def swap_in(cleaner, job, cleaned) -> bool:
+    """What the broker's cleaner loop does after a cleaning: each group, then the checkpoint."""
+    complete = True
+    for group in cleaned.groups:
+        complete = cleaner.swap_group(job, group, abandon=not complete) and complete
+    cleaner.finish(job, cleaned, complete)
+    return complete
+
+
 def clean(store, cleaner, now=NOW) -> bool | None:
     """One round of the cleaner loop: None if nothing was cleanable, else whether it swapped."""
     job = cleaner.grab_filthiest(store, now)
     if job is None:
         return None
     cleaned = cleaner.clean(job)
-    return cleaned is not None and cleaner.swap_in(job, cleaned)
+    return cleaned is not None and swap_in(cleaner, job, cleaned)
 
 
 def fill(plog, rounds, keys, *, tombstone=None, now=1_000):
@@ -217,7 +226,7 @@ def test_min_compaction_lag_keeps_recent_segments_out(store, tmp_path):
     cleaner = LogCleaner(str(tmp_path))
     job = cleaner.grab_filthiest(store, 50_500)
     assert job is not None and job.first_uncleanable == young       # it waits
-    assert cleaner.swap_in(job, cleaner.clean(job))
+    assert swap_in(cleaner, job, cleaner.clean(job))
     assert records(plog, young) == before
     assert clean(store, cleaner, now=60_000) is True
     assert [key for o, key, *_ in records(plog) if o < plog.segments()[-1].base_offset].count(b"k0") == 1
@@ -284,7 +293,7 @@ def test_retention_during_cleaning_abandons_the_swap_and_leaves_no_file(store, t
     plog.cleanup_policy, plog.retention_ms = frozenset({"compact", "delete"}), 1
     assert plog.apply_retention(NOW) > 0
     survivors = records(plog)
-    assert cleaner.swap_in(job, cleaned) is False
+    assert swap_in(cleaner, job, cleaned) is False
     assert records(plog) == survivors
     assert not [n for n in os.listdir(plog.directory) if n.endswith((".swap", ".cleaned"))]
 

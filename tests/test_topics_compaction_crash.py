@@ -11,7 +11,7 @@ from broker.topics import TopicStore
 from broker.topics import segment_swap
 from broker.topics.compaction import LogCleaner
 from broker.topics.verify import verify_partition
-from test_topics_compaction import NOW, compacted, fill, latest, records, seal
+from test_topics_compaction import NOW, compacted, fill, latest, records, seal, swap_in
 
 STEPS = ["cleaned file torn", "cleaned file whole", "swap file made", "one old segment removed",
          "all old segments removed", "swap renamed"]
@@ -95,7 +95,7 @@ def test_a_failing_swap_reopens_the_log_which_completes_it(tmp_path, monkeypatch
         real_fsync_dir(path)
 
     monkeypatch.setattr(segment_swap, "fsync_dir", failing_once)
-    assert cleaner.swap_in(job, cleaned) is False              # abandoned: cleaned again later
+    assert swap_in(cleaner, job, cleaned) is False              # abandoned: cleaned again later
     assert leftovers(plog.directory) == []
     assert latest(records(plog)) == latest(original)
     assert set(records(plog)) <= set(original)

@@ -22,9 +22,10 @@ the gaps.
 
 Segments are grouped up to ``segment.bytes`` and each group is replaced by one cleaned
 segment named after its first (broker/topics/segment_swap.py has the crash-safe steps). The
-reading and writing run in a worker thread (:meth:`LogCleaner.clean`); only the final swap,
-a few renames and directory fsyncs, runs in the log's own task (:meth:`LogCleaner.swap_in`),
-so appends and reads go on meanwhile and never see a half-swapped log.
+reading and writing run in a worker thread (:meth:`LogCleaner.clean`); only each group's
+swap, a few renames and directory fsyncs, runs in the log's own task
+(:meth:`LogCleaner.swap_group`), so appends and reads go on meanwhile and never see a
+half-swapped group.
 """
 
 from __future__ import annotations
@@ -105,8 +106,9 @@ class Cleaned:
 class LogCleaner:
     """Chooses, cleans and swaps in compacted partitions of one data directory.
 
-    Call :meth:`grab_filthiest` and :meth:`swap_in` from the task that owns the store, and
-    :meth:`clean` in between from a worker thread; :meth:`stop` makes a running clean give up.
+    Call :meth:`grab_filthiest`, then :meth:`clean` from a worker thread, then
+    :meth:`swap_group` for each cleaned group and :meth:`finish`, from the task that owns the
+    store; :meth:`stop` makes a running clean give up.
     """
 
     def __init__(self, data_dir: str, *, max_map_entries: int = MAX_MAP_ENTRIES) -> None:
@@ -313,37 +315,36 @@ class LogCleaner:
 
     # -- swapping in (the log's task) ------------------------------------------------------
 
-    def swap_in(self, job: CleaningJob, cleaned: Cleaned) -> bool:
-        """Replace each group by its swap file unless the log changed meanwhile (retention
-        deleted some of it, it was closed or reopened); then advance the first dirty offset.
-        False if any group had to be abandoned (the next round starts over)."""
-        plog, directory = job.plog, job.plog.directory
-        complete = True
-        for group in cleaned.groups:
-            base = group.old[0].base_offset
-            try:
-                current = plog.segments() if complete else []
-            except TopicsError:
-                current = []
-            if not _holds(current[:-1], group.old):
-                complete = False
-                discard(directory, base)
-                continue
-            try:
-                install(directory, base, [s.base_offset for s in group.old])
-            except OSError as exc:
-                log.error("%s: swapping in cleaned segment %d failed (%s); reopening the log, "
-                          "which completes the swap", job.name, base, exc)
-                complete = False
-                with contextlib.suppress(StorageError):
-                    plog._reload()
-                continue
-            plog.replace_segments(group.old, segment_path(directory, base), group.batches)
+    def swap_group(self, job: CleaningJob, group: CleanedGroup, *, abandon: bool = False) -> bool:
+        """Replace one group by its swap file unless the log changed meanwhile (retention
+        deleted some of it, it was closed or reopened) or ``abandon``; whether it was swapped.
+        Each group is a swap of its own: the log's task may serve requests between them."""
+        plog, directory, base = job.plog, job.plog.directory, group.old[0].base_offset
+        try:
+            current = [] if abandon else plog.segments()
+        except TopicsError:
+            current = []
+        if not _holds(current[:-1], group.old):
+            discard(directory, base)
+            return False
+        try:
+            install(directory, base, [s.base_offset for s in group.old])
+        except OSError as exc:
+            log.error("%s: swapping in cleaned segment %d failed (%s); reopening the log, which "
+                      "completes the swap", job.name, base, exc)
+            with contextlib.suppress(StorageError):
+                plog._reload()
+            return False
+        plog.replace_segments(group.old, segment_path(directory, base), group.batches)
+        return True
+
+    def finish(self, job: CleaningJob, cleaned: Cleaned, complete: bool) -> None:
+        """Advance the first dirty offset if every group was swapped in; else the next round
+        starts over (the groups swapped so far are clean, and cheap to clean again)."""
         if complete:
             self.checkpoints.set(job.topic, job.partition, cleaned.end_offset)
         else:
             log.info("%s: the log changed during cleaning; it is cleaned again next round", job.name)
-        return complete
 
 
 class CleanerCheckpoints:
