@@ -165,6 +165,11 @@ def test_kill_9_during_compaction_of_a_large_partition_loses_nothing(start_broke
         broker.kill()
         killed_mid_cleaning += not re.search(CLEANED, broker.log_since_start()[started.start():])
     assert killed_mid_cleaning, "no kill landed while a cleaning was running"
+    broker.start(broker.port)                  # and a clean stop in the middle of a cleaning
+    started = broker.wait_for_log(CLEANING, 60, text=broker.log_since_start)
+    assert broker.stop() == 0
+    if not re.search(CLEANED, broker.log_since_start()[started.start():]):
+        assert "changelog-0: cleaning abandoned: the broker is stopping" in broker.log_since_start()
     broker.start(broker.port)
     produce(20_000, 120_000)
     broker.wait_for_log(CLEANED, 60, text=broker.log_since_start)

@@ -9,7 +9,10 @@ Recovery follows Kafka's LogLoader: every segment but the last was fsynced when 
 (our recovery point is always the active segment's base), so sealed segments are only walked
 by their headers and never changed; a sealed segment that stops parsing, or a missing one,
 leaves a gap of unreadable offsets (Fetch continues at the next segment) and every later
-segment stays. Only the active segment is CRC-checked, and only after an unclean shutdown
+segment stays. Batches of a sealed segment may leave offsets out (compaction keeps each
+survivor at its offset; broker/topics/compaction.py), those of the active one never do, and
+an interrupted compaction swap is completed (or dropped) before any segment is read. Only
+the active segment is CRC-checked, and only after an unclean shutdown
 (``clean_shutdown=False``): it is truncated at the first invalid batch, as
 LogSegment.recover does, unless valid batches follow a CRC mismatch (bit rot rather than a
 torn write), which is kept so that no offset is ever handed out twice.
