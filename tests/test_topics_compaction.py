@@ -256,6 +256,15 @@ def test_max_compaction_lag_cleans_below_the_dirty_ratio(store, tmp_path):
     assert clean(store, cleaner, now=30_000) is True
 
 
+def test_a_compacted_log_also_rolls_when_max_compaction_lag_passes(store):
+    plog = compacted(store, segment_bytes=1 << 20, max_compaction_lag_ms=5_000)
+    plog.append(keyed([(b"k", b"v")], timestamp=1_000), 1_000)
+    plog.append(keyed([(b"k", b"v")], timestamp=5_999), 5_999)
+    assert len(plog.segments()) == 1
+    plog.append(keyed([(b"k", b"v")], timestamp=6_000), 6_000)
+    assert len(plog.segments()) == 2
+
+
 def test_compacted_topic_refuses_records_without_a_key(store):
     plog = compacted(store)
     with pytest.raises(InvalidRecord) as err:

@@ -277,8 +277,10 @@ class PartitionLog:
         active = self._segments[-1]
         if active.size == 0:
             return
-        if (active.size + incoming <= self.segment_bytes
-                and now_ms - active.roll_timestamp < self.segment_ms):
+        segment_ms = self.segment_ms        # Kafka: a compacted log also rolls for max.compaction.lag.ms
+        if "compact" in self.cleanup_policy:
+            segment_ms = min(segment_ms, self.max_compaction_lag_ms)
+        if active.size + incoming <= self.segment_bytes and now_ms - active.roll_timestamp < segment_ms:
             return
         new = _Segment(os.path.join(self.directory, segment_name(active.next_offset)),
                        active.next_offset)
