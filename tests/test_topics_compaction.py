@@ -307,6 +307,27 @@ def test_retention_during_cleaning_abandons_the_swap_and_leaves_no_file(store, t
     assert not [n for n in os.listdir(plog.directory) if n.endswith((".swap", ".cleaned"))]
 
 
+def test_a_cleaning_stopped_midway_leaves_no_file_and_changes_nothing(store, tmp_path, monkeypatch):
+    plog = compacted(store)
+    fill(plog, 8, 4)
+    before = records(plog)
+    cleaner = LogCleaner(str(tmp_path))
+    job = cleaner.grab_filthiest(store, NOW)
+    written = []
+    real_filter = cleaner._filter
+
+    def filter_then_stop(*args, **kwargs):        # the broker stops once a batch is written
+        written.append([n for n in os.listdir(plog.directory) if n.endswith(".cleaned")])
+        cleaner.stop()
+        return real_filter(*args, **kwargs)
+
+    monkeypatch.setattr(cleaner, "_filter", filter_then_stop)
+    assert cleaner.clean(job) is None
+    assert written[0]                              # it stopped with a cleaned file half written
+    assert not [n for n in os.listdir(plog.directory) if n.endswith((".swap", ".cleaned"))]
+    assert records(plog) == before
+
+
 def test_a_compacted_log_reopens_the_same_after_clean_and_unclean_shutdowns(store, tmp_path):
     plog = compacted(store)
     fill(plog, 8, 4, tombstone=(6, 0))

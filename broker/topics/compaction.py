@@ -260,6 +260,10 @@ class LogCleaner:
                     position += len(out)
             if changed:
                 job.plog.disk.fsync(fd, path)
+        except BaseException:          # aborted or failed: the partial file must not linger
+            with contextlib.suppress(OSError):
+                os.remove(path)
+            raise
         finally:
             os.close(fd)
         if not changed:
