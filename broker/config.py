@@ -42,6 +42,21 @@ def _bool(value: str) -> bool:
     return value.lower() == "true"
 
 
+def _cleanup_policy(value: str) -> frozenset[str]:
+    """Kafka's cleanup.policy list: compact, delete, or both."""
+    policy = frozenset(v.strip() for v in value.split(",") if v.strip())
+    if not policy or not policy <= {"compact", "delete"}:
+        raise ConfigError(f"expected compact, delete or compact,delete, got {value!r}")
+    return policy
+
+
+def _ratio(value: str) -> float:
+    ratio = float(value)
+    if not 0 <= ratio <= 1:
+        raise ConfigError(f"expected a ratio between 0 and 1, got {value!r}")
+    return ratio
+
+
 @dataclass(frozen=True)
 class BrokerConfig:
     host: str = "127.0.0.1"
@@ -60,6 +75,12 @@ class BrokerConfig:
     log_segment_bytes: int = 1 << 30
     log_retention_ms: int = 7 * 24 * 3_600_000
     log_retention_bytes: int = -1
+    log_cleanup_policy: frozenset[str] = frozenset({"delete"})
+    log_cleaner_enable: bool = True
+    log_cleaner_backoff_ms: int = 15_000
+    log_cleaner_delete_retention_ms: int = 86_400_000
+    log_cleaner_min_compaction_lag_ms: int = 0
+    log_cleaner_min_cleanable_ratio: float = 0.5
     offsets_fsync: bool = True
     admin_host: str = "127.0.0.1"
     admin_port: int | None = None          # the fault-injection endpoint; None: off, 0: a free port
@@ -86,6 +107,12 @@ class BrokerConfig:
         "log.retention.ms": ("log_retention_ms", int),
         "log.retention.hours": ("log_retention_ms", lambda v: int(v) * 3_600_000),
         "log.retention.bytes": ("log_retention_bytes", int),
+        "log.cleanup.policy": ("log_cleanup_policy", _cleanup_policy),
+        "log.cleaner.enable": ("log_cleaner_enable", _bool),
+        "log.cleaner.backoff.ms": ("log_cleaner_backoff_ms", _at_least(0)),
+        "log.cleaner.delete.retention.ms": ("log_cleaner_delete_retention_ms", _at_least(0)),
+        "log.cleaner.min.compaction.lag.ms": ("log_cleaner_min_compaction_lag_ms", _at_least(0)),
+        "log.cleaner.min.cleanable.ratio": ("log_cleaner_min_cleanable_ratio", _ratio),
         "log.dirs": ("data_dir", str), "log.dir": ("data_dir", str),
         # groupbroker's own: fsync offset commits before acknowledging them (Kafka-like safety)
         "groupbroker.offsets.fsync": ("offsets_fsync", _bool),

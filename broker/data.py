@@ -31,6 +31,7 @@ from .data_errors import Refused as _Refused
 from .parked_fetches import ParkedFetches
 from .topic_admin import TopicAdmin
 from .topics import TopicsError, TopicStore, UnknownTopicId, UnknownTopicOrPartition
+from .topics.compaction import LogCleaner
 
 log = logging.getLogger("groupbroker.data")
 E = ErrorCode
@@ -57,7 +58,12 @@ class DataPlane:
                                 auto_create=config.auto_create_topics_enable,
                                 segment_bytes=config.log_segment_bytes,
                                 retention_ms=config.log_retention_ms,
-                                retention_bytes=config.log_retention_bytes)
+                                retention_bytes=config.log_retention_bytes,
+                                cleanup_policy=config.log_cleanup_policy,
+                                delete_retention_ms=config.log_cleaner_delete_retention_ms,
+                                min_compaction_lag_ms=config.log_cleaner_min_compaction_lag_ms,
+                                min_cleanable_dirty_ratio=config.log_cleaner_min_cleanable_ratio)
+        self.cleaner = LogCleaner(config.data_dir)
         self.parked = ParkedFetches()
         topic_admin, cluster_admin = TopicAdmin(self.store, config), ClusterAdmin(self.store, config, advertised)
         handlers = {3: self.metadata, 0: self.produce, 1: self.fetch, 2: self.list_offsets,
@@ -77,6 +83,7 @@ class DataPlane:
         return True
 
     def close(self) -> None:
+        self.cleaner.stop()
         self.store.flush()
         self.store.close()
 
@@ -151,8 +158,10 @@ class DataPlane:
                                           log_append_time_ms=info.log_append_time,
                                           log_start_offset=log_.log_start_offset))
                 except (TopicsError, _Refused) as e:
+                    errors = tuple(part_cls.BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
+                                   for i, m in getattr(e, "record_errors", ()))
                     parts.append(part_cls(index=p.index, error_code=e.error_code, base_offset=-1,
-                                          error_message=error_message(e)))
+                                          error_message=error_message(e), record_errors=errors))
             responses.append(topic_cls(name=t.name, partition_responses=tuple(parts)))
         if req.acks == 0:
             return None
@@ -355,6 +364,22 @@ class DataPlane:
             deleted = self.store.apply_retention(_now_ms())
             if deleted:
                 log.info("retention deleted %d segment(s)", deleted)
+
+    async def cleaner_loop(self) -> None:
+        """Kafka's log cleaner thread: clean the filthiest compacted partition, then the next;
+        wait log.cleaner.backoff.ms when none is cleanable (or a cleaning was abandoned). The
+        work runs in a worker thread; only each group's swap runs here, between requests."""
+        while True:
+            job = self.cleaner.grab_filthiest(self.store, _now_ms())
+            cleaned = None if job is None else await trio.to_thread.run_sync(self.cleaner.clean, job)
+            complete = cleaned is not None
+            for group in cleaned.groups if cleaned is not None else ():
+                await trio.lowlevel.checkpoint()    # requests go on between groups; when closing,
+                complete = self.cleaner.swap_group(job, group, abandon=not complete) and complete
+            if cleaned is not None:                 # the cancellation stops before the next swap
+                self.cleaner.finish(job, cleaned, complete)
+            if not complete:
+                await trio.sleep(self.config.log_cleaner_backoff_ms / 1000)
 
 
 class _Read(NamedTuple):

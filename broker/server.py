@@ -101,6 +101,8 @@ class Broker:
             groups = GroupRouter(self.runners, cfg.node_id, advertised, self.handlers.data.has_partition)
             self.handlers.serve_groups(groups)
             shards.start_soon(self.handlers.data.retention_loop)
+            if cfg.log_cleaner_enable:
+                shards.start_soon(self.handlers.data.cleaner_loop)
             if self.journal is not None:
                 shards.start_soon(self.journal.run, self.handlers.data.store)
             if cfg.admin_port is not None:

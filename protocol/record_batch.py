@@ -26,6 +26,7 @@ from .wire import leb128
 
 NONE, GZIP, SNAPPY, LZ4, ZSTD = range(5)
 _LOG_APPEND_TIME = 0x08
+DELETE_HORIZON = 0x40                  # attributes bit 6: the base timestamp is a delete horizon
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _XERIAL_BLOCK = 32 * 1024
 
@@ -73,22 +74,32 @@ def records_of(batch) -> tuple[BatchHeader, list[Record]]:
     return header, records
 
 
-def build_batch(like: BatchHeader, records: list[Record], *, base_offset: int | None = None) -> bytes:
+def build_batch(like: BatchHeader, records: list[Record], *, base_offset: int | None = None,
+                last_offset: int | None = None, delete_horizon_ms: int | None = None) -> bytes:
     """A batch holding ``records``, with ``like``'s producer, attributes and compression.
 
     Offsets and timestamps are kept: deltas are taken from ``base_offset`` (default: the
     first record's) and from the first record's timestamp, and the last offset delta is the
-    last record's, so a compacted batch keeps each survivor at its offset.
+    last record's, so a compacted batch keeps each survivor at its offset. ``last_offset``
+    keeps a batch's original end when its last records were removed (a producer's last
+    sequence is its base sequence plus the last offset delta, so that must not move).
+    ``delete_horizon_ms`` sets Kafka's delete horizon (attributes bit 6): the base timestamp
+    field then holds the horizon and record timestamps are stored relative to it.
     """
     base = records[0].offset if base_offset is None else base_offset
+    attributes = like.attributes & ~DELETE_HORIZON
+    log_append = bool(like.attributes & _LOG_APPEND_TIME)
     base_ts = records[0].timestamp if records else like.base_timestamp
     max_ts = max((r.timestamp for r in records), default=like.max_timestamp)
-    if like.attributes & _LOG_APPEND_TIME:
+    if log_append:
         base_ts = max_ts = like.max_timestamp
+    if delete_horizon_ms is not None:
+        attributes |= DELETE_HORIZON
+        base_ts = delete_horizon_ms
     out = bytearray()
     for r in records:
         body = bytearray(b"\x00")
-        body += _zigzag(r.timestamp - base_ts if not like.attributes & _LOG_APPEND_TIME else 0)
+        body += _zigzag((max_ts if log_append else r.timestamp) - base_ts)
         body += _zigzag(r.offset - base)
         _put_bytes(body, r.key)
         _put_bytes(body, r.value)
@@ -98,12 +109,20 @@ def build_batch(like: BatchHeader, records: list[Record], *, base_offset: int | 
             _put_bytes(body, value)
         out += _zigzag(len(body)) + body
     payload = compress(like.compression, bytes(out))
-    last_delta = records[-1].offset - base if records else like.last_offset_delta
-    after_crc = struct.pack(">hiqqqhii", like.attributes, last_delta, base_ts, max_ts, like.producer_id,
+    if last_offset is not None:
+        last_delta = last_offset - base
+    else:
+        last_delta = records[-1].offset - base if records else like.last_offset_delta
+    after_crc = struct.pack(">hiqqqhii", attributes, last_delta, base_ts, max_ts, like.producer_id,
                             like.producer_epoch, like.base_sequence, len(records)) + payload
     length = len(after_crc) + 9                      # leader epoch, magic, crc
     return struct.pack(">qiib", base, length, like.partition_leader_epoch, 2) + \
         struct.pack(">I", crc32c(after_crc)) + after_crc
+
+
+def delete_horizon_of(header: BatchHeader) -> int | None:
+    """The batch's delete horizon (ms) if compaction set one, else None."""
+    return header.base_timestamp if header.attributes & DELETE_HORIZON else None
 
 
 # --- compression -------------------------------------------------------------------------

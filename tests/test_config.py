@@ -58,3 +58,15 @@ def test_connection_and_fetch_limits_have_kafkas_names_defaults_and_bounds():
     assert (config.connections_max_idle_ms, config.fetch_max_bytes) == (-1, 1024)
     with pytest.raises(ConfigError, match="at least 1024"):
         BrokerConfig.build({"fetch.max.bytes": "1023"})
+
+
+def test_log_cleaner_settings_use_kafkas_names_and_validators():
+    cfg = BrokerConfig.build({"log.cleanup.policy": "compact, delete", "log.cleaner.backoff.ms": "100",
+                              "log.cleaner.min.cleanable.ratio": "0.1"})
+    assert cfg.log_cleanup_policy == frozenset({"compact", "delete"})
+    assert (cfg.log_cleaner_backoff_ms, cfg.log_cleaner_min_cleanable_ratio) == (100, 0.1)
+    assert BrokerConfig().log_cleanup_policy == frozenset({"delete"})
+    for bad in ({"log.cleanup.policy": "shred"}, {"log.cleanup.policy": ""},
+                {"log.cleaner.min.cleanable.ratio": "1.5"}, {"log.cleaner.delete.retention.ms": "-1"}):
+        with pytest.raises(ConfigError):
+            BrokerConfig.build(bad)

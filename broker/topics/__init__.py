@@ -29,7 +29,11 @@ whose ``error_code`` goes into the response. Handlers map requests to it like th
 ``PartitionLog(directory, **options)``
     Options mirror Kafka's topic configs: ``segment_bytes``, ``segment_ms``,
     ``retention_bytes``, ``retention_ms``, ``max_message_bytes``, ``log_append_time``
-    (message.timestamp.type=LogAppendTime).
+    (message.timestamp.type=LogAppendTime), ``cleanup_policy`` (a set of "compact" and
+    "delete"), ``delete_retention_ms``, ``min_compaction_lag_ms``, ``max_compaction_lag_ms``,
+    ``min_cleanable_dirty_ratio``. A compacted log is cleaned by
+    :class:`broker.topics.compaction.LogCleaner` (the data plane's cleaner loop); a
+    compact-only log is never cut by retention, and refuses records without a key.
 
     * Produce: ``append(records, now_ms) -> AppendInfo(base_offset, last_offset,
       log_append_time)``. A retried idempotent batch returns its original offsets without

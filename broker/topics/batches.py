@@ -16,11 +16,12 @@ CRC_START = 21                         # first byte the CRC covers (attributes)
 
 
 def check_batch(buf, pos: int, end: int, expected_offset: int, *, verify_crc: bool,
-                below: int | None = None) -> tuple[BatchHeader | None, str]:
+                below: int | None = None, gaps: bool = False) -> tuple[BatchHeader | None, str]:
     """(header, "") for a whole v2 batch at ``pos`` numbered ``expected_offset``, else (None, why).
 
     ``buf`` is the segment (an mmap or bytes) and ``end`` its size; ``below`` is the next
-    segment's base offset, which no batch of this one may reach.
+    segment's base offset, which no batch of this one may reach. With ``gaps`` the batch may
+    start past ``expected_offset`` (a compacted segment keeps survivors at their offsets).
     """
     if end - pos < HEADER.size:
         return None, f"torn batch header ({end - pos} of {HEADER.size} bytes)"
@@ -31,7 +32,7 @@ def check_batch(buf, pos: int, end: int, expected_offset: int, *, verify_crc: bo
         return None, f"batch length {header.batch_length} too small"
     if pos + header.size > end:
         return None, f"torn batch (needs {header.size} bytes, {end - pos} left)"
-    if header.base_offset != expected_offset:
+    if header.base_offset < expected_offset or (header.base_offset != expected_offset and not gaps):
         return None, f"base offset {header.base_offset}, expected {expected_offset}"
     if header.last_offset_delta < 0:
         return None, f"negative last offset delta {header.last_offset_delta}"

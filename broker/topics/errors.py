@@ -22,9 +22,14 @@ class CorruptRecords(TopicsError):
 
 
 class InvalidRecord(TopicsError):
-    """Records Kafka refuses from clients: no batch at all, or a control batch."""
+    """Records Kafka refuses from clients: no batch at all, a control batch, or (in a compacted
+    topic) records without a key, listed in ``record_errors`` as (index in batch, message)."""
 
     error_code = ErrorCode.INVALID_RECORD
+
+    def __init__(self, message: str = "", *, record_errors: list[tuple[int, str]] = ()) -> None:
+        super().__init__(message)
+        self.record_errors = list(record_errors)
 
 
 class MessageTooLarge(TopicsError):

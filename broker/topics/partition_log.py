@@ -9,7 +9,10 @@ Recovery follows Kafka's LogLoader: every segment but the last was fsynced when 
 (our recovery point is always the active segment's base), so sealed segments are only walked
 by their headers and never changed; a sealed segment that stops parsing, or a missing one,
 leaves a gap of unreadable offsets (Fetch continues at the next segment) and every later
-segment stays. Only the active segment is CRC-checked, and only after an unclean shutdown
+segment stays. Batches of a sealed segment may leave offsets out (compaction keeps each
+survivor at its offset; broker/topics/compaction.py), those of the active one never do, and
+an interrupted compaction swap is completed (or dropped) before any segment is read. Only
+the active segment is CRC-checked, and only after an unclean shutdown
 (``clean_shutdown=False``): it is truncated at the first invalid batch, as
 LogSegment.recover does, unless valid batches follow a CRC mismatch (bit rot rather than a
 torn write), which is kept so that no offset is ever handed out twice.
@@ -45,6 +48,7 @@ from .errors import (CorruptRecords, InvalidRecord, MessageTooLarge, OffsetOutOf
                      TopicsError, TransactionsUnsupported, UnknownTopicOrPartition)
 from .fsutil import Disk, atomic_write, fsync_dir
 from .producer_state import ProducerStateTable
+from .segment_swap import finish_interrupted
 
 log = logging.getLogger(__name__)
 
@@ -137,16 +141,25 @@ class PartitionLog:
 
     ``clean_shutdown`` says the store found Kafka's clean-shutdown marker: every segment was
     fsynced and closed, so recovery checks no CRC. ``disk`` carries the writes and fsyncs.
+    ``cleanup_policy`` and the compaction settings are Kafka's topic configs of those names;
+    broker/topics/compaction.py reads them (plain attributes: they may change while open).
     """
 
     def __init__(self, directory: str | os.PathLike[str], *, segment_bytes: int = 1 << 30,
                  segment_ms: int = 604800000, retention_bytes: int = -1,
                  retention_ms: int = 604800000, max_message_bytes: int = 1048588,
                  log_append_time: bool = False, clean_shutdown: bool = False,
-                 disk: Disk | None = None) -> None:
+                 disk: Disk | None = None, cleanup_policy: frozenset[str] = frozenset({"delete"}),
+                 delete_retention_ms: int = 86_400_000, min_compaction_lag_ms: int = 0,
+                 max_compaction_lag_ms: int = 2**63 - 1,
+                 min_cleanable_dirty_ratio: float = 0.5) -> None:
         self.directory = os.fspath(directory)
         self.segment_bytes, self.segment_ms = segment_bytes, segment_ms
         self.retention_bytes, self.retention_ms = retention_bytes, retention_ms
+        self.cleanup_policy = frozenset(cleanup_policy)
+        self.delete_retention_ms = delete_retention_ms
+        self.min_compaction_lag_ms, self.max_compaction_lag_ms = min_compaction_lag_ms, max_compaction_lag_ms
+        self.min_cleanable_dirty_ratio = min_cleanable_dirty_ratio
         self.max_message_bytes = max_message_bytes
         self.log_append_time = log_append_time
         self.disk = disk or Disk()
@@ -203,6 +216,8 @@ class PartitionLog:
         except DecodeError as exc:
             raise CorruptRecords(str(exc)) from exc
         self._check_batches(headers)
+        if "compact" in self.cleanup_policy:
+            self._check_keys(records, headers)
         duplicate = self.producers.check(headers)
         if duplicate is not None:
             log.debug("%s: duplicate batch, answering offsets %d-%d", self.directory,
@@ -247,12 +262,31 @@ class PartitionLog:
             if h.last_offset_delta < 0:
                 raise CorruptRecords(f"negative last offset delta {h.last_offset_delta}")
 
+    def _check_keys(self, records: bytes, headers: list[BatchHeader]) -> None:
+        """LogValidator.validateKey: a compacted topic refuses records without a key, naming
+        each by its index in the batch (the produce answer's record_errors)."""
+        topic_partition = os.path.basename(self.directory)
+        for h in headers:
+            try:
+                _, decoded = records_of(memoryview(records)[h.position:h.position + h.size])
+            except DecodeError as exc:
+                raise CorruptRecords(str(exc)) from exc
+            errors = [(i, "Compacted topic cannot accept message without key in topic partition "
+                       f"{topic_partition}") for i, r in enumerate(decoded) if r.key is None]
+            if errors:
+                shown = ", ".join(f"RecordError(batchIndex={i}, message='{m}')" for i, m in errors[:3])
+                raise InvalidRecord(f"One or more records have been rejected due to {len(errors)} "
+                                    "record errors in total, and only showing the first three errors "
+                                    f"at most: [{shown}]", record_errors=errors)
+
     def _maybe_roll(self, incoming: int, now_ms: int) -> None:
         active = self._segments[-1]
         if active.size == 0:
             return
-        if (active.size + incoming <= self.segment_bytes
-                and now_ms - active.roll_timestamp < self.segment_ms):
+        segment_ms = self.segment_ms        # Kafka: a compacted log also rolls for max.compaction.lag.ms
+        if "compact" in self.cleanup_policy:
+            segment_ms = min(segment_ms, self.max_compaction_lag_ms)
+        if active.size + incoming <= self.segment_bytes and now_ms - active.roll_timestamp < segment_ms:
             return
         new = _Segment(os.path.join(self.directory, segment_name(active.next_offset)),
                        active.next_offset)
@@ -424,6 +458,8 @@ class PartitionLog:
         cannot be removed (the segments removed before it are gone from the log too).
         """
         self._check_open()
+        if "delete" not in self.cleanup_policy:      # Kafka: a compact-only topic keeps everything
+            return 0
         old = self._segments[:-1]
         by_time = 0
         try:
@@ -539,6 +575,27 @@ class PartitionLog:
             log.info("%s: deleted %d segment(s) below log start offset %d", self.directory, gone,
                      self.log_start_offset)
 
+    # -- compaction (broker/topics/compaction.py) --------------------------------------------
+
+    def segments(self) -> list[_Segment]:
+        """The segments, oldest first. The last is the active one, which compaction never
+        touches; the files of the others never change (compaction replaces them whole)."""
+        self._check_open()
+        return list(self._segments)
+
+    def replace_segments(self, old: list[_Segment], path: str,
+                         batches: list[tuple[int, int, int, int]]) -> None:
+        """Index a cleaned segment (its batches as (base, last, size, max timestamp)) in place of
+        ``old``, whose files the caller has just swapped for it; call from the log's own task."""
+        first = next(i for i, seg in enumerate(self._segments) if seg is old[0])
+        assert self._segments[first:first + len(old)] == old and first + len(old) < len(self._segments)
+        new = _Segment(path, old[0].base_offset)
+        for base, last, size, max_timestamp in batches:
+            new.add(base, last, size, max_timestamp, -1)
+        for seg in old:
+            seg.close()
+        self._segments[first:first + len(old)] = [new]
+
     # -- lifecycle -------------------------------------------------------------------------
 
     def flush(self) -> None:
@@ -608,6 +665,7 @@ class PartitionLog:
 
     def _recover(self, clean_shutdown: bool) -> tuple[list[_Segment], ProducerStateTable]:
         """Rebuild the index and producer state (see the module docstring for the rules)."""
+        finish_interrupted(self.directory)
         bases = sorted(int(n[:-len(SUFFIX)]) for n in os.listdir(self.directory)
                        if n.endswith(SUFFIX) and n[:-len(SUFFIX)].isdigit())
         producers = ProducerStateTable()
@@ -665,8 +723,8 @@ class PartitionLog:
             with mmap.mmap(fd, size, access=mmap.ACCESS_READ) as mm:
                 pos = 0
                 while pos < size:
-                    header, why = check_batch(mm, pos, size, seg.next_offset,
-                                              verify_crc=verify_crc, below=below)
+                    header, why = check_batch(mm, pos, size, seg.next_offset, verify_crc=verify_crc,
+                                              below=below, gaps=below is not None)
                     intact = header is not None
                     if not intact and why == "crc mismatch":
                         header = _kept_despite_crc(mm, pos, size, below)

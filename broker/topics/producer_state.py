@@ -77,6 +77,10 @@ class ProducerStateTable:
     def entry(self, producer_id: int) -> ProducerEntry | None:
         return self._entries.get(producer_id)
 
+    def entries(self) -> list[tuple[int, ProducerEntry]]:
+        """(producer id, entry) of every producer known on the partition."""
+        return list(self._entries.items())
+
     def check(self, batches: Iterable[BatchHeader]) -> BatchMetadata | None:
         """Validate the epochs and sequences of batches about to be appended, in order.
 

@@ -62,7 +62,8 @@ def _verify_segment(path: str, base: int, below: int | None) -> tuple[int, Probl
         with mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ) as mm:
             pos, expected = 0, base
             while pos < size:
-                header, why = check_batch(mm, pos, size, expected, verify_crc=True, below=below)
+                header, why = check_batch(mm, pos, size, expected, verify_crc=True, below=below,
+                                          gaps=below is not None)
                 if header is None:
                     return expected, Problem(name, pos, why)
                 expected = header.base_offset + header.last_offset_delta + 1
