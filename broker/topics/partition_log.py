@@ -477,21 +477,28 @@ class PartitionLog:
         doomed = max(by_time, by_bytes)
         if not doomed:
             return 0
+        try:
+            return self._delete_oldest(doomed, "retention")
+        except OSError as exc:
+            raise StorageError(f"{self.directory}: retention failed: {exc}") from exc
+
+    def _delete_oldest(self, count: int, why: str) -> int:
+        """Delete the ``count`` oldest segments' files (then fsync the directory) and forget
+        them; the producers wholly below the new log start go too. Raises OSError, with the
+        segments removed before the failure already forgotten."""
         removed = 0
         try:
-            for seg in self._segments[:doomed]:
+            for seg in self._segments[:count]:
                 with contextlib.suppress(FileNotFoundError):
                     os.remove(seg.path)
                 removed += 1
             fsync_dir(self.directory)
-        except OSError as exc:
-            raise StorageError(f"{self.directory}: retention failed: {exc}") from exc
         finally:
             if removed:
                 del self._segments[:removed]
                 self.producers.evict_below(self.log_start_offset)
-                log.info("%s: retention deleted %d segment(s); log starts at offset %d",
-                         self.directory, removed, self.log_start_offset)
+                log.info("%s: %s deleted %d segment(s); log starts at offset %d",
+                         self.directory, why, removed, self.log_start_offset)
         return removed
 
     # -- DeleteRecords ---------------------------------------------------------------------
@@ -560,20 +567,12 @@ class PartitionLog:
         below = 0
         while below + 1 < len(self._segments) and self._segments[below + 1].base_offset <= self.log_start_offset:
             below += 1
-        gone = 0
-        try:
-            for seg in self._segments[:below]:
-                with contextlib.suppress(FileNotFoundError):
-                    os.remove(seg.path)
-                gone += 1
-            if gone:
-                fsync_dir(self.directory)
-        except OSError as exc:
-            log.warning("%s: cannot delete a segment below the log start offset: %s", self.directory, exc)
-        if gone:
-            del self._segments[:gone]
-            log.info("%s: deleted %d segment(s) below log start offset %d", self.directory, gone,
-                     self.log_start_offset)
+        if below:
+            try:
+                self._delete_oldest(below, "DeleteRecords")
+            except OSError as exc:
+                log.warning("%s: cannot delete a segment below the log start offset: %s",
+                            self.directory, exc)
 
     # -- compaction (broker/topics/compaction.py) --------------------------------------------
 
