@@ -79,7 +79,6 @@ def admin(api: str) -> Case:
     return case("0081_admin", subtests=f"do_test_{api}")
 
 
-CREATE_PARTITIONS = "needs CreatePartitions (not advertised: the client fails it locally)"
 COOPERATIVE = "0113_cooperative_rebalance"
 
 # Pass today, and run in CI (about four minutes on two cores; PENDING adds about two).
@@ -99,11 +98,14 @@ PASSING: list[Case] = [
     case("0015_offsets_seek"), case("0029_assign_offset"), case("0030_offset_commit"),
     case("0031_get_offsets"), case("0034_offset_reset"),
     case("0061_consumer_lag", subtests="without transactions"), case("0099_commit_metadata"),
-    case("0130_store_offsets"), case("0140_commit_metadata"),
+    case("0130_store_offsets"), case("0140_commit_metadata"), case("0054_offset_time"),
     case("0137_barrier_batch_consume", subtests="do_test_consume_batch_store_offset"),
     # metadata and topics
     case("0016_client_swname"), case("0035_api_version"), case("0042_many_topics"),
     case("0053_stats"), case("0057_invalid_topic"), case("0063_clusterid"),
+    case("0044_partition_cnt"), case("0069_consumer_add_parts"), case("0112_assign_unknown_part"),
+    case("0045_subscribe_update_non_exist_and_partchange", scenario="noautocreate",
+         subtests="do_test_non_exist_and_partchange"),
     # consumer groups
     case("0019_list_groups"), case("0020_destroy_hang"), case("0056_balanced_group_mt"),
     case("0060_op_prio"), case("0118_commit_rebalance"), case("0132_strategy_ordering"),
@@ -115,13 +117,15 @@ PASSING: list[Case] = [
     case(COOPERATIVE, subtests="h_delete_topic"),
     case(COOPERATIVE, subtests="j_delete_topic_no_rb_callback"),
     case(COOPERATIVE, subtests="m_unsubscribe_2"),
+    case(COOPERATIVE, subtests="k_add_partition"),
     # counts rebalance callbacks expecting both members in the first generation, which Kafka's
     # default 3 s initial rebalance delay gives
     case(COOPERATIVE, subtests="l_unsubscribe", group_initial_rebalance_delay_ms=3000),
     # admin
     admin("unclean_destroy"), admin("DeleteTopics"), admin("DeleteGroups"),
     admin("DeleteConsumerGroupOffsets"), admin("AlterConsumerGroupOffsets"),
-    admin("DescribeTopics"),
+    admin("DescribeTopics"), admin("CreatePartitions"), admin("DeleteRecords"),
+    admin("DescribeCluster"), admin("ListOffsets"),
 ]
 
 # Pass today, but left out of CI runs for time (4 s to 95 s each, about fifteen minutes
@@ -160,30 +164,13 @@ PENDING: dict[Case, str] = {
     case("0011_produce_batch", subtests="record_fail"):
         "needs IncrementalAlterConfigs (cleanup.policy=compact), then INVALID_RECORD for keyless "
         "records in a compacted topic",
-    case("0044_partition_cnt"): CREATE_PARTITIONS,
-    case("0045_subscribe_update_non_exist_and_partchange", scenario="noautocreate",
-         subtests="do_test_non_exist_and_partchange"):
-        CREATE_PARTITIONS + " (kafka-topics --alter)",
     case("0052_msg_timestamps"):
         "topic config message.timestamp.type=LogAppendTime is ignored: records keep CreateTime",
-    case("0054_offset_time"):
-        "ListOffsets by timestamp answers at batch granularity (offset 0, not the record's 1)",
-    case("0069_consumer_add_parts"): CREATE_PARTITIONS,
-    case("0112_assign_unknown_part"): CREATE_PARTITIONS,
-    case(COOPERATIVE, subtests="k_add_partition"): CREATE_PARTITIONS,
     admin("CreateTopics"):
         "CreateTopics accepts the unknown topic config dummy.doesntexist (Kafka: INVALID_CONFIG)",
-    admin("CreatePartitions"): CREATE_PARTITIONS,
     admin("AlterConfigs"): "needs AlterConfigs",
     admin("IncrementalAlterConfigs"): "needs IncrementalAlterConfigs",
     admin("DescribeConfigs"): "needs DescribeConfigs (topic, broker and group resources)",
-    admin("DeleteRecords"): "needs DeleteRecords",
-    admin("DescribeCluster"):
-        "Metadata v8-10 include_cluster_authorized_operations is ignored (Kafka without an "
-        "authorizer answers all 7 cluster operations)",
-    admin("ListOffsets"):
-        "ListOffsets MAX_TIMESTAMP (-3) answers the batch's last offset, not the offset of the "
-        "record with the largest timestamp",
 }
 
 # Not run, with the reason (besides every broker-less/mock test, and the socket-emulation
