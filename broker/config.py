@@ -92,6 +92,8 @@ class BrokerConfig:
     journal_retention_ms: int = 7 * 86_400_000
     shutdown_grace_s: float = 3.0
     coordinator: CoordinatorConfig = field(default_factory=CoordinatorConfig)
+    #: the Kafka-named settings as given (topic defaults and DescribeConfigs read them)
+    props: dict = field(default_factory=dict)
 
     #: Kafka config name -> (field, parser). Coordinator names are handled by CoordinatorConfig.
     _NAMES = {
@@ -150,7 +152,7 @@ class BrokerConfig:
         except ValueError as e:
             raise ConfigError(str(e)) from None
         values.update({k: v for k, v in explicit.items() if v is not None})
-        return cls(**values)
+        return cls(**values, props=dict(props))
 
     @property
     def advertised(self) -> tuple[str, int]:

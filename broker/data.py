@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
+from functools import partial
 from typing import Callable, NamedTuple
 
 import trio
@@ -26,12 +27,15 @@ from protocol.wire import ZERO_UUID
 
 from .cluster_admin import CLUSTER_OPERATIONS, ClusterAdmin
 from .config import BrokerConfig
+from .config_apis import ConfigApis
 from .data_errors import EXCESSIVE_BATCH, MAX_RECORDS_PER_USER_OP, error_message, whole_request_error
 from .data_errors import Refused as _Refused
 from .parked_fetches import ParkedFetches
 from .topic_admin import TopicAdmin
 from .topics import TopicsError, TopicStore, UnknownTopicId, UnknownTopicOrPartition
+from .topics import configs as topic_configs
 from .topics.compaction import LogCleaner
+from .topics.configs import InvalidConfig
 
 log = logging.getLogger("groupbroker.data")
 E = ErrorCode
@@ -55,24 +59,21 @@ class DataPlane:
         self.config, self.advertised = config, advertised
         self.on_topics_deleted = on_topics_deleted
         self.store = TopicStore(config.data_dir, num_partitions=config.num_partitions,
-                                auto_create=config.auto_create_topics_enable,
-                                segment_bytes=config.log_segment_bytes,
-                                retention_ms=config.log_retention_ms,
-                                retention_bytes=config.log_retention_bytes,
-                                cleanup_policy=config.log_cleanup_policy,
-                                delete_retention_ms=config.log_cleaner_delete_retention_ms,
-                                min_compaction_lag_ms=config.log_cleaner_min_compaction_lag_ms,
-                                min_cleanable_dirty_ratio=config.log_cleaner_min_cleanable_ratio)
+                                auto_create=config.auto_create_topics_enable, broker_props=config.props)
         self.cleaner = LogCleaner(config.data_dir)
         self.parked = ParkedFetches()
         topic_admin, cluster_admin = TopicAdmin(self.store, config), ClusterAdmin(self.store, config, advertised)
+        config_apis = ConfigApis(self.store, config)
         handlers = {3: self.metadata, 0: self.produce, 1: self.fetch, 2: self.list_offsets,
                     19: self.create_topics, 20: self.delete_topics, 22: self.init_producer_id,
                     37: topic_admin.create_partitions,
                     21: topic_admin.delete_records,
                     60: cluster_admin.describe_cluster,
                     35: cluster_admin.describe_log_dirs,
-                    43: cluster_admin.elect_leaders}
+                    43: cluster_admin.elect_leaders,
+                    32: config_apis.describe_configs,
+                    33: config_apis.alter_configs,
+                    44: config_apis.incremental_alter_configs}
         self.routes = {key: _answering_errors(handler) for key, handler in handlers.items()}
 
     def has_partition(self, topic: str, partition: int) -> bool:
@@ -277,15 +278,15 @@ class DataPlane:
         (a topic record, its config records, one per partition) and fails all of it beyond;
         the files are made in a worker thread, so large topics never stall the event loop."""
         result_cls = CreateTopics.CreatableTopicResult
-        checked = []                         # (topic, its partition count or its refusal)
+        checked = []                 # (topic, (its partition count, its configs) or its refusal)
         for t in req.topics:
             try:
                 partitions = self._partitions_to_create(t)
                 self.store.create_topic(t.name, partitions, validate_only=True)
-                checked.append((t, partitions))
+                checked.append((t, (partitions, _topic_configs(t))))
             except (TopicsError, _Refused) as e:
                 checked.append((t, e))
-        records = sum(1 + len(t.configs) + self.store.partition_count(outcome)
+        records = sum(1 + len(t.configs) + self.store.partition_count(outcome[0])
                       for t, outcome in checked if not isinstance(outcome, Exception))
         if records > MAX_RECORDS_PER_USER_OP:
             log.info("CreateTopics refused: %d metadata records exceed %d", records, MAX_RECORDS_PER_USER_OP)
@@ -298,15 +299,21 @@ class DataPlane:
                 results.append(result_cls(name=t.name, error_code=outcome.error_code,
                                           error_message=error_message(outcome)))
                 continue
+            partitions, configs = outcome
             try:
                 if req.validate_only:
-                    topic = self.store.create_topic(t.name, outcome, validate_only=True)
+                    topic = self.store.create_topic(t.name, partitions, validate_only=True, configs=configs)
                 else:
-                    topic = await trio.to_thread.run_sync(self.store.create_topic, t.name, outcome)
-                results.append(result_cls(name=t.name, topic_id=topic.topic_id, error_code=E.NONE,
-                                          error_message=None, num_partitions=len(topic.partitions)
-                                          or self.store.partition_count(outcome),
-                                          replication_factor=1, configs=()))
+                    topic = await trio.to_thread.run_sync(
+                        partial(self.store.create_topic, t.name, partitions, configs=configs))
+                shown = result_cls.CreatableTopicConfigs
+                results.append(result_cls(
+                    name=t.name, topic_id=topic.topic_id, error_code=E.NONE, error_message=None,
+                    num_partitions=len(topic.partitions) or self.store.partition_count(partitions),
+                    replication_factor=1, configs=tuple(
+                        shown(name=e.name, value=e.value, read_only=False, config_source=e.source,
+                              is_sensitive=False)
+                        for e in topic_configs.describe(configs, self.config.props))))
             except TopicsError as e:
                 results.append(result_cls(name=t.name, error_code=e.error_code, error_message=error_message(e)))
         return CreateTopics(topics=tuple(results))
@@ -429,3 +436,12 @@ def _one_batch(records) -> None:
 
 def _fields(obj) -> dict:
     return {f: getattr(obj, f) for f in obj.__dataclass_fields__}
+
+
+def _topic_configs(t) -> dict[str, str]:
+    """A CreateTopics entry's configs, validated as Kafka's controller does (a repeated name:
+    the last one wins); _Refused with INVALID_CONFIG and Kafka's message otherwise."""
+    try:
+        return topic_configs.validate({c.name: c.value for c in t.configs})
+    except InvalidConfig as e:
+        raise _Refused(E.INVALID_CONFIG, str(e)) from None

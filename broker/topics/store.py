@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import json
 import logging
 import os
 import re
@@ -25,6 +26,7 @@ from typing import Any
 
 from .errors import (InvalidPartitions, InvalidTopic, StorageError, TopicAlreadyExists,
                      UnknownTopicId, UnknownTopicOrPartition)
+from . import configs as topic_configs
 from .fsutil import Disk, atomic_write, fsync_dir
 from .partition_log import PartitionLog
 from .producer_state import ProducerIds
@@ -60,10 +62,12 @@ def _collision_key(name: str) -> str:
 
 @dataclass
 class Topic:
-    """A topic and its open partition logs (index = partition number)."""
+    """A topic and its open partition logs (index = partition number); ``configs`` are its
+    overrides of the broker's topic defaults (see :mod:`broker.topics.configs`)."""
     name: str
     topic_id: uuid.UUID
     partitions: list[PartitionLog] = field(repr=False)
+    configs: dict[str, str] = field(default_factory=dict)
 
 
 class TopicStore:
@@ -78,8 +82,12 @@ class TopicStore:
     """
 
     def __init__(self, data_dir: str | os.PathLike[str], *, num_partitions: int = 1,
-                 auto_create: bool = True, **log_config: Any) -> None:
+                 auto_create: bool = True, broker_props: dict[str, str] | None = None,
+                 **log_config: Any) -> None:
         self.data_dir = os.fspath(data_dir)
+        #: the broker's Kafka-named settings behind each topic's defaults; None: the logs keep
+        #: ``log_config`` as it is and topic configs are not applied (tools and unit tests)
+        self.broker_props = broker_props
         self.num_partitions, self.auto_create = num_partitions, auto_create
         self.disk: Disk = log_config.pop("disk", None) or Disk()
         self._log_config = log_config
@@ -135,7 +143,7 @@ class TopicStore:
         return self.num_partitions if partitions in (None, -1) else partitions
 
     def create_topic(self, name: str, partitions: int | None = None, *,
-                     validate_only: bool = False) -> Topic:
+                     validate_only: bool = False, configs: dict[str, str] | None = None) -> Topic:
         """Create a topic (``num_partitions`` when ``partitions`` is None or -1, as Kafka).
 
         Safe to call from a worker thread. Only partition 0's metadata is fsynced before the
@@ -146,16 +154,17 @@ class TopicStore:
         with self._lock:
             self._check_creatable(name, count)
             if validate_only:
-                return Topic(name, uuid.UUID(int=0), [])
+                return Topic(name, uuid.UUID(int=0), [], dict(configs or {}))
             self._creating.add(name)
         try:
             topic_id = uuid.uuid4()
             try:
-                self._write_topic(name, topic_id, count)
+                self._write_topic(name, topic_id, count, configs or {})
             except OSError as exc:
                 self._discard_partitions(name, range(count))
                 raise StorageError(f"creating topic {name!r} failed: {exc}") from exc
-            topic = Topic(name, topic_id, self._open_logs(name, count, clean_shutdown=True))
+            topic = self._configured(Topic(name, topic_id, self._open_logs(name, count, clean_shutdown=True),
+                                           dict(configs or {})))
             with self._lock:
                 self._topics = {**self._topics, name: topic}
         finally:
@@ -175,7 +184,9 @@ class TopicStore:
         if count <= 0:
             raise InvalidPartitions(f"number of partitions must be larger than 0, got {count}")
 
-    def _write_topic(self, name: str, topic_id: uuid.UUID, count: int) -> None:
+    def _write_topic(self, name: str, topic_id: uuid.UUID, count: int, configs: dict[str, str]) -> None:
+        if configs:                       # before the metadata that makes the topic exist
+            _write_configs(self._partition_dir(name, 0), configs)
         _write_metadata(self._partition_dir(name, 0), topic_id, count, durable=True)
         fsync_dir(self.data_dir)
         for p in range(1, count):
@@ -233,7 +244,7 @@ class TopicStore:
                     plog.close()
                 self._discard_partitions(name, added)
                 raise StorageError(f"adding partitions to topic {name!r} failed: {exc}") from exc
-            grown = Topic(name, topic.topic_id, [*topic.partitions, *logs])
+            grown = self._configured(Topic(name, topic.topic_id, [*topic.partitions, *logs], topic.configs))
             self._topics = {**self._topics, name: grown}
         try:
             for p in range(1, current):   # never recreating a directory a delete just moved away
@@ -244,6 +255,29 @@ class TopicStore:
                         name, exc)
         log.info("topic %s (%s): partitions raised from %d to %d", name, topic.topic_id, current, count)
         return grown
+
+    def set_configs(self, name: str, configs: dict[str, str]) -> Topic:
+        """Replace a topic's overrides (already validated): durable first, then applied to its
+        partitions at once. Safe in a worker thread; raises UnknownTopicOrPartition, StorageError."""
+        topic = self.topic(name)
+        try:
+            _write_configs(self._partition_dir(name, 0), configs)
+        except OSError as exc:
+            raise StorageError(f"cannot store the configs of topic {name!r}: {exc}") from exc
+        with self._lock:
+            changed = self._configured(Topic(name, topic.topic_id, topic.partitions, dict(configs)))
+            if self._topics.get(name) is topic:
+                self._topics = {**self._topics, name: changed}
+        log.info("topic %s: configs now %s", name, configs or "the broker's defaults")
+        return changed
+
+    def _configured(self, topic: Topic) -> Topic:
+        """``topic`` with its effective configs handed to each of its partition logs."""
+        if self.broker_props is not None:
+            values = topic_configs.effective(topic.configs, self.broker_props)
+            for plog in topic.partitions:
+                topic_configs.apply(plog, values)
+        return topic
 
     def delete_topic(self, name: str) -> Topic:
         """Close and remove every partition of a topic; raises UnknownTopicOrPartition."""
@@ -394,7 +428,8 @@ class TopicStore:
         except OSError as exc:
             log.error("topic %s: cannot repair partition metadata: %s", name, exc)
         logs = self._open_logs(name, count, clean_shutdown=clean)
-        self._topics = {**self._topics, name: Topic(name, topic_id, logs)}
+        configs = _read_configs(self._partition_dir(name, 0))
+        self._topics = {**self._topics, name: self._configured(Topic(name, topic_id, logs, configs))}
         log.info("recovered topic %s (%s) with %d partition(s)", name, topic_id, count)
 
 
@@ -421,6 +456,29 @@ def _holds_data(directory: str) -> bool:
         return any(e.name.endswith(".log") and e.stat().st_size > 0 for e in os.scandir(directory))
     except OSError:
         return True                       # unreadable: keep it, never discard data unseen
+
+
+#: A topic's config overrides, as JSON, beside partition 0's metadata.
+CONFIGS_FILE = "topic.configs.json"
+
+
+def _write_configs(directory: str, configs: dict[str, str]) -> None:
+    os.makedirs(directory, exist_ok=True)
+    atomic_write(os.path.join(directory, CONFIGS_FILE), json.dumps(configs, sort_keys=True))
+
+
+def _read_configs(directory: str) -> dict[str, str]:
+    """A topic's overrides; {} if it has none, or (with a log line) if the file is unreadable."""
+    try:
+        with open(os.path.join(directory, CONFIGS_FILE), encoding="utf-8") as f:
+            configs = json.load(f)
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        log.error("%s: unreadable %s (%s): the topic takes the broker's defaults", directory,
+                  CONFIGS_FILE, exc)
+        return {}
+    return {str(k): str(v) for k, v in configs.items()} if isinstance(configs, dict) else {}
 
 
 def _write_metadata(directory: str, topic_id: uuid.UUID, count: int, *, durable: bool,

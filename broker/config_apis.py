@@ -1,0 +1,254 @@
+"""DescribeConfigs, AlterConfigs and IncrementalAlterConfigs, as a single-node Kafka 4 answers them.
+
+Topic resources carry the configs of :mod:`broker.topics.configs`: described with their source
+and synonyms (Kafka's ConfigHelper), altered after Kafka's broker-side checks (duplicate
+resources and keys, null values: INVALID_REQUEST) and the controller's (the whole resulting
+override set validated: INVALID_CONFIG; then the topic's existence). Broker resources describe
+this node's settings; none of them can be changed while it runs.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+
+import trio
+
+from protocol.errors import ErrorCode
+from protocol.messages import RESPONSES
+
+from .config import BrokerConfig
+from .topics import TopicStore, UnknownTopicOrPartition
+from .topics import configs as topic_configs
+from .topics.configs import DEFAULT_CONFIG, STATIC_BROKER_CONFIG, InvalidConfig
+from .topics.store import validate_topic_name
+from .topics.errors import InvalidTopic
+
+log = logging.getLogger("groupbroker.data")
+E = ErrorCode
+DescribeConfigs, AlterConfigs, IncrementalAlterConfigs = (RESPONSES[32].cls, RESPONSES[33].cls,
+                                                          RESPONSES[44].cls)
+TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 32
+SET, DELETE, APPEND, SUBTRACT = range(4)
+_OPERATIONS = {APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
+#: Kafka's answer to a request it cannot even partition (an unknown resource type)
+_MALFORMED = ("This most likely occurs because of a request being malformed by the client library or "
+              "the message was sent to an incompatible broker. See the broker logs for more details.")
+
+#: This broker's settings DescribeConfigs lists (Kafka name, default, read-only, config type);
+#: the topic defaults' own broker settings come from broker/topics/configs.py.
+_BROKER_SETTINGS = (
+    ("num.partitions", "1", True, 3), ("default.replication.factor", "1", True, 3),
+    ("auto.create.topics.enable", "true", True, 1), ("delete.topic.enable", "true", True, 1),
+    ("log.dirs", None, True, 2), ("log.retention.check.interval.ms", "300000", True, 5),
+    ("log.cleaner.enable", "true", True, 1), ("log.cleaner.backoff.ms", "15000", False, 5),
+    ("socket.request.max.bytes", "104857600", True, 3), ("connections.max.idle.ms", "600000", True, 5),
+    ("fetch.max.bytes", "57671680", True, 3), ("offsets.topic.num.partitions", "50", True, 3),
+    ("offsets.topic.replication.factor", "3", True, 4), ("offsets.retention.minutes", "10080", True, 3),
+    ("offsets.retention.check.interval.ms", "600000", True, 5), ("offset.metadata.max.bytes", "4096", True, 3),
+    ("group.initial.rebalance.delay.ms", "3000", True, 3), ("group.min.session.timeout.ms", "6000", True, 3),
+    ("group.max.session.timeout.ms", "1800000", True, 3), ("group.max.size", "2147483647", True, 3),
+    ("transaction.state.log.num.partitions", "50", True, 3),
+    ("transaction.max.timeout.ms", "900000", True, 3),
+)
+#: Group configs (KIP-848) and the broker settings that give their defaults.
+_GROUP_CONFIGS = (("consumer.heartbeat.interval.ms", "group.consumer.heartbeat.interval.ms", "5000"),
+                  ("consumer.session.timeout.ms", "group.consumer.session.timeout.ms", "45000"))
+
+
+class ConfigApis:
+    def __init__(self, store: TopicStore, config: BrokerConfig):
+        self.store, self.config = store, config
+        self.props = config.props
+        self._altering = trio.Lock()
+
+    # --- DescribeConfigs ----------------------------------------------------------------------
+    async def describe_configs(self, ctx, req):
+        result = DescribeConfigs.DescribeConfigsResult
+        if any(r.resource_type not in (TOPIC, BROKER, BROKER_LOGGER, GROUP) for r in req.resources):
+            return DescribeConfigs(results=tuple(
+                result(error_code=E.INVALID_REQUEST, error_message=_MALFORMED, resource_type=r.resource_type,
+                       resource_name=r.resource_name) for r in req.resources))
+        results = []
+        for r in req.resources:
+            try:
+                entries = self._entries(r, ctx.version, req)
+                results.append(result(error_code=E.NONE, error_message="", resource_type=r.resource_type,
+                                      resource_name=r.resource_name, configs=tuple(entries)))
+            except _Failed as e:
+                results.append(result(error_code=e.code, error_message=e.message,
+                                      resource_type=r.resource_type, resource_name=r.resource_name))
+        return DescribeConfigs(results=tuple(results))
+
+    def _entries(self, r, version: int, req) -> list:
+        wanted = set(r.configuration_keys or ())
+        if r.resource_type == TOPIC:
+            rows = self._topic_rows(r.resource_name)
+        elif r.resource_type == BROKER:
+            rows = self._broker_rows(r.resource_name)
+        elif r.resource_type == GROUP:
+            rows = self._group_rows()
+        else:
+            rows = self._logger_rows(r.resource_name)
+        entry = DescribeConfigs.DescribeConfigsResult.DescribeConfigsResourceResult
+        synonym = entry.DescribeConfigsSynonym
+        return [entry(name=name, value=value, read_only=read_only, config_source=source, is_sensitive=False,
+                      synonyms=tuple(synonym(name=n, value=v, source=s) for n, v, s in synonyms)
+                      if req.include_synonyms else (),
+                      config_type=type_ if version >= 3 else 0,
+                      documentation=doc if getattr(req, "include_documentation", False) else None)
+                for name, value, read_only, source, synonyms, type_, doc in rows
+                if not wanted or name in wanted]
+
+    def _topic_rows(self, name: str) -> list[tuple]:
+        try:
+            validate_topic_name(name)
+            topic = self.store.topic(name)
+        except InvalidTopic as e:
+            raise _Failed(E.INVALID_TOPIC_EXCEPTION, f"Topic name is invalid: {e}") from None
+        except UnknownTopicOrPartition:
+            raise _Failed(E.UNKNOWN_TOPIC_OR_PARTITION, "") from None
+        return [(e.name, e.value, False, e.source, e.synonyms, e.type, e.doc)
+                for e in topic_configs.describe(topic.configs, self.props)]
+
+    def _broker_rows(self, name: str) -> list[tuple]:
+        if name == "":
+            return []                             # no cluster-wide dynamic defaults are set
+        self._check_broker_id(name, "or empty string, ")
+        rows = []
+        settings = [(n, default, read_only, type_) for n, default, read_only, type_ in _BROKER_SETTINGS]
+        for d in topic_configs.CONFIGS.values():
+            for synonym in d.synonyms:
+                default = topic_configs.broker_default(synonym)
+                settings.append((synonym, default, False, d.type))
+        settings.append(("node.id", str(self.config.node_id), True, 3))
+        settings.append(("broker.id", str(self.config.node_id), True, 3))
+        for n, default, read_only, type_ in dict((s[0], s) for s in settings).values():
+            chain = [(n, self.props[n], STATIC_BROKER_CONFIG)] if n in self.props else []
+            if default is not None and n not in ("node.id", "broker.id"):
+                chain.append((n, default, DEFAULT_CONFIG))
+            value = chain[0][1] if chain else None
+            rows.append((n, value, read_only, chain[0][2] if chain else DEFAULT_CONFIG, tuple(chain), type_, None))
+        return rows
+
+    def _group_rows(self) -> list[tuple]:
+        rows = []
+        for name, broker_name, default in _GROUP_CONFIGS:
+            chain = [(broker_name, self.props[broker_name], STATIC_BROKER_CONFIG)] if broker_name in self.props \
+                else []
+            chain.append((broker_name, default, DEFAULT_CONFIG))
+            rows.append((name, chain[0][1], False, chain[0][2], tuple(chain), 3, None))
+        return rows
+
+    def _logger_rows(self, name: str) -> list[tuple]:
+        if name in ("", None):
+            raise _Failed(E.INVALID_REQUEST, "Broker id must not be empty")
+        self._check_broker_id(name, "")
+        loggers = ["root", *sorted(n for n in logging.root.manager.loggerDict if n.startswith("groupbroker"))]
+        return [(n, logging.getLevelName(logging.getLogger(None if n == "root" else n).getEffectiveLevel()),
+                 False, 6, (), 0, None) for n in loggers]
+
+    def _check_broker_id(self, name: str, or_empty: str) -> None:
+        try:
+            broker = int(name)
+        except ValueError:
+            raise _Failed(E.INVALID_REQUEST, f"Broker id must be an integer, but it is: {name}") from None
+        if broker != self.config.node_id:
+            raise _Failed(E.INVALID_REQUEST, f"Unexpected broker id, expected {self.config.node_id} "
+                                             f"{or_empty}but received {name}")
+
+    # --- AlterConfigs / IncrementalAlterConfigs --------------------------------------------------
+    async def alter_configs(self, ctx, req):
+        """The given set replaces the resource's overrides."""
+        return AlterConfigs(responses=tuple(await self._alter(
+            req, AlterConfigs.AlterConfigsResourceResponse,
+            lambda current, r: {c.name: c.value for c in r.configs})))
+
+    async def incremental_alter_configs(self, ctx, req):
+        """SET, DELETE, APPEND and SUBTRACT, one config at a time, over the current overrides."""
+        return IncrementalAlterConfigs(responses=tuple(await self._alter(
+            req, IncrementalAlterConfigs.AlterConfigsResourceResponse, _incremental)))
+
+    async def _alter(self, req, response, change) -> list:
+        seen = Counter((r.resource_type, r.resource_name) for r in req.resources)
+        out = []
+        async with self._altering:
+            for r in req.resources:
+                try:
+                    if seen[(r.resource_type, r.resource_name)] > 1:
+                        raise _Failed(E.INVALID_REQUEST, "Each resource must appear at most once.")
+                    await self._alter_one(r, change, req.validate_only)
+                    out.append(response(error_code=E.NONE, error_message=None, resource_type=r.resource_type,
+                                        resource_name=r.resource_name))
+                except _Failed as e:
+                    out.append(response(error_code=e.code, error_message=e.message,
+                                        resource_type=r.resource_type, resource_name=r.resource_name))
+        return out
+
+    async def _alter_one(self, r, change, validate_only: bool) -> None:
+        names = [c.name for c in r.configs]
+        if len(set(names)) != len(names):
+            raise _Failed(E.INVALID_REQUEST, "Error due to duplicate config keys")
+        nulls = [c.name for c in r.configs if c.value is None and getattr(c, "config_operation", SET) != DELETE]
+        if nulls:
+            raise _Failed(E.INVALID_REQUEST, f"Null value not supported for : {', '.join(nulls)}")
+        if r.resource_type == BROKER:
+            if r.resource_name:
+                self._check_broker_id(r.resource_name, "or empty string, ")
+            if r.configs:
+                raise _Failed(E.INVALID_REQUEST, "Cannot update these configs dynamically: "
+                                                 f"Set({', '.join(names)})")
+            return
+        if r.resource_type != TOPIC:
+            raise _Failed(E.INVALID_REQUEST, f"Unknown resource type {r.resource_type}")
+        if r.resource_name == "":
+            raise _Failed(E.INVALID_REQUEST, "Default topic resources are not allowed.")
+        try:
+            validate_topic_name(r.resource_name)
+        except InvalidTopic as e:
+            raise _Failed(E.INVALID_TOPIC_EXCEPTION, f"Topic name is invalid: {e}") from None
+        try:
+            topic = self.store.topic(r.resource_name)
+        except UnknownTopicOrPartition:
+            topic = None
+        current = dict(topic.configs) if topic is not None else {}
+        try:
+            wanted = topic_configs.validate(change(current, r))
+        except InvalidConfig as e:
+            raise _Failed(E.INVALID_CONFIG, str(e)) from None
+        if topic is None:
+            raise _Failed(E.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{r.resource_name}' does not exist.")
+        if not validate_only and wanted != current:
+            await trio.to_thread.run_sync(self.store.set_configs, r.resource_name, wanted)
+
+
+def _incremental(current: dict[str, str], r) -> dict[str, str]:
+    out = dict(current)
+    for c in r.configs:
+        if c.config_operation == SET:
+            out[c.name] = c.value
+        elif c.config_operation == DELETE:
+            out.pop(c.name, None)
+        elif c.config_operation in (APPEND, SUBTRACT):
+            d = topic_configs.CONFIGS.get(c.name)
+            if d is None or d.type != topic_configs.LIST:
+                raise InvalidConfig(f"Can't {_OPERATIONS[c.config_operation]} to key {c.name} because "
+                                    "its type is not LIST.")
+            items = [i for i in out.get(c.name, d.default).split(",") if i]
+            given = [i.strip() for i in c.value.split(",") if i.strip()]
+            if c.config_operation == APPEND:
+                items += [i for i in given if i not in items]
+            else:
+                items = [i for i in items if i not in given]
+            out[c.name] = ",".join(items)
+        else:
+            raise _Failed(E.INVALID_REQUEST, f"Unknown config operation {c.config_operation}")
+    return out
+
+
+class _Failed(Exception):
+    """One resource's error answer."""
+
+    def __init__(self, code: ErrorCode, message: str | None):
+        super().__init__(message)
+        self.code, self.message = code, message
