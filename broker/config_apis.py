@@ -9,7 +9,9 @@ this node's settings; none of them can be changed while it runs.
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 from collections import Counter
 
 import trio
@@ -23,6 +25,7 @@ from .topics import configs as topic_configs
 from .topics.configs import DEFAULT_CONFIG, STATIC_BROKER_CONFIG, InvalidConfig
 from .topics.store import validate_topic_name
 from .topics.errors import InvalidTopic
+from .topics.fsutil import atomic_write
 
 log = logging.getLogger("groupbroker.data")
 E = ErrorCode
@@ -51,6 +54,19 @@ _BROKER_SETTINGS = (
     ("transaction.state.log.num.partitions", "50", True, 3),
     ("transaction.max.timeout.ms", "900000", True, 3),
 )
+#: Broker settings Kafka changes while it runs (DynamicBrokerConfig): the topic defaults' own
+#: settings, these, and every ssl./sasl./listener.name. setting. groupbroker stores and shows
+#: them; of these, only the topic defaults change what the broker does.
+_DYNAMIC = {"log.cleaner.threads", "log.cleaner.io.max.bytes.per.second", "log.cleaner.dedupe.buffer.size",
+            "log.cleaner.io.buffer.size", "log.cleaner.io.buffer.load.factor", "log.cleaner.backoff.ms",
+            "num.io.threads", "num.network.threads", "num.replica.fetchers",
+            "num.recovery.threads.per.data.dir", "background.threads", "max.connections",
+            "max.connections.per.ip", "max.connections.per.ip.overrides", "max.connection.creation.rate",
+            "producer.id.expiration.ms", "transaction.partition.verification.enable", "listeners",
+            "advertised.listeners", "listener.security.protocol.map", "metric.reporters",
+            "follower.replication.throttled.rate", "leader.replication.throttled.rate"}
+_DYNAMIC_PREFIXES = ("ssl.", "sasl.", "listener.name.")
+DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, GROUP_CONFIG = 2, 3, 8
 #: Group configs (KIP-848) and the broker settings that give their defaults.
 _GROUP_CONFIGS = (("consumer.heartbeat.interval.ms", "group.consumer.heartbeat.interval.ms", "5000"),
                   ("consumer.session.timeout.ms", "group.consumer.session.timeout.ms", "45000"))
@@ -61,6 +77,8 @@ class ConfigApis:
         self.store, self.config = store, config
         self.props = config.props
         self._altering = trio.Lock()
+        self.dynamic = DynamicConfigs(os.path.join(config.data_dir, DYNAMIC_FILE))
+        self._reconfigure()
 
     # --- DescribeConfigs ----------------------------------------------------------------------
     async def describe_configs(self, ctx, req):
@@ -87,7 +105,7 @@ class ConfigApis:
         elif r.resource_type == BROKER:
             rows = self._broker_rows(r.resource_name)
         elif r.resource_type == GROUP:
-            rows = self._group_rows()
+            rows = self._group_rows(r.resource_name)
         else:
             rows = self._logger_rows(r.resource_name)
         entry = DescribeConfigs.DescribeConfigsResult.DescribeConfigsResourceResult
@@ -112,30 +130,35 @@ class ConfigApis:
                 for e in topic_configs.describe(topic.configs, self.props)]
 
     def _broker_rows(self, name: str) -> list[tuple]:
-        if name == "":
-            return []                             # no cluster-wide dynamic defaults are set
+        if name == "":                              # the cluster-wide dynamic defaults alone
+            return [(n, v, False, DYNAMIC_DEFAULT_BROKER_CONFIG, ((n, v, DYNAMIC_DEFAULT_BROKER_CONFIG),),
+                     topic_configs.STRING, None) for n, v in sorted(self.dynamic.scope("default").items())]
         self._check_broker_id(name, "or empty string, ")
-        rows = []
-        settings = [(n, default, read_only, type_) for n, default, read_only, type_ in _BROKER_SETTINGS]
+        settings = {n: (default, read_only, type_) for n, default, read_only, type_ in _BROKER_SETTINGS}
         for d in topic_configs.CONFIGS.values():
             for synonym in d.synonyms:
-                default = topic_configs.broker_default(synonym)
-                settings.append((synonym, default, False, d.type))
-        settings.append(("node.id", str(self.config.node_id), True, 3))
-        settings.append(("broker.id", str(self.config.node_id), True, 3))
-        for n, default, read_only, type_ in dict((s[0], s) for s in settings).values():
-            chain = [(n, self.props[n], STATIC_BROKER_CONFIG)] if n in self.props else []
-            if default is not None and n not in ("node.id", "broker.id"):
+                settings[synonym] = (topic_configs.broker_default(synonym), False, d.type)
+        node = str(self.config.node_id)
+        settings.update({"node.id": (node, True, 3), "broker.id": (node, True, 3)})
+        layers = ((self.dynamic.scope("broker"), DYNAMIC_BROKER_CONFIG),
+                  (self.dynamic.scope("default"), DYNAMIC_DEFAULT_BROKER_CONFIG),
+                  (self.props, STATIC_BROKER_CONFIG))
+        rows = []
+        for n, (default, read_only, type_) in settings.items():
+            chain = [(n, values[n], source) for values, source in layers if n in values]
+            if default is not None:
                 chain.append((n, default, DEFAULT_CONFIG))
-            value = chain[0][1] if chain else None
-            rows.append((n, value, read_only, chain[0][2] if chain else DEFAULT_CONFIG, tuple(chain), type_, None))
+            rows.append((n, chain[0][1] if chain else None, read_only and not _dynamic(n),
+                         chain[0][2] if chain else DEFAULT_CONFIG, tuple(chain), type_, None))
         return rows
 
-    def _group_rows(self) -> list[tuple]:
+    def _group_rows(self, group: str) -> list[tuple]:
+        overrides = self.dynamic.scope("groups").get(group, {})
         rows = []
         for name, broker_name, default in _GROUP_CONFIGS:
-            chain = [(broker_name, self.props[broker_name], STATIC_BROKER_CONFIG)] if broker_name in self.props \
-                else []
+            chain = [(name, overrides[name], GROUP_CONFIG)] if name in overrides else []
+            if broker_name in self.props:
+                chain.append((broker_name, self.props[broker_name], STATIC_BROKER_CONFIG))
             chain.append((broker_name, default, DEFAULT_CONFIG))
             rows.append((name, chain[0][1], False, chain[0][2], tuple(chain), 3, None))
         return rows
@@ -193,11 +216,10 @@ class ConfigApis:
         if nulls:
             raise _Failed(E.INVALID_REQUEST, f"Null value not supported for : {', '.join(nulls)}")
         if r.resource_type == BROKER:
-            if r.resource_name:
-                self._check_broker_id(r.resource_name, "or empty string, ")
-            if r.configs:
-                raise _Failed(E.INVALID_REQUEST, "Cannot update these configs dynamically: "
-                                                 f"Set({', '.join(names)})")
+            await self._alter_broker(r, change, validate_only)
+            return
+        if r.resource_type == GROUP:
+            await self._alter_group(r, change, validate_only)
             return
         if r.resource_type != TOPIC:
             raise _Failed(E.INVALID_REQUEST, f"Unknown resource type {r.resource_type}")
@@ -220,6 +242,80 @@ class ConfigApis:
             raise _Failed(E.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{r.resource_name}' does not exist.")
         if not validate_only and wanted != current:
             await trio.to_thread.run_sync(self.store.set_configs, r.resource_name, wanted)
+
+
+    async def _alter_broker(self, r, change, validate_only: bool) -> None:
+        """Kafka keeps dynamic broker settings (per broker, or cluster-wide for the name "");
+        the others cannot change while it runs."""
+        if r.resource_name:
+            self._check_broker_id(r.resource_name, "or empty string, ")
+        fixed = [c.name for c in r.configs if not _dynamic(c.name)]
+        if fixed:
+            raise _Failed(E.INVALID_REQUEST, f"Cannot update these configs dynamically: Set({', '.join(fixed)})")
+        listed = next((c for c in r.configs if getattr(c, "config_operation", SET) in (APPEND, SUBTRACT)), None)
+        if listed is not None:
+            raise _Failed(E.INVALID_CONFIG, f"Config value {_OPERATIONS[listed.config_operation].lower()} "
+                                            f"is not allowed for config key: {listed.name}")
+        scope = "broker" if r.resource_name else "default"
+        wanted = change(dict(self.dynamic.scope(scope)), r)
+        if not validate_only:
+            await trio.to_thread.run_sync(self.dynamic.set, scope, wanted)
+            self._reconfigure()
+
+    async def _alter_group(self, r, change, validate_only: bool) -> None:
+        known = {name for name, _, _ in _GROUP_CONFIGS}
+        unknown = next((c.name for c in r.configs if c.name not in known), None)
+        if unknown is not None:
+            raise _Failed(E.INVALID_CONFIG, f"Unknown group config name: {unknown}")
+        groups = dict(self.dynamic.scope("groups"))
+        wanted = change(dict(groups.get(r.resource_name, {})), r)
+        for name, value in wanted.items():
+            try:
+                int(value)
+            except ValueError:
+                raise _Failed(E.INVALID_CONFIG, f"Invalid value {value} for configuration {name}: "
+                                                "Not a number of type INT") from None
+        if not validate_only:
+            groups[r.resource_name] = wanted
+            await trio.to_thread.run_sync(self.dynamic.set, "groups", groups)
+
+    def _reconfigure(self) -> None:
+        """Topic defaults come from the static settings under the dynamic ones."""
+        self.store.set_broker_props({**self.props, **self.dynamic.scope("default"),
+                                     **self.dynamic.scope("broker")})
+
+
+def _dynamic(name: str) -> bool:
+    return name in _DYNAMIC or name.startswith(_DYNAMIC_PREFIXES) or name in _TOPIC_DEFAULT_SETTINGS
+
+
+_TOPIC_DEFAULT_SETTINGS = {s for d in topic_configs.CONFIGS.values() for s in d.synonyms}
+#: Where the dynamic broker and group configs are kept, in the data dir.
+DYNAMIC_FILE = "dynamic.configs.json"
+
+
+class DynamicConfigs:
+    """Dynamic broker settings (per broker and cluster default) and group configs, kept in one
+    small JSON file replaced atomically (Kafka keeps them in its metadata log)."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self._scopes: dict[str, dict] = {"broker": {}, "default": {}, "groups": {}}
+        try:
+            with open(path, encoding="utf-8") as f:
+                self._scopes.update(json.load(f))
+        except FileNotFoundError:
+            pass
+        except (OSError, ValueError) as e:
+            log.error("%s unreadable (%s): dynamic configs start empty", path, e)
+
+    def scope(self, name: str) -> dict:
+        return self._scopes[name]
+
+    def set(self, name: str, values: dict) -> None:
+        scopes = {**self._scopes, name: values}
+        atomic_write(self.path, json.dumps(scopes, sort_keys=True))
+        self._scopes = scopes
 
 
 def _incremental(current: dict[str, str], r) -> dict[str, str]:

@@ -39,7 +39,6 @@ from pathlib import Path
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
-from kafka.errors import IncompatibleBrokerVersion
 
 from broker_process import REPO, import_client, wait_until
 from side_venv import side_python
@@ -285,9 +284,6 @@ def topic_config(bootstrap: str, topic: str) -> dict[str, str]:
         admin.close()
 
 
-@pytest.mark.xfail(strict=True, raises=(IncompatibleBrokerVersion, AssertionError),
-                   reason="the broker neither serves DescribeConfigs nor keeps topic configs: the "
-                   "cleanup.policy=compact Faust creates its changelog with is accepted and dropped")
 def test_faust_table_changelog_is_compacted(broker, apps, tmp_path):
     """Faust creates its table's changelog topic with cleanup.policy=compact (CreateTopics
     configs), and the broker reports it back."""
@@ -380,10 +376,6 @@ def quix_count(key: bytes, value: bytes) -> tuple[str, int]:
     return count["word"], count["count"]
 
 
-@pytest.mark.xfail(strict=True, raises=AppExited,
-                   reason="the broker does not serve DescribeConfigs: Quix's TopicManager describes "
-                   "every topic it uses (and needs retention.ms to configure its changelog), and "
-                   "the application stops at start-up")
 def test_quix_running_count_survives_broker_restart(broker, apps, quix_python, tmp_path):
     """A Quix Streams running count per key (stateful apply): exact counts, then exact again
     after the broker restarts under it, then after the broker restarts with the application

@@ -89,6 +89,7 @@ PASSING: list[Case] = [
     case("0011_produce_batch", subtests="partitioner"),
     case("0011_produce_batch", subtests="test_single_partition"),
     case("0011_produce_batch", subtests="per_message_partition_flag"),
+    case("0011_produce_batch", subtests="record_fail"), case("0052_msg_timestamps"),
     case("0012_produce_consume"), case("0013_null_msgs"), case("0017_compression"),
     case("0021_rkt_destroy"), case("0022_consume_batch"), case("0036_partial_fetch"),
     case("0039_event_dr"), case("0041_fetch_max_bytes"), case("0048_partitioner"),
@@ -125,7 +126,8 @@ PASSING: list[Case] = [
     admin("unclean_destroy"), admin("DeleteTopics"), admin("DeleteGroups"),
     admin("DeleteConsumerGroupOffsets"), admin("AlterConsumerGroupOffsets"),
     admin("DescribeTopics"), admin("CreatePartitions"), admin("DeleteRecords"),
-    admin("DescribeCluster"), admin("ListOffsets"),
+    admin("DescribeCluster"), admin("ListOffsets"), admin("CreateTopics"), admin("AlterConfigs"),
+    admin("IncrementalAlterConfigs"), admin("DescribeConfigs"),
 ]
 
 # Pass today, but left out of CI runs for time (4 s to 95 s each, about fifteen minutes
@@ -161,16 +163,6 @@ SLOW: list[Case] = [
 
 # Should pass once the broker has what the reason names; strict xfails.
 PENDING: dict[Case, str] = {
-    case("0011_produce_batch", subtests="record_fail"):
-        "needs IncrementalAlterConfigs (cleanup.policy=compact), then INVALID_RECORD for keyless "
-        "records in a compacted topic",
-    case("0052_msg_timestamps"):
-        "topic config message.timestamp.type=LogAppendTime is ignored: records keep CreateTime",
-    admin("CreateTopics"):
-        "CreateTopics accepts the unknown topic config dummy.doesntexist (Kafka: INVALID_CONFIG)",
-    admin("AlterConfigs"): "needs AlterConfigs",
-    admin("IncrementalAlterConfigs"): "needs IncrementalAlterConfigs",
-    admin("DescribeConfigs"): "needs DescribeConfigs (topic, broker and group resources)",
 }
 
 # Not run, with the reason (besides every broker-less/mock test, and the socket-emulation

@@ -271,6 +271,13 @@ class TopicStore:
         log.info("topic %s: configs now %s", name, configs or "the broker's defaults")
         return changed
 
+    def set_broker_props(self, props: dict[str, str]) -> None:
+        """New broker settings behind the topic defaults (dynamic ones included): every topic's
+        partitions take the values they now give."""
+        self.broker_props = props
+        for topic in self._topics.values():
+            self._configured(topic)
+
     def _configured(self, topic: Topic) -> Topic:
         """``topic`` with its effective configs handed to each of its partition logs."""
         if self.broker_props is not None:
