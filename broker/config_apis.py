@@ -127,7 +127,7 @@ class ConfigApis:
         except UnknownTopicOrPartition:
             raise _Failed(E.UNKNOWN_TOPIC_OR_PARTITION, "") from None
         return [(e.name, e.value, False, e.source, e.synonyms, e.type, e.doc)
-                for e in topic_configs.describe(topic.configs, self.props)]
+                for e in topic_configs.describe(topic.configs, self.layers())]
 
     def _broker_rows(self, name: str) -> list[tuple]:
         if name == "":                              # the cluster-wide dynamic defaults alone
@@ -140,12 +140,9 @@ class ConfigApis:
                 settings[synonym] = (topic_configs.broker_default(synonym), False, d.type)
         node = str(self.config.node_id)
         settings.update({"node.id": (node, True, 3), "broker.id": (node, True, 3)})
-        layers = ((self.dynamic.scope("broker"), DYNAMIC_BROKER_CONFIG),
-                  (self.dynamic.scope("default"), DYNAMIC_DEFAULT_BROKER_CONFIG),
-                  (self.props, STATIC_BROKER_CONFIG))
         rows = []
         for n, (default, read_only, type_) in settings.items():
-            chain = [(n, values[n], source) for values, source in layers if n in values]
+            chain = [(n, values[n], source) for values, source in self.layers() if n in values]
             if default is not None:
                 chain.append((n, default, DEFAULT_CONFIG))
             rows.append((n, chain[0][1] if chain else None, read_only and not _dynamic(n),
@@ -279,10 +276,16 @@ class ConfigApis:
             groups[r.resource_name] = wanted
             await trio.to_thread.run_sync(self.dynamic.set, "groups", groups)
 
+    def layers(self) -> list[tuple[dict[str, str], int]]:
+        """This broker's settings with their source, highest first."""
+        return [(self.dynamic.scope("broker"), DYNAMIC_BROKER_CONFIG),
+                (self.dynamic.scope("default"), DYNAMIC_DEFAULT_BROKER_CONFIG),
+                (self.props, STATIC_BROKER_CONFIG)]
+
     def _reconfigure(self) -> None:
         """Topic defaults come from the static settings under the dynamic ones."""
-        self.store.set_broker_props({**self.props, **self.dynamic.scope("default"),
-                                     **self.dynamic.scope("broker")})
+        self.store.set_broker_props({name: value for values, _ in reversed(self.layers())
+                                     for name, value in values.items()})
 
 
 def _dynamic(name: str) -> bool:

@@ -63,7 +63,7 @@ class DataPlane:
         self.cleaner = LogCleaner(config.data_dir)
         self.parked = ParkedFetches()
         topic_admin, cluster_admin = TopicAdmin(self.store, config), ClusterAdmin(self.store, config, advertised)
-        config_apis = ConfigApis(self.store, config)
+        self.config_apis = config_apis = ConfigApis(self.store, config)
         handlers = {3: self.metadata, 0: self.produce, 1: self.fetch, 2: self.list_offsets,
                     19: self.create_topics, 20: self.delete_topics, 22: self.init_producer_id,
                     37: topic_admin.create_partitions,
@@ -313,7 +313,7 @@ class DataPlane:
                     replication_factor=1, configs=tuple(
                         shown(name=e.name, value=e.value, read_only=False, config_source=e.source,
                               is_sensitive=False)
-                        for e in topic_configs.describe(configs, self.config.props))))
+                        for e in topic_configs.describe(configs, self.config_apis.layers()))))
             except TopicsError as e:
                 results.append(result_cls(name=t.name, error_code=e.error_code, error_message=error_message(e)))
         return CreateTopics(topics=tuple(results))

@@ -153,3 +153,23 @@ def test_configs_are_applied(broker):
         assert message.value() == b"ok" and kind == ck.TIMESTAMP_LOG_APPEND_TIME and ts > 1_000_000
     finally:
         consumer.close()
+
+
+def test_dynamic_broker_defaults_reach_topics_and_groups_keep_their_configs(broker):
+    create(broker, "follows", {})
+    default = ConfigResource(ConfigResource.Type.BROKER, "1", incremental_configs=[
+        ConfigEntry("log.retention.ms", "7777", incremental_operation=AlterConfigOpType.SET)])
+    call(broker, "incremental_alter_configs", default)
+    assert describe(broker, "follows")["retention.ms"].value == "7777"
+    fixed = ConfigResource(ConfigResource.Type.BROKER, "1", incremental_configs=[
+        ConfigEntry("num.partitions", "3", incremental_operation=AlterConfigOpType.SET)])
+    with pytest.raises(ck.KafkaException) as e:
+        call(broker, "incremental_alter_configs", fixed)
+    assert "Cannot update these configs dynamically: Set(num.partitions)" in e.value.args[0].str()
+    group = ConfigResource(ConfigResource.Type.GROUP, "billing", incremental_configs=[
+        ConfigEntry("consumer.session.timeout.ms", "50000", incremental_operation=AlterConfigOpType.SET)])
+    call(broker, "incremental_alter_configs", group)
+    broker.restart()
+    assert describe(broker, "follows")["retention.ms"].value == "7777"
+    configs = call(broker, "describe_configs", ConfigResource(ConfigResource.Type.GROUP, "billing"))
+    assert configs["consumer.session.timeout.ms"].value == "50000"

@@ -230,21 +230,22 @@ class Entry:
     doc: str
 
 
-def describe(overrides: dict[str, str], broker: dict[str, str]) -> list[Entry]:
+def describe(overrides: dict[str, str], layers: list[tuple[dict[str, str], int]]) -> list[Entry]:
     """Every topic config as DescribeConfigs shows it for a topic with ``overrides`` on a broker
-    whose server.properties set ``broker`` (Kafka names). Synonyms as Kafka's ConfigHelper lists
-    them: the topic override, the broker's static settings, then the broker defaults that
-    exist, dropping leading entries until the config's own broker name."""
+    whose settings come in ``layers`` ((Kafka-named settings, their source), highest first:
+    dynamic per broker, dynamic cluster default, server.properties). Synonyms as Kafka's
+    ConfigHelper lists them: the topic override, each layer's settings, then the broker
+    defaults that exist, dropping leading entries until the config's own broker name."""
+    merged = {name: value for values, _ in reversed(layers) for name, value in values.items()}
     out = []
     for d in CONFIGS.values():
-        chain = [(s, broker[s], STATIC_BROKER_CONFIG) for s in d.synonyms if s in broker]
-        defaults = _BROKER_DEFAULTS
-        chain += [(s, defaults[s], DEFAULT_CONFIG) for s in d.synonyms if s in defaults]
+        chain = [(s, values[s], source) for values, source in layers for s in d.synonyms if s in values]
+        chain += [(s, _BROKER_DEFAULTS[s], DEFAULT_CONFIG) for s in d.synonyms if s in _BROKER_DEFAULTS]
         while chain and d.synonyms and chain[0][0] != d.synonyms[0]:
             chain.pop(0)
         if d.name in overrides:
             chain.insert(0, (d.name, overrides[d.name], TOPIC_CONFIG))
-        value = overrides[d.name] if d.name in overrides else broker_value(d, broker)
+        value = overrides[d.name] if d.name in overrides else broker_value(d, merged)
         out.append(Entry(d.name, value, chain[0][2] if chain else DEFAULT_CONFIG, tuple(chain),
                          d.type, d.doc))
     return out
