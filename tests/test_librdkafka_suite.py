@@ -17,12 +17,9 @@ narrows a test to the sub-tests whose name contains it (0081, the admin test, is
 that way). The few tests that run Kafka's ``kafka-topics.sh`` get librdkafka_kafka_topics.py
 in its place, which does the same through the Admin API.
 
-:data:`PASSING` must pass (:data:`SLOW` too, when ``LIBRDKAFKA_TESTS_ALL`` is set).
-:data:`PENDING` are tests a single broker without transactions or ACLs should pass once the
-broker has the API or behaviour named in the reason; they are strict xfails, so one that starts
-passing fails here until it is moved to :data:`PASSING`. Tests left out entirely (transactions,
-ACLs, SASL/SSL, several brokers, Kafka 4.2 share groups, ...) are listed with their reason in
-:data:`OUT_OF_SCOPE`.
+:data:`PASSING` must pass (:data:`SLOW` too, when ``LIBRDKAFKA_TESTS_ALL`` is set). Tests
+left out (transactions, ACLs, SASL/SSL, several brokers, Kafka 4.2 share groups, ...) are
+listed with their reason in :data:`OUT_OF_SCOPE`.
 """
 
 from __future__ import annotations
@@ -81,7 +78,7 @@ def admin(api: str) -> Case:
 
 COOPERATIVE = "0113_cooperative_rebalance"
 
-# Pass today, and run in CI (about four minutes on two cores; PENDING adds about two).
+# Pass today, and run in CI (about five minutes on two cores).
 PASSING: list[Case] = [
     # produce and consume
     case("0001_multiobj"), case("0002_unkpart"), case("0003_msgmaxsize"), case("0005_order"),
@@ -161,10 +158,6 @@ SLOW: list[Case] = [
     admin("ListConsumerGroups"), admin("DescribeConsumerGroups"), admin("ListConsumerGroupOffsets"),
 ]
 
-# Should pass once the broker has what the reason names; strict xfails.
-PENDING: dict[Case, str] = {
-}
-
 # Not run, with the reason (besides every broker-less/mock test, and the socket-emulation
 # tests 0049 0068 0075 0076 0088 0094, which librdkafka's own quick CI run skips too).
 OUT_OF_SCOPE: dict[str, str] = {
@@ -190,9 +183,7 @@ def _params() -> list:
     slow = pytest.mark.skipif(not os.environ.get("LIBRDKAFKA_TESTS_ALL"),
                               reason="slow: set LIBRDKAFKA_TESTS_ALL=1 to run it")
     return ([pytest.param(c, id=c.id) for c in PASSING]
-            + [pytest.param(c, id=c.id, marks=slow) for c in SLOW]
-            + [pytest.param(c, id=c.id, marks=pytest.mark.xfail(strict=True, reason=reason))
-               for c, reason in PENDING.items()])
+            + [pytest.param(c, id=c.id, marks=slow) for c in SLOW])
 
 
 @pytest.fixture
