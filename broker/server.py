@@ -1,6 +1,6 @@
 """The trio TCP server: accept connections, read frames, answer requests strictly in order.
 
-Structure (hypercorn's two-nursery shutdown, STYLE.md takeaways 6-9): shard tasks live in the
+Structure (two nurseries, as hypercorn shuts down): shard tasks live in the
 outermost nursery so they outlive every connection; connection handlers run in their own
 nursery; the accept loop in an inner one. ``stop()`` closes the listeners, gives in-flight
 requests ``shutdown_grace_s`` to finish, then stops the shards and closes the logs.

@@ -1,4 +1,4 @@
-"""DescribeGroups, ListGroups and DeleteGroups per state and version (REFERENCE.md §3.2, checked
+"""DescribeGroups, ListGroups and DeleteGroups per state and version (checked
 against Kafka's GroupMetadataManager.describeGroups/listGroups, GroupCoordinatorShard.deleteGroups
 and KafkaApis.handleDescribeGroupsRequest)."""
 

@@ -1,4 +1,4 @@
-"""JoinGroup, SyncGroup, Heartbeat and LeaveGroup: each check of REFERENCE.md section 3.2 in
+"""JoinGroup, SyncGroup, Heartbeat and LeaveGroup: each check of Kafka's GroupMetadataManager in
 Kafka's order, in every group state, with the exact error code and response shape.
 
 Kafka sources: GroupCoordinatorService.{joinGroup,syncGroup,heartbeat,leaveGroup} (group id and

@@ -1,7 +1,7 @@
 """OffsetCommit, OffsetFetch, OffsetDelete and offset retention, against Kafka's checks in order.
 
 Every case drives a real Shard through tests/coordinator_harness.py (deterministic time);
-the expected codes come from REFERENCE.md §3.2/§5.4 as checked against Kafka's
+the expected codes are those of Kafka's
 OffsetMetadataManager, ClassicGroup.validateOffsetCommit / offsetExpirationCondition /
 isSubscribedToTopic and KafkaApis (OffsetFetch shaping).
 """

@@ -1,4 +1,4 @@
-"""Recovery: a shard rebuilt from its offsets log equals the live shard (REFERENCE.md §2.8, §5).
+"""Recovery: a shard rebuilt from its offsets log equals the live shard, as Kafka's coordinator loads its state from __consumer_offsets.
 
 Records go through the real log (ShardLog on a temporary directory, real encoding) and come
 back through coordinator.recovery.load_shard. Kafka's load semantics: groups with members come

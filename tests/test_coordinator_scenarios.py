@@ -1,4 +1,4 @@
-"""Whole rebalances driven through a real Shard on a fake clock (REFERENCE.md sections 2.1-2.8).
+"""Whole rebalances driven through a real Shard on a fake clock (Kafka's classic-group states and timers).
 
 Times are exact: each timer fires at its own deadline, so "not yet at t-1, done at t" is checked
 where Kafka's GroupMetadataManager fixes the instant (prepareRebalance,

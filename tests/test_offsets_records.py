@@ -21,7 +21,7 @@ def h(text: str) -> bytes:
 
 
 def test_offset_commit_key_matches_reference_example():
-    # REFERENCE.md §5.2: group "g", topic "t", partition 0.
+    # Kafka's OffsetCommitKey v1 bytes for group "g", topic "t", partition 0.
     assert offset_commit_key("g", "t", 0) == h("0001 | 0001 67 | 0001 74 | 00000000")
 
 

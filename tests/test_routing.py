@@ -1,4 +1,4 @@
-"""Group -> shard routing matches Kafka's __consumer_offsets partitioning (REFERENCE.md §4 vectors)."""
+"""Group -> shard routing matches Kafka's __consumer_offsets partitioning (known vectors)."""
 
 import subprocess
 import sys
