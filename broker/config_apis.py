@@ -20,6 +20,7 @@ from protocol.errors import ErrorCode
 from protocol.messages import RESPONSES
 
 from .config import BrokerConfig
+from .data_errors import cut
 from .topics import TopicStore, UnknownTopicOrPartition
 from .topics import configs as topic_configs
 from .topics.configs import DEFAULT_CONFIG, STATIC_BROKER_CONFIG, InvalidConfig
@@ -350,4 +351,4 @@ class _Failed(Exception):
 
     def __init__(self, code: ErrorCode, message: str | None):
         super().__init__(message)
-        self.code, self.message = code, message
+        self.code, self.message = code, None if message is None else cut(message)

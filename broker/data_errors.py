@@ -36,8 +36,12 @@ class Refused(Exception):
 
 def error_message(e: Exception) -> str | None:
     """``e``'s text for an answer's error_message, cut to :data:`MESSAGE_LIMIT` characters."""
-    text = str(e)
-    return text[:MESSAGE_LIMIT] + "..." if len(text) > MESSAGE_LIMIT else text or None
+    return cut(str(e)) or None
+
+
+def cut(text: str) -> str:
+    """``text`` cut to :data:`MESSAGE_LIMIT` characters (messages quote client strings)."""
+    return text[:MESSAGE_LIMIT] + "..." if len(text) > MESSAGE_LIMIT else text
 
 
 def whole_request_error(key: int, version: int, body, error: ErrorCode, message: str | None = None):
