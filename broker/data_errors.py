@@ -15,7 +15,7 @@ from .faults import error_answer
 
 Metadata, CreateTopics, DeleteTopics = RESPONSES[3].cls, RESPONSES[19].cls, RESPONSES[20].cls
 CreatePartitions, DeleteRecords, ElectLeaders = RESPONSES[37].cls, RESPONSES[21].cls, RESPONSES[43].cls
-DescribeCluster, DescribeLogDirs = RESPONSES[60].cls, RESPONSES[35].cls
+DescribeCluster, DescribeLogDirs, DescribeConfigs = RESPONSES[60].cls, RESPONSES[35].cls, RESPONSES[32].cls
 
 #: Kafka's QuorumController.MAX_RECORDS_PER_USER_OP and the PolicyViolationException message
 #: its controller answers when one request would write more metadata records than that.
@@ -62,17 +62,17 @@ def whole_request_error(key: int, version: int, body, error: ErrorCode, message:
         return DeleteTopics(responses=tuple(result(name=name, topic_id=topic_id, error_code=error,
                                                    error_message=message) for name, topic_id in wanted))
     if key in _ADMIN_ANSWERS:
-        return _ADMIN_ANSWERS[key](body, error, message)
+        return _ADMIN_ANSWERS[key](version, body, error, message)
     return error_answer(key, version, body, error)
 
 
-def _create_partitions(body, error, message):
+def _create_partitions(version, body, error, message):
     result = CreatePartitions.CreatePartitionsTopicResult
     return CreatePartitions(results=tuple(result(name=t.name, error_code=error, error_message=message)
                                           for t in body.topics))
 
 
-def _delete_records(body, error, message):
+def _delete_records(version, body, error, message):
     topic = DeleteRecords.DeleteRecordsTopicResult
     part = topic.DeleteRecordsPartitionResult
     return DeleteRecords(topics=tuple(topic(name=t.name, partitions=tuple(
@@ -80,18 +80,36 @@ def _delete_records(body, error, message):
         for p in t.partitions)) for t in body.topics))
 
 
-def _elect_leaders(body, error, message):
+def _elect_leaders(version, body, error, message):
     topic = ElectLeaders.ReplicaElectionResult
     part = topic.PartitionResult
-    return ElectLeaders(error_code=error, replica_election_results=tuple(
+    return ElectLeaders(error_code=error if version >= 1 else 0, replica_election_results=tuple(
         topic(topic=t.topic, partition_result=tuple(
             part(partition_id=p, error_code=error, error_message=message) for p in t.partitions))
         for t in body.topic_partitions or ()))
 
 
+def _describe_configs(version, body, error, message):
+    result = DescribeConfigs.DescribeConfigsResult
+    return DescribeConfigs(results=tuple(
+        result(error_code=error, error_message=message, resource_type=r.resource_type,
+               resource_name=r.resource_name) for r in body.resources))
+
+
+def _altered(answer):
+    """AlterConfigs' and IncrementalAlterConfigs' answer: each resource with the error."""
+    def refuse(version, body, error, message):
+        response = answer.AlterConfigsResourceResponse
+        return answer(responses=tuple(
+            response(error_code=error, error_message=message, resource_type=r.resource_type,
+                     resource_name=r.resource_name) for r in body.resources))
+    return refuse
+
+
 #: The admin APIs' answers (KafkaApis and ControllerApis answer these with getErrorResponse too).
 _ADMIN_ANSWERS = {
     37: _create_partitions, 21: _delete_records, 43: _elect_leaders,
-    60: lambda body, error, message: DescribeCluster(error_code=error, error_message=message),
-    35: lambda body, error, message: DescribeLogDirs(error_code=error),
+    60: lambda version, body, error, message: DescribeCluster(error_code=error, error_message=message),
+    35: lambda version, body, error, message: DescribeLogDirs(error_code=error if version >= 3 else 0),
+    32: _describe_configs, 33: _altered(RESPONSES[33].cls), 44: _altered(RESPONSES[44].cls),
 }
