@@ -115,6 +115,7 @@ def test_incremental_alter_set_delete_append_subtract(broker):
     assert e.value.args[0].code() == ck.KafkaError.UNKNOWN_TOPIC_OR_PART
 
 
+@pytest.mark.filterwarnings("ignore:alter_configs has been deprecated:DeprecationWarning")  # on purpose
 def test_alter_configs_replaces_the_whole_set_and_survives_a_restart(broker):
     create(broker, "whole", {"retention.ms": "5000", "cleanup.policy": "compact"})
     resource = ConfigResource(TOPIC, "whole", set_config={"retention.bytes": "123456"})
