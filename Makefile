@@ -30,4 +30,4 @@ bench: $(STAMP)
 	$(VENV)/bin/python bench/report.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) .venv-kp2 .venv-quix build *.egg-info .pytest_cache .hypothesis
