@@ -7,13 +7,6 @@ cd "$(dirname "$0")/../.."
 
 packages=(kcat golang-go golang-github-shopify-sarama-dev)
 command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
-wanted=()
-for p in "${packages[@]}"; do
-    dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || wanted+=("$p")
-done
-if [ "${#wanted[@]}" -gt 0 ]; then
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${wanted[@]}" >/dev/null
-fi
+bash .ci/apt-install "${packages[@]}"
 
 (cd tests/clients/kafkajs && npm ci --no-audit --no-fund --loglevel=error)

@@ -19,15 +19,9 @@ CONFIGURE=(--no-download --disable-gssapi --disable-curl)
 # OpenSSL (0064 checks that a client configured for SSL can be created) and RapidJSON (0053 and
 # 0110 check the statistics JSON with it, and are skipped without it).
 packages=(make gcc g++ pkg-config zlib1g-dev libzstd-dev libssl-dev rapidjson-dev)
-wanted=()
-command -v npm >/dev/null || wanted+=(npm)
-for p in "${packages[@]}"; do
-    dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || wanted+=("$p")
-done
-if [ "${#wanted[@]}" -gt 0 ]; then
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${wanted[@]}" >/dev/null
-fi
+extra=()
+command -v npm >/dev/null || extra+=(npm)
+bash "$(dirname "$0")/../apt-install" "${packages[@]}" "${extra[@]}"
 
 recipe="$NPM_PACKAGE@$NPM_VERSION ${CONFIGURE[*]} ${packages[*]}"
 if [ -x "$TREE/tests/test-runner" ] && [ "$(cat "$STAMP" 2>/dev/null)" = "$recipe" ]; then

@@ -7,7 +7,4 @@ set -euo pipefail
 wanted=()
 command -v java >/dev/null || wanted+=(openjdk-17-jre-headless)
 command -v chromium >/dev/null || wanted+=(chromium)
-if [ "${#wanted[@]}" -gt 0 ]; then
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${wanted[@]}" >/dev/null
-fi
+bash "$(dirname "$0")/../apt-install" "${wanted[@]}"
