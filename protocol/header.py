@@ -12,11 +12,11 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from .api_keys import ApiKey
 from .exceptions import DecodeError, EncodeError, UnsupportedVersion
 from .messages import REQUESTS, RESPONSES
 from .wire import WireError, read_uvarint
 
-API_VERSIONS_KEY = 18
 _FIXED = struct.Struct(">hhi")      # api_key, api_version, correlation_id
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
@@ -98,7 +98,7 @@ def decode_request(frame: bytes) -> Request:
 
 def response_header_bytes(api_key: int, version: int, correlation_id: int) -> bytes:
     head = _I32.pack(correlation_id)
-    if api_key != API_VERSIONS_KEY and RESPONSES[api_key].is_flexible(version):
+    if api_key != ApiKey.API_VERSIONS and RESPONSES[api_key].is_flexible(version):
         head += b"\x00"
     return head
 
@@ -142,7 +142,7 @@ def decode_response(api_key: int, version: int, frame: bytes) -> tuple[int, obje
     try:
         correlation_id, = _I32.unpack_from(frame, 0)
         pos = 4
-        if api_key != API_VERSIONS_KEY and msg.is_flexible(version):
+        if api_key != ApiKey.API_VERSIONS and msg.is_flexible(version):
             count, pos = read_uvarint(frame, pos, len(frame))
             for _ in range(count):
                 _tag, pos = read_uvarint(frame, pos, len(frame))

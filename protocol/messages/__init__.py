@@ -1,6 +1,6 @@
 """Every message declaration: one module per API key, plus the consumer-protocol payloads.
 
-``REQUESTS`` and ``RESPONSES`` map API key -> declaration; ``DATA`` maps name ->
+``REQUESTS`` and ``RESPONSES`` map :class:`ApiKey` -> declaration (each checked against the enum); ``DATA`` maps name ->
 declaration for the versioned payloads carried inside group messages. Modules
 are found by listing this package, so adding an API is adding a module.
 """
@@ -10,10 +10,11 @@ from __future__ import annotations
 import pkgutil
 from importlib import import_module
 
+from ..api_keys import ApiKey, check_declaration
 from ..schema import Message
 
-REQUESTS: dict[int, Message] = {}
-RESPONSES: dict[int, Message] = {}
+REQUESTS: dict[ApiKey, Message] = {}
+RESPONSES: dict[ApiKey, Message] = {}
 DATA: dict[str, Message] = {}
 
 for _info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
@@ -25,4 +26,4 @@ for _info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
                 DATA[_msg.name] = _msg
             else:
                 assert _msg.api_key not in _table, f"{_msg.name}: api key declared twice"
-                _table[_msg.api_key] = _msg
+                _table[check_declaration(_msg.api_key, _msg.name)] = _msg
