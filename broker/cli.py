@@ -9,7 +9,7 @@ import time
 from importlib.metadata import PackageNotFoundError, version
 
 from broker import faults_cli, groups_cli
-from broker.topics.verify import verify_topics
+from broker.data.topics.verify import verify_topics
 from offsets_log import tools
 from pipeline import options as report_options
 from protocol.registry import describe
@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.command == "apis":
-        from broker.api_versions import SERVED_APIS
+        from broker.dispatch.api_versions import SERVED_APIS
         sys.stdout.write(describe(SERVED_APIS) + "\n")
         return 0
     if args.command == "log":
@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _serve(args) -> int:
     from broker.config import ConfigError, BrokerConfig, parse_properties
-    from broker.run import run_until_signalled
+    from broker.server.run import run_until_signalled
 
     try:
         props = {}

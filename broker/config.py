@@ -84,7 +84,7 @@ class BrokerConfig:
     offsets_fsync: bool = True
     admin_host: str = "127.0.0.1"
     admin_port: int | None = None          # the fault-injection endpoint; None: off, 0: a free port
-    journal_enable: bool = True            # the group event journal (broker/journaling.py)
+    journal_enable: bool = True            # the group event journal (broker/journal/recorder.py)
     journal_sample_ms: int = 10_000        # how often partitions' log-end offsets are sampled
     journal_commit_interval_ms: int = 1_000  # a member's commits within this are one line
     journal_segment_bytes: int = 64 << 20
@@ -118,7 +118,7 @@ class BrokerConfig:
         "log.dirs": ("data_dir", str), "log.dir": ("data_dir", str),
         # groupbroker's own: fsync offset commits before acknowledging them (Kafka-like safety)
         "groupbroker.offsets.fsync": ("offsets_fsync", _bool),
-        # groupbroker's own: the fault-injection admin endpoint (broker/admin.py)
+        # groupbroker's own: the fault-injection admin endpoint (broker/faults/endpoint.py)
         "groupbroker.admin.host": ("admin_host", str),
         "groupbroker.admin.port": ("admin_port", int),
         # groupbroker's own: the group event journal the analytics report reads

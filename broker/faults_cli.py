@@ -14,8 +14,8 @@ import os
 import socket
 import sys
 
-from .control import operations
-from .embedded import ControlProxy
+from broker.faults.control import operations
+from broker.testing.embedded import ControlProxy
 
 
 class AdminError(Exception):

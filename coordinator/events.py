@@ -1,6 +1,6 @@
 """The vocabulary of the group event journal: what happened, and why a rebalance started.
 
-Both are plain strings on the wire (one JSON line per event, offsets_log/journal.py), so the
+Both are plain strings on the wire (one JSON line per event, broker/journal/segments.py), so the
 analytics pipeline and anyone grepping a journal read them without this module. The
 coordinator emits them as :class:`coordinator.actions.Journal` actions; nothing here changes
 what a group does.

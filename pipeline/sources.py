@@ -17,7 +17,7 @@ from pyspark.sql import types as T
 
 from offsets_log.errors import RecordError
 from offsets_log.fs import RealFS
-from offsets_log.journal import JOURNAL_DIR, SUFFIX
+from broker.journal.segments import JOURNAL_DIR, SUFFIX
 from offsets_log.records import GroupMetadata, GroupMetadataTombstone, OffsetCommit, OffsetCommitTombstone
 from offsets_log.tools import records, shards
 

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from broker.topics import TopicStore
+from broker.data.topics import TopicStore
 from broker_process import import_client, wait_until
 from protocol import REQUESTS
 from protocol.errors import ErrorCode

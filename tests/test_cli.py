@@ -77,7 +77,7 @@ def test_log_compact_keeps_latest_per_key(data_dir):
 
 
 def test_log_verify_checks_topic_partitions_and_names_partition_segment_and_byte(tmp_path):
-    from broker.topics import TopicStore
+    from broker.data.topics import TopicStore
     from test_topics_batches import batch
     store = TopicStore(tmp_path, segment_bytes=1)                    # every batch its own segment
     store.create_topic("orders", 2)

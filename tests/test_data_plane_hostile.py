@@ -218,9 +218,9 @@ async def test_out_of_descriptors_refuses_new_connections_at_once_and_serves_old
 def test_every_data_plane_api_has_an_error_answer_at_every_version():
     """A request the data plane fails (a bug of ours, or a storage error) is answered with
     Kafka's whole-request error shape, which must encode at every served version."""
-    from broker.api_versions import SERVED_APIS
-    from broker.data_errors import whole_request_error
-    from broker.handlers import GROUP_APIS
+    from broker.dispatch.api_versions import SERVED_APIS
+    from broker.data.errors import whole_request_error
+    from broker.dispatch.handlers import GROUP_APIS
     from protocol.header import encode_response
     for key in sorted(SERVED_APIS - set(GROUP_APIS) - {18}):
         request = REQUESTS[key]

@@ -12,8 +12,8 @@ import pytest
 import trio
 
 from broker.config import BrokerConfig
-from broker.faults import FaultError
-from broker.server import Broker
+from broker.faults.rules import FaultError
+from broker.server.broker import Broker
 from coordinator.interventions import InterventionError
 from coordinator.routing import shard_for
 from offsets_log import tools

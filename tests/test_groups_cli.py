@@ -11,7 +11,7 @@ import pytest
 import trio
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from broker.api_versions import unsupported_version_answer
+from broker.dispatch.api_versions import unsupported_version_answer
 from broker.groups_cli import Connection, GroupsError
 from protocol import REQUESTS
 from protocol.errors import ErrorCode

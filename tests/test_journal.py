@@ -1,4 +1,4 @@
-"""The group event journal: the writer's rotation, retention and torn tails (offsets_log/journal.py),
+"""The group event journal: the writer's rotation, retention and torn tails (broker/journal/segments.py),
 the coordinator's events (coordinator/events.py), and the broker's switch."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ import os
 import pytest
 
 from broker.config import BrokerConfig, ConfigError
-from broker.journaling import BrokerJournal
+from broker.journal.recorder import BrokerJournal
 from coordinator.actions import Journal
 from coordinator_harness import Harness
 from offsets_log.fs import FakeFS
-from offsets_log.journal import JournalWriter, journal_dir, read_journal, segments
+from broker.journal.segments import JournalWriter, journal_dir, read_journal, segments
 from offsets_log.records import OffsetCommit
 
 DIR = "/data/journal"

@@ -42,7 +42,7 @@ from kafka.errors import CommitFailedError, IllegalGenerationError
 from broker_process import REPO, BrokerProcess, require_tool, wait_until
 from offsets_log.compaction import compact
 from offsets_log.fs import RealFS
-from offsets_log.journal import journal_dir, segments
+from broker.journal.segments import journal_dir, segments
 from offsets_log.log import ShardLog, shard_dir
 from offsets_log.records import Record
 from offsets_log.tools import records, shards

@@ -224,8 +224,8 @@ async def test_a_client_leaving_mid_answer_is_not_an_internal_error(broker, capl
 
 async def test_an_answer_whose_write_failed_is_never_sent():
     """Its refusal (the request's NOT_COORDINATOR answer) goes out instead, in its place."""
-    from broker.server import Answer, OrderedSender
-    from broker.shard_runner import Ticket
+    from broker.server.broker import Answer, OrderedSender
+    from broker.group_runtime.shard_runner import Ticket
     ours, theirs = (trio.SocketStream(s) for s in trio.socket.socketpair())
     sender = OrderedSender(ours)
     durable, failed = Ticket(12, 4, None), Ticket(8, 8, None)

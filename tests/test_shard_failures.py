@@ -14,10 +14,10 @@ import logging
 import pytest
 import trio
 
-from broker.shard_runner import RETRY_MAX_S, ShardRunner
+from broker.group_runtime.shard_runner import RETRY_MAX_S, ShardRunner
 from coordinator.shard import Shard
 from offsets_log.fs import FakeFS
-from offsets_log.journal import JournalWriter, read_journal
+from broker.journal.segments import JournalWriter, read_journal
 from offsets_log.log import ShardLog, shard_dir
 from protocol.errors import ErrorCode
 

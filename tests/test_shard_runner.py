@@ -5,7 +5,7 @@ import dataclasses
 import pytest
 import trio
 
-from broker.shard_runner import ShardRunner
+from broker.group_runtime.shard_runner import ShardRunner
 from coordinator.routing import shard_for
 from coordinator.shard import Shard
 from offsets_log.fs import FakeFS

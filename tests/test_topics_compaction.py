@@ -13,9 +13,9 @@ import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 
-from broker.topics import InvalidRecord, TopicStore
-from broker.topics.compaction import CHECKPOINT_FILE, LogCleaner
-from broker.topics.verify import verify_partition
+from broker.data.topics import InvalidRecord, TopicStore
+from broker.data.topics.compaction import CHECKPOINT_FILE, LogCleaner
+from broker.data.topics.verify import verify_partition
 from protocol.errors import ErrorCode
 from protocol.record_batch import DELETE_HORIZON, GZIP, LZ4, SNAPPY, ZSTD, build_batch, records_of
 from protocol.records import read_batches

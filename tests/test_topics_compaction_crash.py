@@ -7,10 +7,10 @@ import os
 
 import pytest
 
-from broker.topics import TopicStore
-from broker.topics import segment_swap
-from broker.topics.compaction import LogCleaner
-from broker.topics.verify import verify_partition
+from broker.data.topics import TopicStore
+from broker.data.topics import segment_swap
+from broker.data.topics.compaction import LogCleaner
+from broker.data.topics.verify import verify_partition
 from test_topics_compaction import NOW, compacted, fill, latest, records, seal, swap_in
 
 STEPS = ["cleaned file torn", "cleaned file whole", "swap file made", "one old segment removed",

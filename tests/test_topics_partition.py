@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from broker.topics import (CorruptRecords, InvalidRecord, MessageTooLarge, OffsetOutOfRange,
+from broker.data.topics import (CorruptRecords, InvalidRecord, MessageTooLarge, OffsetOutOfRange,
                            PartitionLog, TimestampOffset, UnknownTopicOrPartition)
 from protocol.errors import ErrorCode
 from protocol.records import read_batches

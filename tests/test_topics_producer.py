@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from broker.topics import (InvalidProducerEpoch, OutOfOrderSequence, PartitionLog, ProducerIds,
+from broker.data.topics import (InvalidProducerEpoch, OutOfOrderSequence, PartitionLog, ProducerIds,
                            TransactionsUnsupported)
-from broker.topics.producer_state import INT32_MAX, last_sequence
+from broker.data.topics.producer_state import INT32_MAX, last_sequence
 from protocol.errors import ErrorCode
 from test_topics_batches import batch, values_of
 

@@ -13,10 +13,10 @@ import os
 
 import pytest
 
-from broker.topics import PartitionLog, StorageError, TopicStore
-from broker.topics.fsutil import Disk
-from broker.topics.producer_state import ProducerIds
-from broker.topics.store import CLEAN_SHUTDOWN_FILE
+from broker.data.topics import PartitionLog, StorageError, TopicStore
+from broker.data.topics.fsutil import Disk
+from broker.data.topics.producer_state import ProducerIds
+from broker.data.topics.store import CLEAN_SHUTDOWN_FILE
 from protocol.errors import ErrorCode
 from test_topics_batches import batch, values_of
 

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from broker.topics import (InvalidPartitions, InvalidTopic, TopicAlreadyExists, TopicStore,
+from broker.data.topics import (InvalidPartitions, InvalidTopic, TopicAlreadyExists, TopicStore,
                            UnknownTopicId, UnknownTopicOrPartition)
 from protocol.errors import ErrorCode
 from test_topics_batches import batch, values_of

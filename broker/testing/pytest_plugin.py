@@ -1,6 +1,6 @@
 """pytest plugin (entry point ``pytest11: groupbroker``): a real broker per test.
 
-The ``groupbroker`` fixture starts an :class:`broker.embedded.EmbeddedBroker` on a free port
+The ``groupbroker`` fixture starts an :class:`broker.testing.embedded.EmbeddedBroker` on a free port
 of 127.0.0.1 with a temporary data dir and fast test settings, records every request it
 answers, and stops it after the test. Settings per test::
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 
-from .embedded import EmbeddedBroker
+from broker.testing.embedded import EmbeddedBroker
 
 
 #: kafka-python 3.0.12 reads each of its message schemas with importlib.resources' deprecated

@@ -18,9 +18,9 @@ import trio
 from protocol.errors import ErrorCode
 from protocol.messages import RESPONSES
 
-from .config import BrokerConfig
-from .data_errors import EXCESSIVE_BATCH, MAX_RECORDS_PER_USER_OP, Refused, error_message
-from .topics import StorageError, TopicsError, TopicStore, UnknownTopicOrPartition
+from broker.config import BrokerConfig
+from broker.data.errors import EXCESSIVE_BATCH, MAX_RECORDS_PER_USER_OP, Refused, error_message
+from broker.data.topics import StorageError, TopicsError, TopicStore, UnknownTopicOrPartition
 
 log = logging.getLogger("groupbroker.data")
 E = ErrorCode

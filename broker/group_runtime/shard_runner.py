@@ -129,7 +129,7 @@ class ShardRunner:
     def __init__(self, shard: Shard, shard_log: ShardLog, *, compact_interval_s: float = 600.0,
                  wall_clock=time.time, journal=None):
         self.shard, self.log = shard, shard_log
-        self.journal = journal           # a broker.journaling.BrokerJournal, or None (off)
+        self.journal = journal           # a broker.journal.recorder.BrokerJournal, or None (off)
         self.group_commit = GroupCommit(shard_log)
         self.compact_interval_s = compact_interval_s
         self._wall_clock = wall_clock

@@ -1,9 +1,9 @@
 """The fault-injection control surface of a running broker.
 
 One set of operations, reached three ways: in-process (``await broker.control.execute(...)``
-inside the broker's trio loop), from another thread (:class:`broker.embedded.EmbeddedBroker`,
+inside the broker's trio loop), from another thread (:class:`broker.testing.embedded.EmbeddedBroker`,
 what the pytest plugin uses), and out of process through the admin endpoint
-(:mod:`broker.admin`, ``groupbroker faults ...``). Every operation is logged and can be
+(:mod:`broker.faults.endpoint`, ``groupbroker faults ...``). Every operation is logged and can be
 undone (``clear``, ``shard_available``); none writes anything to the offsets log that the
 coordinator would not write for the real cause.
 """
@@ -18,10 +18,10 @@ from coordinator import interventions
 from coordinator.routing import shard_for
 from protocol.errors import ErrorCode
 
-from .faults import FaultError, error_code
+from broker.faults.rules import FaultError, error_code
 
 if TYPE_CHECKING:
-    from .server import Broker
+    from broker.server.broker import Broker
 
 log = logging.getLogger("groupbroker.faults")
 

@@ -1,6 +1,6 @@
 """The data APIs around a group: Metadata, Produce, Fetch, ListOffsets, Create/DeleteTopics, InitProducerId.
 
-All run in the trio thread against one :class:`broker.topics.TopicStore` (appends are plain
+All run in the trio thread against one :class:`broker.data.topics.TopicStore` (appends are plain
 buffered writes, as Kafka's are: durability of topic data comes from the page cache, not an
 fsync per request). Fetch long-polls, parked under its partitions until ``min_bytes`` are
 available, ``max_wait_ms`` passes or its client hangs up; an answer never carries more than
@@ -25,17 +25,17 @@ from protocol.exceptions import DecodeError
 from protocol.registry import API_TABLE
 from protocol.wire import ZERO_UUID
 
-from .cluster_admin import CLUSTER_OPERATIONS, ClusterAdmin
-from .config import BrokerConfig
-from .config_apis import ConfigApis
-from .data_errors import EXCESSIVE_BATCH, MAX_RECORDS_PER_USER_OP, error_message, whole_request_error
-from .data_errors import Refused as _Refused
-from .parked_fetches import ParkedFetches
-from .topic_admin import TopicAdmin
-from .topics import TopicsError, TopicStore, UnknownTopicId, UnknownTopicOrPartition
-from .topics import configs as topic_configs
-from .topics.compaction import LogCleaner
-from .topics.configs import InvalidConfig
+from broker.data.cluster_admin import CLUSTER_OPERATIONS, ClusterAdmin
+from broker.config import BrokerConfig
+from broker.data.config_apis import ConfigApis
+from broker.data.errors import EXCESSIVE_BATCH, MAX_RECORDS_PER_USER_OP, error_message, whole_request_error
+from broker.data.errors import Refused as _Refused
+from broker.data.parked_fetches import ParkedFetches
+from broker.data.topic_admin import TopicAdmin
+from broker.data.topics import TopicsError, TopicStore, UnknownTopicId, UnknownTopicOrPartition
+from broker.data.topics import configs as topic_configs
+from broker.data.topics.compaction import LogCleaner
+from broker.data.topics.configs import InvalidConfig
 
 log = logging.getLogger("groupbroker.data")
 E = ErrorCode

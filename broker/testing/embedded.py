@@ -3,7 +3,7 @@
 The broker runs its own trio loop in a daemon thread, so plain tests, asyncio tests and trio
 tests all use it the same way: point clients at :attr:`EmbeddedBroker.bootstrap_servers`.
 Fault injection goes through :attr:`EmbeddedBroker.faults`, whose methods are the
-operations of :class:`broker.control.BrokerControl` (``faults.fail("Heartbeat",
+operations of :class:`broker.faults.control.BrokerControl` (``faults.fail("Heartbeat",
 "REBALANCE_IN_PROGRESS", count=3)``, ``faults.force_rebalance("my-group")``, ...); each call
 returns once the broker has applied it.
 """
@@ -18,10 +18,10 @@ from pathlib import Path
 
 import trio
 
-from .config import BrokerConfig
-from .control import BrokerControl
-from .faults import Faults, RecordedRequest
-from .server import Broker
+from broker.config import BrokerConfig
+from broker.faults.control import BrokerControl
+from broker.faults.rules import Faults, RecordedRequest
+from broker.server.broker import Broker
 
 log = logging.getLogger("groupbroker.embedded")
 

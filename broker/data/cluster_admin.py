@@ -13,9 +13,9 @@ import os
 from protocol.errors import ErrorCode
 from protocol.messages import RESPONSES
 
-from .config import BrokerConfig
-from .data_errors import Refused, error_message
-from .topics import TopicStore, UnknownTopicOrPartition
+from broker.config import BrokerConfig
+from broker.data.errors import Refused, error_message
+from broker.data.topics import TopicStore, UnknownTopicOrPartition
 
 log = logging.getLogger("groupbroker.data")
 E = ErrorCode

@@ -11,7 +11,7 @@ request order, each once the records it depends on are durable. Bad input (a mal
 oversized frame, an unknown API or version) closes only that connection, with one log line; so
 does silence (no bytes either way) for ``connections.max.idle.ms``. A parked Fetch ends when its
 client hangs up. Running out of file descriptors refuses new connections promptly and keeps
-serving the others (broker/accepting.py).
+serving the others (broker/server/accepting.py).
 """
 
 from __future__ import annotations
@@ -33,18 +33,18 @@ from protocol.exceptions import DecodeError, EncodeError, FrameTooLarge, Unsuppo
 from protocol.header import decode_request, decode_request_header, encode_response_parts
 from protocol.logtext import safe
 
-from .accepting import Acceptor
-from .admin import serve_admin
-from .api_versions import unsupported_version_answer
-from .config import BrokerConfig
-from .control import BrokerControl
-from .data_errors import whole_request_error
-from .faults import ConnectionDropped, Faults
-from .groups import GroupRouter
-from .handlers import Call, Handlers
-from .inbound import Inbound
-from .journaling import BrokerJournal
-from .shard_runner import ShardRunner
+from broker.server.accepting import Acceptor
+from broker.faults.endpoint import serve_admin
+from broker.dispatch.api_versions import unsupported_version_answer
+from broker.config import BrokerConfig
+from broker.faults.control import BrokerControl
+from broker.data.errors import whole_request_error
+from broker.faults.rules import ConnectionDropped, Faults
+from broker.group_runtime.router import GroupRouter
+from broker.dispatch.handlers import Call, Handlers
+from broker.server.inbound import Inbound
+from broker.journal.recorder import BrokerJournal
+from broker.group_runtime.shard_runner import ShardRunner
 
 log = logging.getLogger("groupbroker.server")
 

@@ -63,7 +63,7 @@ def _collision_key(name: str) -> str:
 @dataclass
 class Topic:
     """A topic and its open partition logs (index = partition number); ``configs`` are its
-    overrides of the broker's topic defaults (see :mod:`broker.topics.configs`)."""
+    overrides of the broker's topic defaults (see :mod:`broker.data.topics.configs`)."""
     name: str
     topic_id: uuid.UUID
     partitions: list[PartitionLog] = field(repr=False)

@@ -20,7 +20,7 @@ from protocol.errors import ErrorCode
 from protocol.logtext import safe
 from protocol.messages import RESPONSES
 
-from .shard_runner import ShardRunner, Ticket
+from broker.group_runtime.shard_runner import ShardRunner, Ticket
 
 log = logging.getLogger("groupbroker.groups")
 

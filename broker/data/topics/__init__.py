@@ -32,7 +32,7 @@ whose ``error_code`` goes into the response. Handlers map requests to it like th
     (message.timestamp.type=LogAppendTime), ``cleanup_policy`` (a set of "compact" and
     "delete"), ``delete_retention_ms``, ``min_compaction_lag_ms``, ``max_compaction_lag_ms``,
     ``min_cleanable_dirty_ratio``. A compacted log is cleaned by
-    :class:`broker.topics.compaction.LogCleaner` (the data plane's cleaner loop); a
+    :class:`broker.data.topics.compaction.LogCleaner` (the data plane's cleaner loop); a
     compact-only log is never cut by retention, and refuses records without a key.
 
     * Produce: ``append(records, now_ms) -> AppendInfo(base_offset, last_offset,

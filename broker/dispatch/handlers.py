@@ -9,11 +9,11 @@ import trio
 
 from protocol.registry import API_TABLE
 
-from .api_versions import SERVED_APIS, api_versions_answer
-from .config import BrokerConfig
-from .data import DataPlane
-from .faults import ConnectionDropped, Faults, error_answer
-from .groups import GroupRouter
+from broker.dispatch.api_versions import SERVED_APIS, api_versions_answer
+from broker.config import BrokerConfig
+from broker.data.plane import DataPlane
+from broker.faults.rules import ConnectionDropped, Faults, error_answer
+from broker.group_runtime.router import GroupRouter
 
 GROUP_APIS = (10, 11, 14, 12, 13, 8, 9, 15, 16, 42, 47)
 

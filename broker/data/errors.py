@@ -11,7 +11,7 @@ from protocol.errors import ErrorCode
 from protocol.messages import RESPONSES
 from protocol.wire import ZERO_UUID
 
-from .faults import error_answer
+from broker.faults.rules import error_answer
 
 Metadata, CreateTopics, DeleteTopics = RESPONSES[3].cls, RESPONSES[19].cls, RESPONSES[20].cls
 CreatePartitions, DeleteRecords, ElectLeaders = RESPONSES[37].cls, RESPONSES[21].cls, RESPONSES[43].cls

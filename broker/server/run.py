@@ -8,8 +8,8 @@ import sys
 
 import trio
 
-from .config import BrokerConfig
-from .server import Broker
+from broker.config import BrokerConfig
+from broker.server.broker import Broker
 
 log = logging.getLogger("groupbroker")
 

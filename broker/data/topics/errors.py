@@ -10,7 +10,7 @@ from protocol.errors import ErrorCode
 
 
 class TopicsError(Exception):
-    """Base of every error raised by broker.topics."""
+    """Base of every error raised by broker.data.topics."""
 
     error_code: ErrorCode = ErrorCode.UNKNOWN_SERVER_ERROR
 

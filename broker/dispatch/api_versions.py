@@ -19,10 +19,10 @@ ApiVersionsResponse = RESPONSES[18].cls
 #: (the broker checks its dispatch table against it at start).
 SERVED_APIS = frozenset({
     18,                                          # ApiVersions
-    3, 0, 1, 2, 19, 20, 22,                      # the data plane (broker/data.py)
+    3, 0, 1, 2, 19, 20, 22,                      # the data plane (broker/data/plane.py)
     37, 21, 60, 35, 43,                          # topic and cluster admin (broker/*_admin.py)
-    32, 33, 44,                                  # topic and broker configs (broker/config_apis.py)
-    10, 11, 14, 12, 13, 8, 9, 15, 16, 42, 47,    # the group coordinator (broker/groups.py)
+    32, 33, 44,                                  # topic and broker configs (broker/data/config_apis.py)
+    10, 11, 14, 12, 13, 8, 9, 15, 16, 42, 47,    # the group coordinator (broker/group_runtime/router.py)
 })
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?\Z")
 

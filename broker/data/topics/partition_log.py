@@ -10,7 +10,7 @@ Recovery follows Kafka's LogLoader: every segment but the last was fsynced when 
 by their headers and never changed; a sealed segment that stops parsing, or a missing one,
 leaves a gap of unreadable offsets (Fetch continues at the next segment) and every later
 segment stays. Batches of a sealed segment may leave offsets out (compaction keeps each
-survivor at its offset; broker/topics/compaction.py), those of the active one never do, and
+survivor at its offset; broker/data/topics/compaction.py), those of the active one never do, and
 an interrupted compaction swap is completed (or dropped) before any segment is read. Only
 the active segment is CRC-checked, and only after an unclean shutdown
 (``clean_shutdown=False``): it is truncated at the first invalid batch, as
@@ -142,7 +142,7 @@ class PartitionLog:
     ``clean_shutdown`` says the store found Kafka's clean-shutdown marker: every segment was
     fsynced and closed, so recovery checks no CRC. ``disk`` carries the writes and fsyncs.
     ``cleanup_policy`` and the compaction settings are Kafka's topic configs of those names;
-    broker/topics/compaction.py reads them (plain attributes: they may change while open).
+    broker/data/topics/compaction.py reads them (plain attributes: they may change while open).
     """
 
     def __init__(self, directory: str | os.PathLike[str], *, segment_bytes: int = 1 << 30,
@@ -574,7 +574,7 @@ class PartitionLog:
                 log.warning("%s: cannot delete a segment below the log start offset: %s",
                             self.directory, exc)
 
-    # -- compaction (broker/topics/compaction.py) --------------------------------------------
+    # -- compaction (broker/data/topics/compaction.py) --------------------------------------------
 
     def segments(self) -> list[_Segment]:
         """The segments, oldest first. The last is the active one, which compaction never

@@ -25,7 +25,7 @@ import os
 import re
 from typing import Iterator
 
-from .fs import FS, RealFS
+from offsets_log.fs import FS, RealFS
 
 log = logging.getLogger(__name__)
 

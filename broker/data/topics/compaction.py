@@ -21,7 +21,7 @@ what it replaces). Control batches are kept as they are. Offsets never move: rea
 the gaps.
 
 Segments are grouped up to ``segment.bytes`` and each group is replaced by one cleaned
-segment named after its first (broker/topics/segment_swap.py has the crash-safe steps). The
+segment named after its first (broker/data/topics/segment_swap.py has the crash-safe steps). The
 reading and writing run in a worker thread (:meth:`LogCleaner.clean`); only each group's
 swap, a few renames and directory fsyncs, runs in the log's own task
 (:meth:`LogCleaner.swap_group`), so appends and reads go on meanwhile and never see a

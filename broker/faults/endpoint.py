@@ -3,7 +3,7 @@
 A second TCP listener (``--admin-port``, bound to 127.0.0.1 unless told otherwise) speaking
 JSON lines: each request line is ``{"op": NAME, "args": {...}}`` and each answer line is
 ``{"ok": true, "result": ...}`` or ``{"ok": false, "error": "why"}``. The operations are those
-of :class:`broker.control.BrokerControl`; ``groupbroker faults`` is the client.
+of :class:`broker.faults.control.BrokerControl`; ``groupbroker faults`` is the client.
 
 The endpoint can fail any group's requests and take shards away, so every request carries a
 secret, ``"token"``: as Jupyter does, the broker writes a fresh random token at each start to
@@ -24,8 +24,8 @@ import trio
 
 from coordinator.interventions import InterventionError
 
-from .control import BrokerControl
-from .faults import FaultError
+from broker.faults.control import BrokerControl
+from broker.faults.rules import FaultError
 
 log = logging.getLogger("groupbroker.admin")
 

@@ -1,0 +1,1 @@
+"""The data plane: produce, fetch, offsets by time, topic and config admin; storage in topics/."""

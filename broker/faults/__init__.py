@@ -1,0 +1,1 @@
+"""Fault injection: the rules, the control operations, and the admin endpoint that serves them."""

@@ -1,0 +1,1 @@
+"""The trio server: listeners, the connection loop, and the broker that wires the parts."""

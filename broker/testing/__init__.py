@@ -1,0 +1,1 @@
+"""Running a broker inside a test: the embedded broker and the pytest plugin."""
