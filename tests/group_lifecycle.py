@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Protocol
 
-from broker.groups_cli import (Cluster, Connection, describe_group, fetch_offsets,
+from broker.cli.groups import (Cluster, Connection, describe_group, fetch_offsets,
                                find_coordinator, list_offsets, parse_address)
 from broker_process import REPO, state_changes, wait_until
 

@@ -24,7 +24,7 @@ def test_apis_lists_every_registered_api():
 def test_apis_lists_exactly_what_api_versions_advertises(broker):
     """Not the codec's whole table: an API we can decode but do not serve (SaslHandshake,
     ConsumerGroupHeartbeat until it is served) is not listed."""
-    from broker.groups_cli import Connection
+    from broker.cli.groups import Connection
     conn = Connection("127.0.0.1", broker.port)
     advertised = dict(conn.versions)
     conn.close()
@@ -100,3 +100,26 @@ def test_log_verify_reports_a_shard_folder_that_is_a_file(data_dir):
     out = run("log", "verify", str(data_dir))
     assert out.returncode == 1
     assert out.stdout.startswith("shard 3: __consumer_offsets-3@0: not a readable directory")
+
+
+LOADED_AFTER = """
+import sys
+from broker.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+sys.stderr.write("\\nLOADED " + " ".join(sorted(sys.modules)) + "\\n")
+"""
+
+
+@pytest.mark.parametrize("argv", [("groups", "--help"), ("faults", "--help"),
+                                  ("groups", "--bootstrap-server", "127.0.0.1:1", "--list")])
+def test_socket_commands_never_load_trio_or_the_server(argv):
+    """``groupbroker groups`` and ``faults`` are plain socket clients: a user's shell waits on
+    neither trio nor the server's imports (the list fails to connect, after its imports)."""
+    out = subprocess.run([sys.executable, "-c", LOADED_AFTER, *argv], capture_output=True,
+                         text=True, timeout=60)
+    loaded = out.stderr.rpartition("LOADED ")[2].split()
+    assert "broker.cli" in loaded
+    assert [m for m in loaded if m == "trio" or m.startswith(("trio.", "broker.server"))] == []

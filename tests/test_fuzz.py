@@ -16,7 +16,7 @@ import socket
 import threading
 import time
 
-from broker.groups_cli import Connection
+from broker.cli.groups import Connection
 from fuzzing import request_frames
 from protocol import REQUESTS
 from protocol.errors import ErrorCode

@@ -11,6 +11,7 @@ coordinator would not write for the real cause.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import logging
 from typing import TYPE_CHECKING
 
@@ -140,3 +141,27 @@ def operations() -> dict[str, str]:
     """Operation name -> one-line help (from the docstrings)."""
     return {name[3:].replace("_", "-"): (getattr(BrokerControl, name).__doc__ or "").split("\n")[0]
             for name in dir(BrokerControl) if name.startswith("op_")}
+
+
+class ControlProxy:
+    """Calls :class:`BrokerControl` operations by attribute: ``proxy.expire_member(group, member)``.
+
+    ``call(op, arguments)`` carries each call to a broker (another thread, another process).
+    """
+
+    def __init__(self, call):
+        self._call = call
+
+    def __getattr__(self, name: str):
+        method = getattr(BrokerControl, f"op_{name}", None)
+        if method is None:
+            raise AttributeError(f"no fault-injection operation {name!r}")
+        signature = inspect.signature(method)
+
+        def operation(*args, **kwargs):
+            arguments = signature.bind(None, *args, **kwargs).arguments
+            arguments.pop("self")
+            return self._call(name, arguments)
+
+        operation.__doc__ = method.__doc__
+        return operation

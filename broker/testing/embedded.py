@@ -11,7 +11,6 @@ returns once the broker has applied it.
 from __future__ import annotations
 
 import concurrent.futures
-import inspect
 import logging
 import threading
 from pathlib import Path
@@ -19,7 +18,7 @@ from pathlib import Path
 import trio
 
 from broker.config import BrokerConfig
-from broker.faults.control import BrokerControl
+from broker.faults.control import ControlProxy
 from broker.faults.rules import Faults, RecordedRequest
 from broker.server.broker import Broker
 
@@ -27,30 +26,6 @@ log = logging.getLogger("groupbroker.embedded")
 
 #: Fast settings for tests: no initial rebalance delay, short sessions allowed.
 TEST_DEFAULTS = {"group.initial.rebalance.delay.ms": "0", "group.min.session.timeout.ms": "500"}
-
-
-class ControlProxy:
-    """Calls :class:`BrokerControl` operations by attribute: ``proxy.expire_member(group, member)``.
-
-    ``call(op, arguments)`` carries each call to a broker (another thread, another process).
-    """
-
-    def __init__(self, call):
-        self._call = call
-
-    def __getattr__(self, name: str):
-        method = getattr(BrokerControl, f"op_{name}", None)
-        if method is None:
-            raise AttributeError(f"no fault-injection operation {name!r}")
-        signature = inspect.signature(method)
-
-        def operation(*args, **kwargs):
-            arguments = signature.bind(None, *args, **kwargs).arguments
-            arguments.pop("self")
-            return self._call(name, arguments)
-
-        operation.__doc__ = method.__doc__
-        return operation
 
 
 class EmbeddedBroker:

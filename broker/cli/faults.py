@@ -14,8 +14,7 @@ import os
 import socket
 import sys
 
-from broker.faults.control import operations
-from broker.testing.embedded import ControlProxy
+from broker.faults.control import ControlProxy, operations
 
 
 class AdminError(Exception):

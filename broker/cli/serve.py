@@ -1,0 +1,35 @@
+"""``groupbroker serve``: run the broker in the foreground (the server is imported only here)."""
+
+from __future__ import annotations
+
+import logging
+
+
+def add_parser(commands) -> None:
+    serve = commands.add_parser("serve", help="run the broker")
+    serve.add_argument("--host", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port to listen on; 0 picks a free one (default 9092)")
+    serve.add_argument("--data-dir", help="where logs live (default ./groupbroker-data)")
+    serve.add_argument("--config", help="a server.properties file (Kafka's config names)")
+    serve.add_argument("--admin-port", type=int, help="serve the fault-injection admin endpoint "
+                       "(groupbroker faults) on this port of 127.0.0.1; 0 picks a free one (logged)")
+    serve.add_argument("-o", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                       help="set one config by Kafka's name, e.g. -o group.initial.rebalance.delay.ms=0")
+
+
+def run(args) -> int:
+    from broker.config import BrokerConfig, ConfigError, parse_properties
+    from broker.server.run import run_until_signalled
+
+    try:
+        props = {}
+        if args.config:
+            with open(args.config, encoding="utf-8") as f:
+                props.update(parse_properties(f.read()))
+        props.update(parse_properties("\n".join(args.overrides)))
+        config = BrokerConfig.build(props, host=args.host, port=args.port, data_dir=args.data_dir,
+                                     admin_port=args.admin_port)
+    except (OSError, ConfigError) as e:
+        logging.getLogger("groupbroker").error("bad configuration: %s", e)
+        return 2
+    return run_until_signalled(config)
