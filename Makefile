@@ -14,7 +14,9 @@ $(STAMP): pyproject.toml
 serve: $(STAMP)
 	$(VENV)/bin/groupbroker serve
 
+# The layering contracts (pyproject.toml, [tool.importlinter]) first, then every test.
 test: $(STAMP)
+	$(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/python -m pytest
 
 # The fuzz test of `make test`, for ten minutes (GROUPBROKER_FUZZ_SEED=N replays a run).

@@ -1,7 +1,8 @@
 """The vocabulary of the group event journal: what happened, and why a rebalance started.
 
-Both are plain strings on the wire (one JSON line per event, broker/journal/segments.py), so the
-analytics pipeline and anyone grepping a journal read them without this module. The
+Both are plain strings on the wire (one JSON line per event, broker/journal/segments.py), so
+anyone grepping a journal reads them without this module; the analytics pipeline takes the
+journal's place in a data dir from here. The
 coordinator emits them as :class:`coordinator.actions.Journal` actions; nothing here changes
 what a group does.
 """
@@ -9,6 +10,10 @@ what a group does.
 from __future__ import annotations
 
 import enum
+
+#: where a data dir keeps its journal, and the name ending of its segment files
+JOURNAL_DIR = "journal"
+JOURNAL_SUFFIX = ".jsonl"
 
 
 class Event(enum.StrEnum):

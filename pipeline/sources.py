@@ -17,7 +17,7 @@ from pyspark.sql import types as T
 
 from offsets_log.errors import RecordError
 from offsets_log.fs import RealFS
-from broker.journal.segments import JOURNAL_DIR, SUFFIX
+from coordinator.events import JOURNAL_DIR, JOURNAL_SUFFIX
 from offsets_log.records import GroupMetadata, GroupMetadataTombstone, OffsetCommit, OffsetCommitTombstone
 from offsets_log.tools import records, shards
 
@@ -126,7 +126,7 @@ def journal_events(spark: SparkSession, data_dirs: list[str], since_ms: int | No
     for d in data_dirs:
         directory = os.path.join(d, JOURNAL_DIR)
         paths = sorted(os.path.join(directory, n) for n in os.listdir(directory)
-                       if n.endswith(SUFFIX)) if os.path.isdir(directory) else []
+                       if n.endswith(JOURNAL_SUFFIX)) if os.path.isdir(directory) else []
         if not paths:
             log.warning("%s: no journal; the tables built from it will be empty for this dir", d)
             continue

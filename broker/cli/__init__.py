@@ -10,25 +10,18 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from importlib.metadata import PackageNotFoundError, version
 
 from broker.cli import apis, faults, groups, logs, report, serve
+from broker.cli.version import groupbroker_version
 
 COMMANDS = {"apis": apis, "serve": serve, "log": logs, "groups": groups, "faults": faults,
             "report": report}
 
 
-def _version() -> str:
-    try:
-        return version("groupbroker")
-    except PackageNotFoundError:
-        return "unknown"
-
-
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="groupbroker", description="A Kafka broker built around "
                                      "Kafka's consumer-group coordinator.")
-    parser.add_argument("--version", action="version", version=f"groupbroker {_version()}")
+    parser.add_argument("--version", action="version", version=f"groupbroker {groupbroker_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
     for command in COMMANDS.values():
         command.add_parser(commands)

@@ -25,12 +25,11 @@ import os
 import re
 from typing import Iterator
 
+from coordinator.events import JOURNAL_DIR, JOURNAL_SUFFIX
 from offsets_log.fs import FS, RealFS
 
 log = logging.getLogger(__name__)
 
-JOURNAL_DIR = "journal"
-SUFFIX = ".jsonl"
 DEFAULT_SEGMENT_BYTES = 64 << 20
 DEFAULT_SEGMENT_MS = 3_600_000              # an hour
 DEFAULT_RETENTION_MS = 7 * 86_400_000       # a week, as Kafka's log.retention.hours
@@ -42,7 +41,7 @@ def journal_dir(data_dir: str) -> str:
 
 
 def segment_name(first_seq: int, created_ms: int) -> str:
-    return f"{first_seq:020d}-{created_ms:013d}{SUFFIX}"
+    return f"{first_seq:020d}-{created_ms:013d}{JOURNAL_SUFFIX}"
 
 
 def segments(directory: str, fs: FS | None = None) -> list[tuple[int, int, str]]:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from broker.cli.version import groupbroker_version
+
 from .client import (Cluster, Connection, GroupsError, KafkaError, describe_group, fetch_offsets,
                      find_coordinator, list_offsets, parse_address)
 from .commands import COMMANDS
@@ -38,7 +40,7 @@ def run(args) -> int:
     except UsageError as e:
         return _usage(str(e))
     if opts.action == "version":
-        sys.stdout.write(f"{_version()}\n")
+        sys.stdout.write(f"{groupbroker_version()}\n")
         return 0
     out = Output(opts.legacy)
     try:
@@ -72,6 +74,3 @@ def _failed(out: Output, error: Exception) -> int:
     return 0
 
 
-def _version() -> str:
-    from broker.cli import _version as groupbroker_version   # cli imports this module first
-    return groupbroker_version()
