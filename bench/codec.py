@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import kafka.protocol  # noqa: E402
 from crc32c import crc32c  # noqa: E402
 
+from protocol.api_keys import ApiKey
 from protocol.messages import REQUESTS, RESPONSES  # noqa: E402
 
 
@@ -54,22 +55,22 @@ def record_batches(total: int, batch_size: int = 64 * 1024) -> bytes:
 
 def samples():
     """(label, declaration, version, value)."""
-    hb = REQUESTS[12]
-    jg = REQUESTS[11]
+    hb = REQUESTS[ApiKey.HEARTBEAT]
+    jg = REQUESTS[ApiKey.JOIN_GROUP]
     proto = jg.cls.JoinGroupRequestProtocol
     protocols = (proto(name="range", metadata=b"\x00\x01" + b"m" * 40),
                  proto(name="cooperative-sticky", metadata=b"\x00\x01" + b"s" * 60))
     join = dict(group_id="orders-consumers", session_timeout_ms=45000, rebalance_timeout_ms=300000,
                 member_id="consumer-orders-1-5b0d7c2a-4f0e-4c47-9d1a-2f1f8f4e9a11",
                 group_instance_id=None, protocol_type="consumer", protocols=protocols)
-    oc = REQUESTS[8]
+    oc = REQUESTS[ApiKey.OFFSET_COMMIT]
     ocp = oc.cls.OffsetCommitRequestTopic.OffsetCommitRequestPartition
     commit = oc.cls(group_id="orders-consumers", generation_id_or_member_epoch=7,
                     member_id=join["member_id"], group_instance_id=None,
                     topics=(oc.cls.OffsetCommitRequestTopic(name="orders", partitions=tuple(
                         ocp(partition_index=i, committed_offset=1000 + i, committed_leader_epoch=3,
                             committed_metadata="") for i in range(10))),))
-    md = RESPONSES[3]
+    md = RESPONSES[ApiKey.METADATA]
     T = md.cls.MetadataResponseTopic
     P = T.MetadataResponsePartition
     metadata = md.cls(
@@ -80,7 +81,7 @@ def samples():
                                           replica_nodes=(1,), isr_nodes=(1,), offline_replicas=())
                                         for p in range(6)))
                      for t in range(20)))
-    fr = RESPONSES[1]
+    fr = RESPONSES[ApiKey.FETCH]
     FT = fr.cls.FetchableTopicResponse
     fetch = fr.cls(throttle_time_ms=0, error_code=0, session_id=0, responses=(FT(
         topic="orders", partitions=(FT.PartitionData(partition_index=0, error_code=0, high_watermark=1600,

@@ -16,6 +16,7 @@ from coordinator.actions import Reply, RequestContext  # noqa: E402
 from coordinator.routing import shard_for  # noqa: E402
 from coordinator.shard import Shard  # noqa: E402
 from protocol import DATA, REQUESTS  # noqa: E402
+from protocol.api_keys import ApiKey
 from protocol.payloads import encode_payload  # noqa: E402
 
 GROUP = "bench-group"
@@ -24,7 +25,7 @@ MEMBERS = 100
 
 def stable_group() -> tuple[Shard, list[str], int, int]:
     shard = Shard(shard_for(GROUP))
-    join, sync = REQUESTS[11].cls, REQUESTS[14].cls
+    join, sync = REQUESTS[ApiKey.JOIN_GROUP].cls, REQUESTS[ApiKey.SYNC_GROUP].cls
     subscription = DATA["ConsumerProtocolSubscription"]
     metadata = encode_payload(subscription, 0, subscription.cls(topics=("orders",), user_data=None))
     proto = join.JoinGroupRequestProtocol(name="range", metadata=metadata)
@@ -58,14 +59,14 @@ def rate(label: str, fn, seconds: float = 2.0) -> None:
 
 def main() -> None:
     shard, members, generation, now = stable_group()
-    hb = REQUESTS[12].cls
+    hb = REQUESTS[ApiKey.HEARTBEAT].cls
     heartbeats = [hb(group_id=GROUP, generation_id=generation, member_id=m) for m in members]
 
     def heartbeat(n: int) -> None:
         (reply,) = shard.handle(now, RequestContext(n, 12, 4), heartbeats[n % MEMBERS])
         assert isinstance(reply, Reply) and reply.response.error_code == 0
 
-    oc = REQUESTS[8].cls
+    oc = REQUESTS[ApiKey.OFFSET_COMMIT].cls
     topic = oc.OffsetCommitRequestTopic
     commits = [oc(group_id=GROUP, generation_id_or_member_epoch=generation, member_id=m, topics=(
         topic(name="orders", partitions=tuple(topic.OffsetCommitRequestPartition(

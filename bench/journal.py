@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from e2e import LOADGEN, PY, REPO, TOPIC, OurBroker, create_topic, log, table  # noqa: E402
+from protocol.api_keys import ApiKey
 from protocol.header import encode_request  # noqa: E402
 
 
@@ -81,7 +82,7 @@ def request_path(journal: bool, workdir: str):
     from protocol import REQUESTS
     from protocol.header import decode_request, encode_response
 
-    request = REQUESTS[8].cls
+    request = REQUESTS[ApiKey.OFFSET_COMMIT].cls
     topic = request.OffsetCommitRequestTopic
     body = request(group_id="bench", generation_id_or_member_epoch=-1, member_id="", topics=(topic(
         name=TOPIC, partitions=tuple(topic.OffsetCommitRequestPartition(partition_index=p, committed_offset=p)

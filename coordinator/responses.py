@@ -8,20 +8,20 @@ per-group errors). Those rules live here, once.
 
 from __future__ import annotations
 
+from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages import RESPONSES
 
-JoinGroupResponse = RESPONSES[11].cls
-SyncGroupResponse = RESPONSES[14].cls
-HeartbeatResponse = RESPONSES[12].cls
-LeaveGroupResponse = RESPONSES[13].cls
-OffsetCommitResponse = RESPONSES[8].cls
-OffsetFetchResponse = RESPONSES[9].cls
-DescribeGroupsResponse = RESPONSES[15].cls
-ListGroupsResponse = RESPONSES[16].cls
-DeleteGroupsResponse = RESPONSES[42].cls
-OffsetDeleteResponse = RESPONSES[47].cls
-
+JoinGroupResponse = RESPONSES[ApiKey.JOIN_GROUP].cls
+SyncGroupResponse = RESPONSES[ApiKey.SYNC_GROUP].cls
+HeartbeatResponse = RESPONSES[ApiKey.HEARTBEAT].cls
+LeaveGroupResponse = RESPONSES[ApiKey.LEAVE_GROUP].cls
+OffsetCommitResponse = RESPONSES[ApiKey.OFFSET_COMMIT].cls
+OffsetFetchResponse = RESPONSES[ApiKey.OFFSET_FETCH].cls
+DescribeGroupsResponse = RESPONSES[ApiKey.DESCRIBE_GROUPS].cls
+ListGroupsResponse = RESPONSES[ApiKey.LIST_GROUPS].cls
+DeleteGroupsResponse = RESPONSES[ApiKey.DELETE_GROUPS].cls
+OffsetDeleteResponse = RESPONSES[ApiKey.OFFSET_DELETE].cls
 JOIN_GROUP, SYNC_GROUP, HEARTBEAT, LEAVE_GROUP = 11, 14, 12, 13
 OFFSET_COMMIT, OFFSET_FETCH, DESCRIBE_GROUPS, LIST_GROUPS = 8, 9, 15, 16
 DELETE_GROUPS, OFFSET_DELETE = 42, 47

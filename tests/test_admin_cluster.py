@@ -9,6 +9,7 @@ import pytest
 
 from broker_process import import_client
 from protocol import REQUESTS
+from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from test_data_plane_hostile import create, produce
 from test_topics_batches import batch
@@ -21,7 +22,7 @@ from confluent_kafka.admin import AclOperation, AdminClient, NewTopic  # noqa: E
 from kafka.admin import KafkaAdminClient  # noqa: E402
 
 E = ErrorCode
-DescribeCluster, DescribeLogDirs, ElectLeaders = REQUESTS[60].cls, REQUESTS[35].cls, REQUESTS[43].cls
+DescribeCluster, DescribeLogDirs, ElectLeaders = REQUESTS[ApiKey.DESCRIBE_CLUSTER].cls, REQUESTS[ApiKey.DESCRIBE_LOG_DIRS].cls, REQUESTS[ApiKey.ELECT_LEADERS].cls
 NOT_ASKED = -2**31
 CLUSTER_OPERATIONS = {"CREATE", "ALTER", "DESCRIBE", "CLUSTER_ACTION", "DESCRIBE_CONFIGS",
                       "ALTER_CONFIGS", "IDEMPOTENT_WRITE"}
@@ -61,23 +62,23 @@ def test_describe_cluster_with_both_clients(racked):
 @pytest.mark.parametrize("version", [0, 1, 2])
 async def test_describe_cluster_on_the_wire(broker, version):
     client = await WireClient.connect(broker.port)
-    answer = await client.call(60, version, DescribeCluster(include_cluster_authorized_operations=False))
+    answer = await client.call(ApiKey.DESCRIBE_CLUSTER, version, DescribeCluster(include_cluster_authorized_operations=False))
     assert (answer.error_code, answer.cluster_id, answer.controller_id) == (E.NONE, "groupbroker-local", 1)
     assert answer.cluster_authorized_operations == NOT_ASKED
     assert [(b.broker_id, b.port, b.rack) for b in answer.brokers] == [(1, broker.port, None)]
     fenced = {"include_fenced_brokers": True} if version >= 2 else {}
-    asked = await client.call(60, version, DescribeCluster(include_cluster_authorized_operations=True, **fenced))
+    asked = await client.call(ApiKey.DESCRIBE_CLUSTER, version, DescribeCluster(include_cluster_authorized_operations=True, **fenced))
     assert asked.cluster_authorized_operations == sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
     assert [b.is_fenced for b in asked.brokers] == [False]
 
 
 async def test_describe_cluster_endpoint_types(broker):
     client = await WireClient.connect(broker.port)
-    controller = await client.call(60, 1, DescribeCluster(endpoint_type=2))
+    controller = await client.call(ApiKey.DESCRIBE_CLUSTER, 1, DescribeCluster(endpoint_type=2))
     assert (controller.error_code, controller.error_message, controller.brokers) == (
         E.MISMATCHED_ENDPOINT_TYPE, "The request was sent to an endpoint of type BROKER, but we wanted "
         "an endpoint of type CONTROLLER", ())
-    unknown = await client.call(60, 2, DescribeCluster(endpoint_type=7))
+    unknown = await client.call(ApiKey.DESCRIBE_CLUSTER, 2, DescribeCluster(endpoint_type=7))
     assert (unknown.error_code, unknown.error_message) == (E.UNSUPPORTED_ENDPOINT_TYPE,
                                                            "Unsupported endpoint type 7")
 
@@ -117,13 +118,13 @@ async def test_describe_log_dirs_on_the_wire(broker, version, tmp_path):
     client = await WireClient.connect(broker.port)
     await create(client, "t", 2)
     await produce(client, "t", 0, batch([b"abc"]))
-    answer = await client.call(35, version, DescribeLogDirs(topics=None))
+    answer = await client.call(ApiKey.DESCRIBE_LOG_DIRS, version, DescribeLogDirs(topics=None))
     (result,) = answer.results
     assert result.log_dir == os.path.abspath(tmp_path)
     assert [(p.partition_index, p.partition_size > 0) for p in result.topics[0].partitions] == [
         (0, True), (1, False)]
     assert (result.total_bytes > 0) == (version >= 4)
-    none = await client.call(35, version, DescribeLogDirs(topics=()))
+    none = await client.call(ApiKey.DESCRIBE_LOG_DIRS, version, DescribeLogDirs(topics=()))
     assert none.results[0].topics == () and none.results[0].error_code == E.NONE
 
 
@@ -153,15 +154,15 @@ async def test_elect_leaders_on_the_wire(broker, version):
     client = await WireClient.connect(broker.port)
     await create(client, "t", 2)
     await create(client, "u", 1)
-    everything = await client.call(43, version, ElectLeaders(topic_partitions=None, timeout_ms=1000))
+    everything = await client.call(ApiKey.ELECT_LEADERS, version, ElectLeaders(topic_partitions=None, timeout_ms=1000))
     assert [(r.topic, r.partition_result) for r in everything.replica_election_results] == [
         ("t", ()), ("u", ())]
     tp = ElectLeaders.TopicPartitions
-    nothing = await client.call(43, version, ElectLeaders(topic_partitions=(), timeout_ms=1000))
+    nothing = await client.call(ApiKey.ELECT_LEADERS, version, ElectLeaders(topic_partitions=(), timeout_ms=1000))
     assert nothing.replica_election_results == ()
     if version == 0:
         return                                          # v0 has no election type: always preferred
-    bad = await client.call(43, version, ElectLeaders(election_type=5, timeout_ms=1000,
+    bad = await client.call(ApiKey.ELECT_LEADERS, version, ElectLeaders(election_type=5, timeout_ms=1000,
                                                       topic_partitions=(tp(topic="t", partitions=(0,)),)))
     assert bad.error_code == E.INVALID_REQUEST
     assert [(p.partition_id, p.error_code, p.error_message) for p in bad.replica_election_results[0].partition_result] \

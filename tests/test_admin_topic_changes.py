@@ -10,6 +10,7 @@ import pytest
 from broker.data.topics import TopicStore
 from broker_process import import_client, wait_until
 from protocol import REQUESTS
+from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from test_data_plane_hostile import create, fetch, produce
 from test_topics_batches import batch, values_of
@@ -23,8 +24,8 @@ from kafka.admin import KafkaAdminClient  # noqa: E402
 from kafka.structs import TopicPartition  # noqa: E402
 
 E = ErrorCode
-CreatePartitions, DeleteRecords = REQUESTS[37].cls, REQUESTS[21].cls
-ListOffsets, Metadata = REQUESTS[2].cls, REQUESTS[3].cls
+CreatePartitions, DeleteRecords = REQUESTS[ApiKey.CREATE_PARTITIONS].cls, REQUESTS[ApiKey.DELETE_RECORDS].cls
+ListOffsets, Metadata = REQUESTS[ApiKey.LIST_OFFSETS].cls, REQUESTS[ApiKey.METADATA].cls
 
 
 def confluent_admin(bootstrap: str) -> AdminClient:
@@ -134,7 +135,7 @@ async def test_create_partitions_bounds_and_duplicates(serve_broker):
         return CreatePartitions.CreatePartitionsTopic(name=name, count=count, assignments=None)
 
     async def grow(*topics, validate_only=False):
-        answer = await client.call(37, 3, CreatePartitions(topics=topics, timeout_ms=30_000,
+        answer = await client.call(ApiKey.CREATE_PARTITIONS, 3, CreatePartitions(topics=topics, timeout_ms=30_000,
                                                           validate_only=validate_only))
         return [(r.name, r.error_code, r.error_message) for r in answer.results]
 
@@ -150,7 +151,7 @@ async def test_create_partitions_bounds_and_duplicates(serve_broker):
     assert await grow(T(name="c", count=10_001)) == [("c", E.NONE, None)]       # exactly the bound
     assert len(store.topic("c").partitions) == 10_001
     for v in (0, 1, 2):
-        answer = await client.call(37, v, CreatePartitions(topics=(T(name="a", count=0),), timeout_ms=1000))
+        answer = await client.call(ApiKey.CREATE_PARTITIONS, v, CreatePartitions(topics=(T(name="a", count=0),), timeout_ms=1000))
         assert answer.results[0].error_message == "The topic a currently has 1 partition(s); 0 would not be an increase."
 
 
@@ -262,7 +263,7 @@ async def test_delete_records_edges_on_the_wire(serve_broker):
     P = T.DeleteRecordsPartition
 
     async def delete(topic: str, *partitions):
-        answer = await client.call(21, 2, DeleteRecords(timeout_ms=1000, topics=(T(name=topic, partitions=tuple(
+        answer = await client.call(ApiKey.DELETE_RECORDS, 2, DeleteRecords(timeout_ms=1000, topics=(T(name=topic, partitions=tuple(
             P(partition_index=p, offset=o) for p, o in partitions)),)))
         return [(r.partition_index, r.error_code, r.low_watermark) for t in answer.topics for r in t.partitions]
 
@@ -271,18 +272,18 @@ async def test_delete_records_edges_on_the_wire(serve_broker):
     assert await delete("t", (0, 1), (0, 3)) == [(0, E.NONE, 3)]          # the last offset named wins
     assert await delete("nope", (0, 0)) == [(0, E.UNKNOWN_TOPIC_OR_PARTITION, -1)]
     assert await delete("__consumer_offsets", (0, 0)) == [(0, E.INVALID_TOPIC_EXCEPTION, -1)]
-    below = await client.call(1, 12, fetch("t", offset=2))
+    below = await client.call(ApiKey.FETCH, 12, fetch("t", offset=2))
     part = below.responses[0].partitions[0]
     assert (part.error_code, part.log_start_offset, part.high_watermark) == (E.OFFSET_OUT_OF_RANGE, 3, 5)
-    at = await client.call(1, 12, fetch("t", offset=3))
+    at = await client.call(ApiKey.FETCH, 12, fetch("t", offset=3))
     assert values_of(at.responses[0].partitions[0].records) == [(3, b"3"), (4, b"4")]
     lo = ListOffsets.ListOffsetsTopic
-    earliest = await client.call(2, 7, ListOffsets(replica_id=-1, topics=(lo(name="t", partitions=(
+    earliest = await client.call(ApiKey.LIST_OFFSETS, 7, ListOffsets(replica_id=-1, topics=(lo(name="t", partitions=(
         lo.ListOffsetsPartition(partition_index=0, timestamp=-2),)),)))
     assert earliest.topics[0].partitions[0].offset == 3
     assert await delete("t", (0, -1)) == [(0, E.NONE, 5)]
     await produce(client, "t", 0, batch([b"5"]))
-    assert values_of((await client.call(1, 12, fetch("t", offset=5))).responses[0].partitions[0].records) == [(5, b"5")]
+    assert values_of((await client.call(ApiKey.FETCH, 12, fetch("t", offset=5))).responses[0].partitions[0].records) == [(5, b"5")]
 
 
 async def test_whole_segments_below_the_log_start_are_deleted(serve_broker, tmp_path):
@@ -298,11 +299,11 @@ async def test_whole_segments_below_the_log_start_are_deleted(serve_broker, tmp_
 
     assert segments() == [0, 1, 2, 3, 4, 5]
     T = DeleteRecords.DeleteRecordsTopic
-    answer = await client.call(21, 2, DeleteRecords(timeout_ms=1000, topics=(T(name="t", partitions=(
+    answer = await client.call(ApiKey.DELETE_RECORDS, 2, DeleteRecords(timeout_ms=1000, topics=(T(name="t", partitions=(
         T.DeleteRecordsPartition(partition_index=0, offset=3),)),)))
     assert answer.topics[0].partitions[0].low_watermark == 3
     assert segments() == [3, 4, 5]
-    answer = await client.call(21, 2, DeleteRecords(timeout_ms=1000, topics=(T(name="t", partitions=(
+    answer = await client.call(ApiKey.DELETE_RECORDS, 2, DeleteRecords(timeout_ms=1000, topics=(T(name="t", partitions=(
         T.DeleteRecordsPartition(partition_index=0, offset=-1),)),)))
     assert answer.topics[0].partitions[0].low_watermark == 6
     assert segments() == [5]                                # the active segment always stays
@@ -334,8 +335,8 @@ async def test_delete_records_that_cannot_be_made_durable_changes_nothing(serve_
     await produce(client, "t", 0, batch([b"a", b"b"]))
     os.mkdir(tmp_path / "t-0" / "log-start-offset")        # the checkpoint cannot replace a directory
     T = DeleteRecords.DeleteRecordsTopic
-    answer = await client.call(21, 2, DeleteRecords(timeout_ms=1000, topics=(T(name="t", partitions=(
+    answer = await client.call(ApiKey.DELETE_RECORDS, 2, DeleteRecords(timeout_ms=1000, topics=(T(name="t", partitions=(
         T.DeleteRecordsPartition(partition_index=0, offset=1),)),)))
     assert [(p.error_code, p.low_watermark) for p in answer.topics[0].partitions] == [(E.KAFKA_STORAGE_ERROR, -1)]
-    still = await client.call(1, 12, fetch("t", offset=0))
+    still = await client.call(ApiKey.FETCH, 12, fetch("t", offset=0))
     assert values_of(still.responses[0].partitions[0].records) == [(0, b"a"), (1, b"b")]

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from protocol.api_keys import ApiKey
 from protocol.exceptions import DecodeError, EncodeError
 from protocol.messages import REQUESTS
 from strategies import (all_cases, case_id, field_strategy, is_nullable, is_present, replace_at,
@@ -180,7 +181,7 @@ def test_absent_field_must_hold_its_default(case, data):
     b"\x02\x07\x00\x07\x00",            # a repeated tag
 ], ids=["descending", "repeated"])
 def test_out_of_order_tags_same_answer_in_both_modes(tags):
-    msg = REQUESTS[12]
+    msg = REQUESTS[ApiKey.HEARTBEAT]
     obj = msg.cls(group_id="g", generation_id=1, member_id="m", group_instance_id=None)
     codec = msg.codec(4)
     wire = codec.encode(obj)[:-1] + tags
@@ -250,7 +251,7 @@ def test_invalid_values_refused_in_both_modes(case, data):
 
 
 def test_wrong_message_type_refused():
-    hb, jg = REQUESTS[12], REQUESTS[11]
+    hb, jg = REQUESTS[ApiKey.HEARTBEAT], REQUESTS[ApiKey.JOIN_GROUP]
     codec = hb.codec(4)
     for mode in (codec.encode, codec.encode_interpreted, codec.encode_parts):
         with pytest.raises(EncodeError):
@@ -258,7 +259,7 @@ def test_wrong_message_type_refused():
 
 
 def test_known_tagged_field_must_fill_its_size_exactly():
-    msg = REQUESTS[1]                                           # Fetch v12: cluster_id is tag 0
+    msg = REQUESTS[ApiKey.FETCH]                                           # Fetch v12: cluster_id is tag 0
     codec = msg.codec(12)
     obj = msg.cls(cluster_id="a")
     wire = codec.encode(obj)
@@ -271,7 +272,7 @@ def test_known_tagged_field_must_fill_its_size_exactly():
 
 @pytest.mark.parametrize("version", [3, 9])                    # classic and flexible Produce
 def test_records_are_never_copied(version):
-    msg = REQUESTS[0]
+    msg = REQUESTS[ApiKey.PRODUCE]
     topic_f = next(f for f in msg.fields if f.is_struct)
     topic = getattr(msg.cls, topic_f.element_type)
     part_f = next(f for f in msg.struct_fields(topic_f) if f.is_struct)

@@ -38,6 +38,7 @@ from hypothesis import strategies as st
 from kafka.protocol.api_data import ApiData
 from kafka.protocol.api_message import ApiMessage
 
+from protocol.api_keys import ApiKey
 from protocol.exceptions import DecodeError, EncodeError
 from protocol.messages import REQUESTS, RESPONSES
 from strategies import (ZERO_UUID, all_cases, case_id, is_nullable, is_present, struct_class,
@@ -288,7 +289,7 @@ def _both_encode(codec, obj):
     (4, "é", b"\x03\xc3\xa9\x00"),
 ])
 def test_nullable_string_null_vs_empty(version, group_instance_id, tail):
-    msg = REQUESTS[12]
+    msg = REQUESTS[ApiKey.HEARTBEAT]
     obj = msg.cls(group_id="g", generation_id=5, member_id="m", group_instance_id=group_instance_id)
     head = (b"\x00\x01g\x00\x00\x00\x05\x00\x01m" if version < 4
             else b"\x02g\x00\x00\x00\x05\x02m")
@@ -306,7 +307,7 @@ def test_nullable_string_null_vs_empty(version, group_instance_id, tail):
     (9, (), b"\x01" + b"\x01\x00\x00" + b"\x00"),
 ])
 def test_nullable_array_null_vs_empty(version, topics, wire):
-    msg = REQUESTS[3]
+    msg = REQUESTS[ApiKey.METADATA]
     obj = msg.cls(topics=topics)
     codec = msg.codec(version)
     assert _both_encode(codec, obj) == wire
@@ -315,26 +316,26 @@ def test_nullable_array_null_vs_empty(version, topics, wire):
 
 
 def test_non_nullable_string_and_array_refuse_null():
-    hb = REQUESTS[12].codec(3)
+    hb = REQUESTS[ApiKey.HEARTBEAT].codec(3)
     for decode in (hb.decode, hb.decode_interpreted):
         with pytest.raises(DecodeError):
             decode(b"\xff\xff\x00\x00\x00\x05\x00\x01m\xff\xff")     # null group_id
     with pytest.raises(EncodeError):
-        hb.encode(REQUESTS[12].cls(group_id=None))
+        hb.encode(REQUESTS[ApiKey.HEARTBEAT].cls(group_id=None))
     with pytest.raises(EncodeError):
-        hb.encode_interpreted(REQUESTS[12].cls(group_id=None))
-    md = REQUESTS[3].codec(0)                                          # topics nullable from v1
+        hb.encode_interpreted(REQUESTS[ApiKey.HEARTBEAT].cls(group_id=None))
+    md = REQUESTS[ApiKey.METADATA].codec(0)                                          # topics nullable from v1
     for decode in (md.decode, md.decode_interpreted):
         with pytest.raises(DecodeError):
             decode(b"\xff\xff\xff\xff")
     with pytest.raises(EncodeError):
-        md.encode(REQUESTS[3].cls(topics=None))
+        md.encode(REQUESTS[ApiKey.METADATA].cls(topics=None))
     with pytest.raises(EncodeError):
-        md.encode_interpreted(REQUESTS[3].cls(topics=None))
+        md.encode_interpreted(REQUESTS[ApiKey.METADATA].cls(topics=None))
 
 
 def test_unknown_tagged_field_is_skipped():
-    msg = REQUESTS[12]
+    msg = REQUESTS[ApiKey.HEARTBEAT]
     obj = msg.cls(group_id="grp", generation_id=7, member_id="mem", group_instance_id="inst")
     codec = msg.codec(4)
     plain = codec.encode(obj)
@@ -351,7 +352,7 @@ def test_unknown_tagged_field_is_skipped():
 
 
 def test_unknown_tagged_field_in_nested_struct_is_skipped():
-    msg = REQUESTS[11]
+    msg = REQUESTS[ApiKey.JOIN_GROUP]
     proto = msg.cls.JoinGroupRequestProtocol(name="n", metadata=b"x")
     obj = msg.cls(group_id="g", session_timeout_ms=1, rebalance_timeout_ms=2, member_id="m",
                   group_instance_id=None, protocol_type="c", protocols=(proto,))
@@ -367,7 +368,7 @@ def test_unknown_tagged_field_in_nested_struct_is_skipped():
 @pytest.mark.parametrize("version", [5, 6])                  # classic, flexible
 @pytest.mark.parametrize("n", [0, 1, 126, 127, 128, 255, 16383, 16384])
 def test_length_prefix_boundaries_agree_with_kafka_python(version, n):
-    msg = REQUESTS[11]
+    msg = REQUESTS[ApiKey.JOIN_GROUP]
     proto = msg.cls.JoinGroupRequestProtocol
     protocols = tuple(proto(name=f"p{i}", metadata=b"") for i in range(min(n, 300)))
     obj = msg.cls(group_id="g" * n, session_timeout_ms=1, rebalance_timeout_ms=2,
@@ -382,7 +383,7 @@ def test_length_prefix_boundaries_agree_with_kafka_python(version, n):
 
 
 def test_classic_string_longer_than_int16_is_refused():
-    msg = REQUESTS[12]
+    msg = REQUESTS[ApiKey.HEARTBEAT]
     ok = msg.cls(group_id="g" * 32767)
     assert _both_decode(msg.codec(3), _both_encode(msg.codec(3), ok)) == ok
     too_long = msg.cls(group_id="g" * 32768)

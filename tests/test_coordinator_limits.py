@@ -18,6 +18,7 @@ from coordinator.config import CoordinatorConfig
 from coordinator.routing import shard_for
 from coordinator.state import GroupState as S
 from offsets_log.records import batch_size
+from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode as E
 
 from tests.coordinator_harness import Harness
@@ -106,7 +107,7 @@ def test_metadata_too_long_to_store_is_refused_whole_before_anything_changes():
     request = Req(group_id=h.group, generation_id_or_member_epoch=-1, member_id="", topics=(
         topic(name="t", partitions=(topic.OffsetCommitRequestPartition(
             partition_index=0, committed_offset=99, committed_metadata="m" * 40_000),)),))
-    t = h.send(8, 8, request)
+    t = h.send(ApiKey.OFFSET_COMMIT, 8, request)
     assert h.replies[t].topics[0].partitions[0].error_code == E.UNKNOWN_SERVER_ERROR
     assert h.persisted == persisted and h.shard.offsets[h.group][("t", 0)].offset == 1
 

@@ -16,6 +16,7 @@ from coordinator.state import GroupState as S
 from offsets_log.records import (GroupMetadataTombstone, OffsetCommit, OffsetCommitTombstone,
                                  decode_record)
 from protocol import DATA, REQUESTS
+from protocol.api_keys import ApiKey
 from protocol.payloads import encode_payload
 
 from coordinator_harness import COMMIT, Harness
@@ -314,7 +315,7 @@ def test_fetch_all_committed(version):
 def test_fetch_after_the_group_was_deleted_sees_nothing():
     h = Harness(config())
     commit(h)
-    h.send(42, 2, REQUESTS[42].cls(groups_names=("g",)))
+    h.send(ApiKey.DELETE_GROUPS, 2, REQUESTS[ApiKey.DELETE_GROUPS].cls(groups_names=("g",)))
     assert fetched(fetch(h, 8, {"g": {"t": [0]}}).groups[0].topics) == {("t", 0): (-1, -1, "", 0)}
     assert fetch(h, 8, {"g": None}).groups[0].topics == ()
 

@@ -13,13 +13,14 @@ import pytest
 import trio
 
 from protocol import REQUESTS
+from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.records import read_batches
 from test_topics_batches import batch, values_of
 from wire_client import WireClient, header
 
-Fetch, Produce, Metadata = REQUESTS[1].cls, REQUESTS[0].cls, REQUESTS[3].cls
-CreateTopics, InitProducerId = REQUESTS[19].cls, REQUESTS[22].cls
+Fetch, Produce, Metadata = REQUESTS[ApiKey.FETCH].cls, REQUESTS[ApiKey.PRODUCE].cls, REQUESTS[ApiKey.METADATA].cls
+CreateTopics, InitProducerId = REQUESTS[ApiKey.CREATE_TOPICS].cls, REQUESTS[ApiKey.INIT_PRODUCER_ID].cls
 LONG_POLL_MS = 20_000
 
 
@@ -29,14 +30,14 @@ async def broker(serve_broker):
 
 
 async def create(client: WireClient, name: str, partitions: int = 1) -> None:
-    answer = await client.call(19, 5, CreateTopics(topics=(CreateTopics.CreatableTopic(
+    answer = await client.call(ApiKey.CREATE_TOPICS, 5, CreateTopics(topics=(CreateTopics.CreatableTopic(
         name=name, num_partitions=partitions, replication_factor=1),)))
     assert answer.topics[0].error_code == ErrorCode.NONE
 
 
 async def produce(client: WireClient, topic: str, partition: int, records: bytes) -> None:
     data = Produce.TopicProduceData
-    answer = await client.call(0, 9, Produce(acks=-1, timeout_ms=1000, topic_data=(data(
+    answer = await client.call(ApiKey.PRODUCE, 9, Produce(acks=-1, timeout_ms=1000, topic_data=(data(
         name=topic, partition_data=(data.PartitionProduceData(index=partition, records=records),)),)))
     assert answer.responses[0].partition_responses[0].error_code == ErrorCode.NONE
 
@@ -66,7 +67,7 @@ async def test_a_2gb_fetch_gets_at_most_fetch_max_bytes(broker):
     await create(client, "bounded")
     for i in range(6):
         await produce(client, "bounded", 0, batch([b"%d" % i * 200]))        # ~270 bytes each
-    records = records_of(await client.call(1, 12, fetch("bounded")))
+    records = records_of(await client.call(ApiKey.FETCH, 12, fetch("bounded")))
     assert 0 < len(records) <= 1024
     assert len(read_batches(records)) == 3
     assert [o for o, _ in values_of(records)] == [0, 1, 2]
@@ -77,7 +78,7 @@ async def test_the_first_batch_comes_whole_even_past_fetch_max_bytes(broker):
     await create(client, "big-first")
     await produce(client, "big-first", 0, batch([b"x" * 5000]))
     await produce(client, "big-first", 0, batch([b"small"]))
-    records = records_of(await client.call(1, 12, fetch("big-first")))
+    records = records_of(await client.call(ApiKey.FETCH, 12, fetch("big-first")))
     assert len(records) > 5000
     assert values_of(records) == [(0, b"x" * 5000)]               # and nothing after it
 
@@ -88,13 +89,13 @@ async def test_a_produce_wakes_only_the_fetches_parked_on_its_partition(broker):
     parked = broker.handlers.data.parked
     poller, producer = await WireClient.connect(broker.port), await WireClient.connect(broker.port)
     await create(producer, "two", partitions=2)
-    correlation = await poller.send(1, 12, fetch("two", 0, max_wait_ms=LONG_POLL_MS))
+    correlation = await poller.send(ApiKey.FETCH, 12, fetch("two", 0, max_wait_ms=LONG_POLL_MS))
     await until(lambda: parked.parked == 1)
     await produce(producer, "two", 1, batch([b"elsewhere"]))
     assert (parked.parked, parked.wakeups) == (1, 0)
     await produce(producer, "two", 0, batch([b"here"]))
     with trio.fail_after(5):
-        got, answer = await poller.receive(1, 12)
+        got, answer = await poller.receive(ApiKey.FETCH, 12)
     assert got == correlation and values_of(records_of(answer)) == [(0, b"here")]
     assert (parked.parked, parked.wakeups) == (0, 1)
 
@@ -104,7 +105,7 @@ async def test_a_parked_fetch_ends_when_its_client_hangs_up(broker):
     client = await WireClient.connect(broker.port)
     await create(client, "abandoned", partitions=3)
     t = Fetch.FetchTopic
-    await client.send(1, 12, Fetch(max_wait_ms=LONG_POLL_MS, min_bytes=1, max_bytes=1 << 20, topics=(
+    await client.send(ApiKey.FETCH, 12, Fetch(max_wait_ms=LONG_POLL_MS, min_bytes=1, max_bytes=1 << 20, topics=(
         t(topic="abandoned", partitions=tuple(t.FetchPartition(partition=p, partition_max_bytes=1 << 20)
                                                for p in range(3))),)))
     await until(lambda: parked.parked == 1)
@@ -115,11 +116,11 @@ async def test_a_parked_fetch_ends_when_its_client_hangs_up(broker):
 async def test_a_parked_fetch_answers_what_its_client_sends_next_in_order(broker):
     client = await WireClient.connect(broker.port)
     await create(client, "ordered")
-    first = await client.send(1, 12, fetch("ordered", max_wait_ms=300))
-    second = await client.send(18, 0, REQUESTS[18].cls())      # read ahead while the fetch waits
+    first = await client.send(ApiKey.FETCH, 12, fetch("ordered", max_wait_ms=300))
+    second = await client.send(ApiKey.API_VERSIONS, 0, REQUESTS[ApiKey.API_VERSIONS].cls())      # read ahead while the fetch waits
     with trio.fail_after(5):
-        assert (await client.receive(1, 12))[0] == first
-        assert (await client.receive(18, 0))[0] == second
+        assert (await client.receive(ApiKey.FETCH, 12))[0] == first
+        assert (await client.receive(ApiKey.API_VERSIONS, 0))[0] == second
 
 
 # --- connections.max.idle.ms -------------------------------------------------------------------
@@ -128,14 +129,14 @@ async def test_idle_connections_are_closed_and_active_ones_kept(serve_broker, ca
     caplog.set_level(logging.INFO, logger="groupbroker.server")
     broker = await serve_broker({"connections.max.idle.ms": "400"})
     idle, partial, active = [await WireClient.connect(broker.port) for _ in range(3)]
-    await idle.call(18, 0, REQUESTS[18].cls())
+    await idle.call(ApiKey.API_VERSIONS, 0, REQUESTS[ApiKey.API_VERSIONS].cls())
     await partial.send_raw(struct.pack(">i", 100) + header(18, 0, 1))        # a frame never finished
     with trio.fail_after(5):
         for _ in range(12):                                       # 1.2 s of requests 100 ms apart
-            await active.call(18, 0, REQUESTS[18].cls())
+            await active.call(ApiKey.API_VERSIONS, 0, REQUESTS[ApiKey.API_VERSIONS].cls())
             await trio.sleep(0.1)
         assert await idle.closed_by_peer() and await partial.closed_by_peer()
-    await active.call(18, 0, REQUESTS[18].cls())
+    await active.call(ApiKey.API_VERSIONS, 0, REQUESTS[ApiKey.API_VERSIONS].cls())
     assert sum("connections.max.idle.ms" in m for m in caplog.messages) == 2
 
 
@@ -145,23 +146,23 @@ async def test_idle_connections_are_closed_and_active_ones_kept(serve_broker, ca
                                             (10, Metadata.MetadataRequestTopic(name="t", topic_id=uuid.UUID(int=7)))])
 async def test_metadata_before_v12_asking_by_id_is_an_invalid_request(broker, caplog, version, topic):
     client = await WireClient.connect(broker.port)
-    answer = await client.call(3, version, Metadata(topics=(topic,), allow_auto_topic_creation=True))
+    answer = await client.call(ApiKey.METADATA, version, Metadata(topics=(topic,), allow_auto_topic_creation=True))
     assert [(t.error_code, t.name, t.partitions) for t in answer.topics] == \
         [(ErrorCode.INVALID_REQUEST, topic.name or "", ())]
     assert answer.brokers == ()
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
-    await client.call(18, 0, REQUESTS[18].cls())                  # the connection carries on
+    await client.call(ApiKey.API_VERSIONS, 0, REQUESTS[ApiKey.API_VERSIONS].cls())                  # the connection carries on
 
 
 async def test_init_producer_id_with_an_exhausted_epoch_gets_a_new_producer_id(broker, caplog):
     client = await WireClient.connect(broker.port)
-    first = await client.call(22, 4, InitProducerId(transactional_id=None, transaction_timeout_ms=-1))
+    first = await client.call(ApiKey.INIT_PRODUCER_ID, 4, InitProducerId(transactional_id=None, transaction_timeout_ms=-1))
     assert (first.error_code, first.producer_epoch) == (ErrorCode.NONE, 0)
-    again = await client.call(22, 4, InitProducerId(transactional_id=None, transaction_timeout_ms=-1,
+    again = await client.call(ApiKey.INIT_PRODUCER_ID, 4, InitProducerId(transactional_id=None, transaction_timeout_ms=-1,
                                                     producer_id=first.producer_id, producer_epoch=32767))
     assert again.error_code == ErrorCode.NONE
     assert again.producer_id != first.producer_id and again.producer_epoch == 0
-    half = await client.call(22, 4, InitProducerId(transactional_id=None, transaction_timeout_ms=-1,
+    half = await client.call(ApiKey.INIT_PRODUCER_ID, 4, InitProducerId(transactional_id=None, transaction_timeout_ms=-1,
                                                    producer_id=-1, producer_epoch=3))
     assert (half.error_code, half.producer_id, half.producer_epoch) == (ErrorCode.INVALID_REQUEST, -1, -1)
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
@@ -171,7 +172,7 @@ async def test_an_error_quoting_a_long_topic_name_still_fits_its_answer(broker, 
     """A non-flexible Produce answer cannot carry a 32 KiB error message; the message is cut."""
     client = await WireClient.connect(broker.port)
     data = Produce.TopicProduceData
-    answer = await client.call(0, 8, Produce(acks=-1, timeout_ms=1000, topic_data=(data(
+    answer = await client.call(ApiKey.PRODUCE, 8, Produce(acks=-1, timeout_ms=1000, topic_data=(data(
         name="t" * 32_700, partition_data=(data.PartitionProduceData(index=0, records=b"x"),)),)))
     part = answer.responses[0].partition_responses[0]
     assert part.error_code != ErrorCode.NONE and len(part.error_message) <= 1003
@@ -180,7 +181,7 @@ async def test_an_error_quoting_a_long_topic_name_still_fits_its_answer(broker, 
 
 async def test_client_strings_are_escaped_in_the_log(broker, caplog):
     client = await WireClient.connect(broker.port, client_id="evil\x1b[2J\nforged line")
-    await client.call(3, 11, Metadata(topics=(Metadata.MetadataRequestTopic(name=None),)))
+    await client.call(ApiKey.METADATA, 11, Metadata(topics=(Metadata.MetadataRequestTopic(name=None),)))
     lines = [m for m in caplog.messages if "Metadata v11" in m]
     assert lines and all("evil\\x1b[2J\\nforged line" in m for m in lines)
     assert not any("\x1b" in m or "\nforged" in m for m in caplog.messages)
@@ -204,13 +205,13 @@ async def test_out_of_descriptors_refuses_new_connections_at_once_and_serves_old
         with trio.fail_after(5):
             assert await refused.recv(1) == b""                 # closed at once, not left hanging
         refused.close()
-        assert (await old.call(18, 0, REQUESTS[18].cls())).error_code == ErrorCode.NONE
+        assert (await old.call(ApiKey.API_VERSIONS, 0, REQUESTS[ApiKey.API_VERSIONS].cls())).error_code == ErrorCode.NONE
     finally:
         for fd in fillers:
             os.close(fd)
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
     fresh = await WireClient.connect(broker.port)
-    assert (await fresh.call(18, 0, REQUESTS[18].cls())).error_code == ErrorCode.NONE
+    assert (await fresh.call(ApiKey.API_VERSIONS, 0, REQUESTS[ApiKey.API_VERSIONS].cls())).error_code == ErrorCode.NONE
     assert any("cannot accept connections" in m for m in caplog.messages)
     assert any("accepting connections again; 1 refused" in m for m in caplog.messages)
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import kafka.protocol.schemas
 import pytest
 
+from protocol.api_keys import ApiKey
 from protocol.messages import DATA, REQUESTS, RESPONSES
 from protocol.schema import _UNSET, F, Message
 
@@ -298,7 +299,7 @@ def test_consumer_group_apis_shape(api_key):
 
 
 def test_consumer_group_heartbeat_by_hand():
-    req, resp = REQUESTS[68], RESPONSES[68]
+    req, resp = REQUESTS[ApiKey.CONSUMER_GROUP_HEARTBEAT], RESPONSES[ApiKey.CONSUMER_GROUP_HEARTBEAT]
     assert req.name == "ConsumerGroupHeartbeatRequest"
     # v1 adds only the subscription regex, right after the topic names.
     v0, v1 = _names(req, 0), _names(req, 1)
@@ -323,7 +324,7 @@ def test_consumer_group_heartbeat_by_hand():
 
 
 def test_consumer_group_describe_by_hand():
-    req, resp = REQUESTS[69], RESPONSES[69]
+    req, resp = REQUESTS[ApiKey.CONSUMER_GROUP_DESCRIBE], RESPONSES[ApiKey.CONSUMER_GROUP_DESCRIBE]
     assert _names(req, 0) == _names(req, 1) == ["group_ids", "include_authorized_operations"]
     group = _field(resp.fields, "groups")
     member = _field(resp.struct_fields(group), "members")
@@ -346,7 +347,7 @@ def test_consumer_group_describe_by_hand():
 
 def test_tagged_struct_field_round_trips():
     """Regression: compiled encoding once wrote a tagged field's structs to the outer buffer."""
-    msg = RESPONSES[18]
+    msg = RESPONSES[ApiKey.API_VERSIONS]
     feature = msg.cls.SupportedFeatureKey(name="f", min_version=1, max_version=2)
     value = msg.cls(supported_features=(feature,))
     codec = msg.codec(3)

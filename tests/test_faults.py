@@ -18,11 +18,12 @@ from coordinator.interventions import InterventionError
 from coordinator.routing import shard_for
 from offsets_log import tools
 from protocol import REQUESTS
+from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from wire_client import WireClient, join_stable_member
 
 E = ErrorCode
-Heartbeat, FindCoordinator, Produce = REQUESTS[12].cls, REQUESTS[10].cls, REQUESTS[0].cls
+Heartbeat, FindCoordinator, Produce = REQUESTS[ApiKey.HEARTBEAT].cls, REQUESTS[ApiKey.FIND_COORDINATOR].cls, REQUESTS[ApiKey.PRODUCE].cls
 FAST = {"group.initial.rebalance.delay.ms": "0", "group.min.session.timeout.ms": "500"}
 
 
@@ -33,7 +34,7 @@ async def broker(serve_broker):
 
 async def heartbeat(client, group, member, generation, instance=None):
     hb = Heartbeat(group_id=group, generation_id=generation, member_id=member, group_instance_id=instance)
-    return (await client.call(12, 4, hb)).error_code
+    return (await client.call(ApiKey.HEARTBEAT, 4, hb)).error_code
 
 
 async def test_an_error_answers_the_next_n_requests_of_one_group_only(broker):
@@ -60,16 +61,16 @@ async def test_a_client_id_filter_and_a_rule_until_cleared(broker):
 async def test_injected_errors_take_kafkas_whole_request_failure_shapes(broker):
     client = await WireClient.connect(broker.port)
     await broker.control.execute("fail", api="FindCoordinator", error="COORDINATOR_NOT_AVAILABLE", count=2)
-    old = await client.call(10, 3, FindCoordinator(key="g"))
+    old = await client.call(ApiKey.FIND_COORDINATOR, 3, FindCoordinator(key="g"))
     assert (old.error_code, old.node_id, old.port) == (E.COORDINATOR_NOT_AVAILABLE, -1, -1)
-    new = await client.call(10, 4, FindCoordinator(coordinator_keys=("g", "h")))
+    new = await client.call(ApiKey.FIND_COORDINATOR, 4, FindCoordinator(coordinator_keys=("g", "h")))
     assert [(c.key, c.error_code) for c in new.coordinators] == [("g", E.COORDINATOR_NOT_AVAILABLE),
                                                                 ("h", E.COORDINATOR_NOT_AVAILABLE)]
     await broker.control.execute("fail", api="Produce", error="NOT_LEADER_OR_FOLLOWER")
     topic = Produce.TopicProduceData
     produce = Produce(acks=1, timeout_ms=1000, topic_data=(topic(name="t", partition_data=(
         topic.PartitionProduceData(index=0, records=b""), topic.PartitionProduceData(index=1, records=b""))),))
-    answer = await client.call(0, 9, produce)
+    answer = await client.call(ApiKey.PRODUCE, 9, produce)
     assert [(p.index, p.error_code, p.base_offset) for p in answer.responses[0].partition_responses] == \
         [(0, E.NOT_LEADER_OR_FOLLOWER, -1), (1, E.NOT_LEADER_OR_FOLLOWER, -1)]
 
@@ -93,10 +94,10 @@ async def test_delay_holds_the_answer_and_the_requests_behind_it(broker):
     group, member, generation = "slow", *await join_stable_member(client, "slow")
     await broker.control.execute("delay", api="Heartbeat", ms=300)
     started = trio.current_time()
-    first = await client.send(12, 4, Heartbeat(group_id=group, generation_id=generation, member_id=member))
-    second = await client.send(18, 0, REQUESTS[18].cls())
-    assert (await client.receive(12, 4))[0] == first
-    assert (await client.receive(18, 0))[0] == second
+    first = await client.send(ApiKey.HEARTBEAT, 4, Heartbeat(group_id=group, generation_id=generation, member_id=member))
+    second = await client.send(ApiKey.API_VERSIONS, 0, REQUESTS[ApiKey.API_VERSIONS].cls())
+    assert (await client.receive(ApiKey.HEARTBEAT, 4))[0] == first
+    assert (await client.receive(ApiKey.API_VERSIONS, 0))[0] == second
     assert trio.current_time() - started >= 0.3
 
 
@@ -104,7 +105,7 @@ async def test_drop_closes_only_that_connection_and_logs_why(broker, caplog):
     victim, other = await WireClient.connect(broker.port), await WireClient.connect(broker.port)
     group, member, generation = "dropped", *await join_stable_member(victim, "dropped")
     await broker.control.execute("drop", api="Heartbeat", group=group)
-    await victim.send(12, 4, Heartbeat(group_id=group, generation_id=generation, member_id=member))
+    await victim.send(ApiKey.HEARTBEAT, 4, Heartbeat(group_id=group, generation_id=generation, member_id=member))
     with trio.fail_after(5):
         assert await victim.closed_by_peer()
     assert await heartbeat(other, group, member, generation) == E.NONE
@@ -121,7 +122,7 @@ async def test_force_rebalance_and_expire_member_act_like_the_real_causes(broker
     assert again == generation + 1
     await broker.control.execute("expire_member", group=group, member=rejoined)
     assert await heartbeat(client, group, rejoined, again) == E.UNKNOWN_MEMBER_ID
-    described = await client.call(15, 5, REQUESTS[15].cls(groups=(group,)))
+    described = await client.call(ApiKey.DESCRIBE_GROUPS, 5, REQUESTS[ApiKey.DESCRIBE_GROUPS].cls(groups=(group,)))
     assert (described.groups[0].group_state, described.groups[0].members) == ("Empty", ())
     with pytest.raises(InterventionError, match="Empty"):
         await broker.control.execute("force_rebalance", group=group)
@@ -142,18 +143,18 @@ async def test_a_fenced_static_member_gets_fenced_instance_id(broker, caplog):
 async def test_an_unavailable_shard_loads_then_moves_then_comes_back_without_expiring_anyone(broker):
     client = await WireClient.connect(broker.port)
     group, member, generation = "outage", *await join_stable_member(client, "outage", session_timeout_ms=500)
-    jg = REQUESTS[11].cls
+    jg = REQUESTS[ApiKey.JOIN_GROUP].cls
     join = jg(group_id=group, session_timeout_ms=500, rebalance_timeout_ms=500, member_id="",
               protocol_type="consumer", protocols=(jg.JoinGroupRequestProtocol(name="range", metadata=b""),))
     assert f"shard {shard_for(group, 50)} is unavailable" in await broker.control.execute(
         "shard_unavailable", group=group)
-    assert (await client.call(11, 5, join)).error_code == E.COORDINATOR_LOAD_IN_PROGRESS
+    assert (await client.call(ApiKey.JOIN_GROUP, 5, join)).error_code == E.COORDINATOR_LOAD_IN_PROGRESS
     assert await heartbeat(client, group, member, generation) == E.NONE     # Kafka's blind answer
-    listed = await client.call(16, 4, REQUESTS[16].cls())
+    listed = await client.call(ApiKey.LIST_GROUPS, 4, REQUESTS[ApiKey.LIST_GROUPS].cls())
     assert listed.error_code == E.COORDINATOR_LOAD_IN_PROGRESS
     await broker.control.execute("shard_unavailable", group=group, error="NOT_COORDINATOR")
     assert await heartbeat(client, group, member, generation) == E.NOT_COORDINATOR
-    listed = await client.call(16, 4, REQUESTS[16].cls())          # Kafka: that shard lists nothing
+    listed = await client.call(ApiKey.LIST_GROUPS, 4, REQUESTS[ApiKey.LIST_GROUPS].cls())          # Kafka: that shard lists nothing
     assert (listed.error_code, [g.group_id for g in listed.groups]) == (E.NONE, [])
     await trio.sleep(0.8)                       # longer than the session: no timer runs meanwhile
     await broker.control.execute("shard_available", group=group)

@@ -6,6 +6,7 @@ import struct
 import pytest
 from crc32c import crc32c
 
+from protocol.api_keys import ApiKey
 from protocol.exceptions import DecodeError, FrameTooLarge, UnsupportedVersion
 from protocol.frames import FrameBuffer
 from protocol.header import (decode_request, decode_request_header, decode_response, encode_request,
@@ -99,7 +100,7 @@ def test_response_header_version_follows_flexibility(version):
 
 def test_api_versions_response_header_is_always_v0():
     from kafka.protocol.metadata import ApiVersionsResponse as KResp
-    api_versions = RESPONSES[18]
+    api_versions = RESPONSES[ApiKey.API_VERSIONS]
     body = api_versions.cls(error_code=0, api_keys=(api_versions.cls.ApiVersion(api_key=12, min_version=0,
                                                                                 max_version=4),))
     frame = encode_response(18, 3, 9, body)
@@ -208,7 +209,7 @@ def test_requests_ignore_bytes_after_the_last_field_as_kafka_does(key, version):
 
 
 def test_librdkafka_all_topics_metadata_with_stray_bytes_decodes():
-    frame = encode_request(3, 12, 9, REQUESTS[3].cls(topics=None), client_id="rdkafka")[4:]
+    frame = encode_request(3, 12, 9, REQUESTS[ApiKey.METADATA].cls(topics=None), client_id="rdkafka")[4:]
     request = decode_request(frame + b"\x00\x00\x00")
     assert request.body.topics is None and request.header.client_id == "rdkafka"
 

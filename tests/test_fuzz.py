@@ -19,6 +19,7 @@ import time
 from broker.cli.groups import Connection
 from fuzzing import request_frames
 from protocol import REQUESTS
+from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 SECONDS = float(os.environ.get("GROUPBROKER_FUZZ_SECONDS", "45"))
@@ -46,14 +47,14 @@ class HealthyMember(threading.Thread):
 
     def _run(self) -> None:
         conn = Connection("127.0.0.1", self.port, client_id="healthy")
-        created = conn.call(19, lambda v: REQUESTS[19].cls(topics=(REQUESTS[19].cls.CreatableTopic(
+        created = conn.call(ApiKey.CREATE_TOPICS, lambda v: REQUESTS[ApiKey.CREATE_TOPICS].cls(topics=(REQUESTS[ApiKey.CREATE_TOPICS].cls.CreatableTopic(
             name=TOPIC, num_partitions=1, replication_factor=1),), timeout_ms=10000))
         assert created.topics[0].error_code in (E.NONE, E.TOPIC_ALREADY_EXISTS), created
         member, generation = _join(conn)
         next_commit = offset = 0
         while not self.stop.is_set():
             began = time.monotonic()
-            answer = conn.call(12, lambda v: REQUESTS[12].cls(group_id=GROUP, generation_id=generation,
+            answer = conn.call(ApiKey.HEARTBEAT, lambda v: REQUESTS[ApiKey.HEARTBEAT].cls(group_id=GROUP, generation_id=generation,
                                                              member_id=member))
             took = time.monotonic() - began
             self.slowest = max(self.slowest, took)
@@ -71,9 +72,9 @@ class HealthyMember(threading.Thread):
         conn.close()
 
     def _commit(self, conn, member: str, generation: int, offset: int) -> None:
-        req = REQUESTS[8].cls
+        req = REQUESTS[ApiKey.OFFSET_COMMIT].cls
         topic = req.OffsetCommitRequestTopic
-        answer = conn.call(8, lambda v: req(
+        answer = conn.call(ApiKey.OFFSET_COMMIT, lambda v: req(
             group_id=GROUP, generation_id_or_member_epoch=generation, member_id=member,
             topics=(topic(name=TOPIC, partitions=(topic.OffsetCommitRequestPartition(
                 partition_index=0, committed_offset=offset),)),)))
@@ -84,18 +85,18 @@ class HealthyMember(threading.Thread):
 
 
 def _join(conn: Connection) -> tuple[str, int]:
-    join = REQUESTS[11].cls
+    join = REQUESTS[ApiKey.JOIN_GROUP].cls
     protocol = join.JoinGroupRequestProtocol(name="range", metadata=b"")
 
     def build(member: str):
         return lambda v: join(group_id=GROUP, session_timeout_ms=10000, rebalance_timeout_ms=10000,
                               member_id=member, protocol_type="consumer", protocols=(protocol,))
 
-    joined = conn.call(11, build(""))
+    joined = conn.call(ApiKey.JOIN_GROUP, build(""))
     if joined.error_code == E.MEMBER_ID_REQUIRED:
-        joined = conn.call(11, build(joined.member_id))
+        joined = conn.call(ApiKey.JOIN_GROUP, build(joined.member_id))
     assert joined.error_code == E.NONE, joined
-    synced = conn.call(14, lambda v: REQUESTS[14].cls(
+    synced = conn.call(ApiKey.SYNC_GROUP, lambda v: REQUESTS[ApiKey.SYNC_GROUP].cls(
         group_id=GROUP, generation_id=joined.generation_id, member_id=joined.member_id,
         protocol_type="consumer", protocol_name="range"))
     assert synced.error_code == E.NONE, synced

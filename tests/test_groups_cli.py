@@ -14,6 +14,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from broker.dispatch.api_versions import unsupported_version_answer
 from broker.cli.groups import Connection, GroupsError
 from protocol import REQUESTS
+from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.frames import FrameBuffer
 from protocol.header import decode_request_header, encode_response
@@ -56,32 +57,32 @@ def batch(count: int) -> bytes:
 
 async def topic_with_records(client: WireClient) -> None:
     """TOPIC with 2 partitions holding 5 and 3 records."""
-    ct = REQUESTS[19].cls
-    created = await client.call(19, 5, ct(topics=(ct.CreatableTopic(
+    ct = REQUESTS[ApiKey.CREATE_TOPICS].cls
+    created = await client.call(ApiKey.CREATE_TOPICS, 5, ct(topics=(ct.CreatableTopic(
         name=TOPIC, num_partitions=2, replication_factor=1, assignments=(), configs=()),)))
     assert created.topics[0].error_code == ErrorCode.NONE
-    pr = REQUESTS[0].cls
+    pr = REQUESTS[ApiKey.PRODUCE].cls
     data = tuple(pr.TopicProduceData.PartitionProduceData(index=p, records=batch(n)) for p, n in ((0, 5), (1, 3)))
-    produced = await client.call(0, 3, pr(acks=-1, timeout_ms=5000, topic_data=(
+    produced = await client.call(ApiKey.PRODUCE, 3, pr(acks=-1, timeout_ms=5000, topic_data=(
         pr.TopicProduceData(name=TOPIC, partition_data=data),)))
     assert all(p.error_code == 0 for p in produced.responses[0].partition_responses)
 
 
 async def join_with_assignment(client: WireClient) -> tuple[str, int]:
     """One consumer-protocol member, assigned TOPIC partition 0 only; (member id, generation)."""
-    jg, sg = REQUESTS[11].cls, REQUESTS[14].cls
+    jg, sg = REQUESTS[ApiKey.JOIN_GROUP].cls, REQUESTS[ApiKey.SYNC_GROUP].cls
     subscription = encode_payload(DATA["ConsumerProtocolSubscription"], 0,
                                   DATA["ConsumerProtocolSubscription"].cls(topics=(TOPIC,)))
     join = jg(group_id=GROUP, session_timeout_ms=30_000, rebalance_timeout_ms=30_000, member_id="",
               protocol_type="consumer",
               protocols=(jg.JoinGroupRequestProtocol(name="range", metadata=subscription),))
-    first = await client.call(11, 5, join)
-    joined = await client.call(11, 5, dataclasses.replace(join, member_id=first.member_id))
+    first = await client.call(ApiKey.JOIN_GROUP, 5, join)
+    joined = await client.call(ApiKey.JOIN_GROUP, 5, dataclasses.replace(join, member_id=first.member_id))
     assert joined.error_code == ErrorCode.NONE
     asg = DATA["ConsumerProtocolAssignment"]
     assignment = encode_payload(asg, 0, asg.cls(assigned_partitions=(
         asg.cls.TopicPartition(topic=TOPIC, partitions=(0,)),)))
-    synced = await client.call(14, 3, sg(group_id=GROUP, generation_id=joined.generation_id,
+    synced = await client.call(ApiKey.SYNC_GROUP, 3, sg(group_id=GROUP, generation_id=joined.generation_id,
                                          member_id=joined.member_id, assignments=(
         sg.SyncGroupRequestAssignment(member_id=joined.member_id, assignment=assignment),)))
     assert synced.error_code == ErrorCode.NONE
@@ -89,10 +90,10 @@ async def join_with_assignment(client: WireClient) -> tuple[str, int]:
 
 
 async def commit(client: WireClient, member: str, generation: int, offsets: dict[int, int]) -> None:
-    oc = REQUESTS[8].cls
+    oc = REQUESTS[ApiKey.OFFSET_COMMIT].cls
     parts = tuple(oc.OffsetCommitRequestTopic.OffsetCommitRequestPartition(partition_index=p, committed_offset=o,
                                                   committed_metadata="") for p, o in offsets.items())
-    answer = await client.call(8, 2, oc(group_id=GROUP, generation_id_or_member_epoch=generation,
+    answer = await client.call(ApiKey.OFFSET_COMMIT, 2, oc(group_id=GROUP, generation_id_or_member_epoch=generation,
                                         member_id=member, topics=(
         oc.OffsetCommitRequestTopic(name=TOPIC, partitions=parts),)))
     assert all(p.error_code == 0 for p in answer.topics[0].partitions)
@@ -110,8 +111,8 @@ async def stable_group(broker):
 
 
 async def leave(client: WireClient, member: str) -> None:
-    lg = REQUESTS[13].cls
-    answer = await client.call(13, 1, lg(group_id=GROUP, member_id=member))
+    lg = REQUESTS[ApiKey.LEAVE_GROUP].cls
+    answer = await client.call(ApiKey.LEAVE_GROUP, 1, lg(group_id=GROUP, member_id=member))
     assert answer.error_code == ErrorCode.NONE
 
 
@@ -214,7 +215,7 @@ async def test_reset_offsets_refused_while_stable_then_applied(broker, stable_gr
 
 def fake_old_broker(listener, seen: list[int]) -> None:
     """Answers ApiVersions like a broker that knows only v0-2 (and ListGroups v0-1)."""
-    answer = RESPONSES[18].cls
+    answer = RESPONSES[ApiKey.API_VERSIONS].cls
     conn, _ = listener.accept()
     frames = FrameBuffer()
     with conn:
@@ -241,7 +242,7 @@ async def test_api_versions_falls_back_to_the_brokers_version():
         conn = await trio.to_thread.run_sync(Connection, "127.0.0.1", listener.getsockname()[1])
     listener.close()
     conn.close()
-    assert seen == [REQUESTS[18].max_version, 2]
+    assert seen == [REQUESTS[ApiKey.API_VERSIONS].max_version, 2]
     assert conn.versions == {18: 2, 16: 1}
     with pytest.raises(GroupsError, match="shares no version of DescribeGroupsRequest"):
         conn.version(15)

@@ -21,12 +21,13 @@ import trio
 
 from broker_process import REPO
 from protocol import REQUESTS
+from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.header import encode_request
 from wire_client import WireClient, join_stable_member
 
-JoinGroup, SyncGroup, Heartbeat = REQUESTS[11].cls, REQUESTS[14].cls, REQUESTS[12].cls
-OffsetCommit, OffsetFetch, DescribeGroups = REQUESTS[8].cls, REQUESTS[9].cls, REQUESTS[15].cls
+JoinGroup, SyncGroup, Heartbeat = REQUESTS[ApiKey.JOIN_GROUP].cls, REQUESTS[ApiKey.SYNC_GROUP].cls, REQUESTS[ApiKey.HEARTBEAT].cls
+OffsetCommit, OffsetFetch, DescribeGroups = REQUESTS[ApiKey.OFFSET_COMMIT].cls, REQUESTS[ApiKey.OFFSET_FETCH].cls, REQUESTS[ApiKey.DESCRIBE_GROUPS].cls
 SETTINGS = {"group.initial.rebalance.delay.ms": 0, "group.min.session.timeout.ms": 1000}
 HEALTHY = "healthy-group"
 
@@ -59,19 +60,19 @@ class HealthyMember:
 
     async def start(self, nursery) -> None:
         self.client = await WireClient.connect(self.port)
-        create = REQUESTS[19].cls
-        await self.client.call(19, 5, create(timeout_ms=5000, topics=(create.CreatableTopic(
+        create = REQUESTS[ApiKey.CREATE_TOPICS].cls
+        await self.client.call(ApiKey.CREATE_TOPICS, 5, create(timeout_ms=5000, topics=(create.CreatableTopic(
             name="orders", num_partitions=1, replication_factor=1),)))
         self.member, self.generation = await join_stable_member(self.client, HEALTHY,
                                                                 session_timeout_ms=6000)
         commit = commit_request(HEALTHY, 42, member=self.member, generation=self.generation)
-        assert (await self.client.call(8, 8, commit)).topics[0].partitions[0].error_code == 0
+        assert (await self.client.call(ApiKey.OFFSET_COMMIT, 8, commit)).topics[0].partitions[0].error_code == 0
         nursery.start_soon(self._beat)
 
     async def _beat(self) -> None:
         while True:
             hb = Heartbeat(group_id=HEALTHY, generation_id=self.generation, member_id=self.member)
-            self.answers.append((await self.client.call(12, 4, hb)).error_code)
+            self.answers.append((await self.client.call(ApiKey.HEARTBEAT, 4, hb)).error_code)
             await trio.sleep(0.5)
 
     def kept_its_generation(self) -> bool:
@@ -156,15 +157,15 @@ async def test_group_metadata_over_message_max_bytes_is_never_written(start_brok
         await healthy.start(nursery)
         client = await WireClient.connect(broker.port)
         join = join_request("big", metadata=b"m" * 70_000_000)
-        first = await client.call(11, 5, join)
-        joined = await client.call(11, 5, dataclasses.replace(join, member_id=first.member_id))
+        first = await client.call(ApiKey.JOIN_GROUP, 5, join)
+        joined = await client.call(ApiKey.JOIN_GROUP, 5, dataclasses.replace(join, member_id=first.member_id))
         assert joined.error_code == ErrorCode.NONE and len(joined.members[0].metadata) == 70_000_000
         sync = SyncGroup(group_id="big", generation_id=joined.generation_id, member_id=joined.member_id,
                          assignments=(SyncGroup.SyncGroupRequestAssignment(
                              member_id=joined.member_id, assignment=b"a"),))
-        assert (await client.call(14, 3, sync)).error_code == ErrorCode.UNKNOWN_SERVER_ERROR
+        assert (await client.call(ApiKey.SYNC_GROUP, 3, sync)).error_code == ErrorCode.UNKNOWN_SERVER_ERROR
         hb = Heartbeat(group_id="big", generation_id=joined.generation_id, member_id=joined.member_id)
-        assert (await client.call(12, 4, hb)).error_code == ErrorCode.REBALANCE_IN_PROGRESS
+        assert (await client.call(ApiKey.HEARTBEAT, 4, hb)).error_code == ErrorCode.REBALANCE_IN_PROGRESS
         await client.aclose()
         more = commit_request(HEALTHY, 43, member=healthy.member, generation=healthy.generation)
         assert (await answer(broker.port, 8, 8, more)).topics[0].partitions[0].error_code == 0
@@ -239,7 +240,7 @@ async def test_a_full_disk_never_stops_the_broker_and_loses_no_acknowledged_comm
         client = await WireClient.connect(broker.port)
 
         async def commit(offset: int) -> ErrorCode:
-            return (await client.call(8, 8, commit_request("simple", offset))).topics[0].partitions[0].error_code
+            return (await client.call(ApiKey.OFFSET_COMMIT, 8, commit_request("simple", offset))).topics[0].partitions[0].error_code
 
         acknowledged = [offset for offset in range(1, 4) if await commit(offset) == ErrorCode.NONE]
         assert acknowledged == [1, 2, 3]

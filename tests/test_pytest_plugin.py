@@ -8,6 +8,7 @@ import pytest
 
 from broker_process import import_client
 from protocol import REQUESTS
+from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from wire_client import WireClient, join_stable_member
 
@@ -116,8 +117,8 @@ async def test_trio_tests_use_it_too(groupbroker):
     client = await WireClient.connect(groupbroker.port)
     member, generation = await join_stable_member(client, "trio-g")
     groupbroker.faults.force_rebalance("trio-g")
-    hb = REQUESTS[12].cls(group_id="trio-g", generation_id=generation, member_id=member)
-    assert (await client.call(12, 4, hb)).error_code == ErrorCode.REBALANCE_IN_PROGRESS
+    hb = REQUESTS[ApiKey.HEARTBEAT].cls(group_id="trio-g", generation_id=generation, member_id=member)
+    assert (await client.call(ApiKey.HEARTBEAT, 4, hb)).error_code == ErrorCode.REBALANCE_IN_PROGRESS
 
 
 def test_the_plugin_is_installed_for_other_projects(pytester):

@@ -12,6 +12,7 @@ import trio
 import trio.testing
 
 from protocol import REQUESTS
+from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.registry import API_TABLE
 from protocol.header import encode_request
@@ -29,12 +30,12 @@ async def broker(serve_broker):
 @pytest.mark.parametrize("version", [0, 1, 2, 3, 4])
 async def test_api_versions_lists_only_served_apis(broker, version):
     client = await WireClient.connect(broker.port)
-    api = REQUESTS[18].cls
+    api = REQUESTS[ApiKey.API_VERSIONS].cls
     body = api(client_software_name="wire-test", client_software_version="1.0") if version >= 3 else api()
-    answer = await client.call(18, version, body)
+    answer = await client.call(ApiKey.API_VERSIONS, version, body)
     assert answer.error_code == ErrorCode.NONE
     keys = {k.api_key: (k.min_version, k.max_version) for k in answer.api_keys}
-    assert keys[18] == (0, 4) and keys[11] == (API_TABLE[11].min_version, API_TABLE[11].max_version)
+    assert keys[18] == (0, 4) and keys[11] == (API_TABLE[ApiKey.JOIN_GROUP].min_version, API_TABLE[ApiKey.JOIN_GROUP].max_version)
     assert 68 not in keys and 69 not in keys          # KIP-848 APIs are not served yet
     assert set(keys) == set(broker.handlers.routes)
 
@@ -50,17 +51,17 @@ async def test_unknown_api_versions_version_gets_the_v0_answer(broker):
 
 async def test_bad_software_name_is_invalid_request(broker):
     client = await WireClient.connect(broker.port)
-    api = REQUESTS[18].cls
-    answer = await client.call(18, 3, api(client_software_name="-bad name", client_software_version="1"))
+    api = REQUESTS[ApiKey.API_VERSIONS].cls
+    answer = await client.call(ApiKey.API_VERSIONS, 3, api(client_software_name="-bad name", client_software_version="1"))
     assert answer.error_code == ErrorCode.INVALID_REQUEST
 
 
 @pytest.mark.parametrize("version", [0, 3, 4, 6])
 async def test_find_coordinator_names_this_node(broker, version):
     client = await WireClient.connect(broker.port)
-    fc = REQUESTS[10].cls
+    fc = REQUESTS[ApiKey.FIND_COORDINATOR].cls
     body = fc(key=GROUP) if version < 4 else fc(coordinator_keys=(GROUP, "other"))
-    answer = await client.call(10, version, body)
+    answer = await client.call(ApiKey.FIND_COORDINATOR, version, body)
     if version < 4:
         assert (answer.error_code, answer.node_id, answer.host, answer.port) == (0, 1, "127.0.0.1", broker.port)
     else:
@@ -69,15 +70,15 @@ async def test_find_coordinator_names_this_node(broker, version):
 
 
 async def test_answers_keep_request_order_behind_a_parked_join(broker):
-    jg = REQUESTS[11].cls
+    jg = REQUESTS[ApiKey.JOIN_GROUP].cls
     client = await WireClient.connect(broker.port)
     # JoinGroup v3 (no member id round trip) parks until the join completes; ApiVersions waits behind it
-    first = await client.send(11, 3, jg(group_id="order", session_timeout_ms=1000, rebalance_timeout_ms=1000,
+    first = await client.send(ApiKey.JOIN_GROUP, 3, jg(group_id="order", session_timeout_ms=1000, rebalance_timeout_ms=1000,
                                         member_id="", protocol_type="consumer",
                                         protocols=(jg.JoinGroupRequestProtocol(name="range", metadata=b""),)))
-    second = await client.send(18, 0, REQUESTS[18].cls())
-    assert (await client.receive(11, 3))[0] == first
-    assert (await client.receive(18, 0))[0] == second
+    second = await client.send(ApiKey.API_VERSIONS, 0, REQUESTS[ApiKey.API_VERSIONS].cls())
+    assert (await client.receive(ApiKey.JOIN_GROUP, 3))[0] == first
+    assert (await client.receive(ApiKey.API_VERSIONS, 0))[0] == second
 
 
 async def test_pipelined_requests_are_decided_in_order_and_answered_in_order(broker):
@@ -85,7 +86,7 @@ async def test_pipelined_requests_are_decided_in_order_and_answered_in_order(bro
     their shards together; each still sees the one before it, and the answers keep order."""
     client = await WireClient.connect(broker.port)
     ct, oc, of, hb = (REQUESTS[k].cls for k in (19, 8, 9, 12))
-    await client.call(19, 5, ct(topics=(ct.CreatableTopic(name="piped", num_partitions=1, replication_factor=1),)))
+    await client.call(ApiKey.CREATE_TOPICS, 5, ct(topics=(ct.CreatableTopic(name="piped", num_partitions=1, replication_factor=1),)))
     topic, part = oc.OffsetCommitRequestTopic, oc.OffsetCommitRequestTopic.OffsetCommitRequestPartition
 
     def commit(group, offset):
@@ -122,9 +123,9 @@ BAD_INPUT = {
 async def test_requests_pipelined_before_a_bad_frame_are_answered_first(broker):
     client = await WireClient.connect(broker.port)
     member, generation = await join_stable_member(client, GROUP)
-    hb = REQUESTS[12].cls(group_id=GROUP, generation_id=generation, member_id=member)
+    hb = REQUESTS[ApiKey.HEARTBEAT].cls(group_id=GROUP, generation_id=generation, member_id=member)
     await client.send_raw(encode_request(12, 4, 41, hb, "t") + BAD_INPUT["malformed body"])
-    assert (await client.receive(12, 4))[0] == 41
+    assert (await client.receive(ApiKey.HEARTBEAT, 4))[0] == 41
     with trio.fail_after(5):
         assert await client.closed_by_peer()
 
@@ -141,11 +142,11 @@ async def test_bad_input_closes_only_its_connection(broker, name, caplog):
         await bad.send_raw(BAD_INPUT[name])
     with trio.fail_after(5):
         assert await bad.closed_by_peer()
-    hb = REQUESTS[12].cls(group_id=GROUP, generation_id=generation, member_id=member)
+    hb = REQUESTS[ApiKey.HEARTBEAT].cls(group_id=GROUP, generation_id=generation, member_id=member)
     for _ in range(3):                       # the healthy member stays in its stable group
-        assert (await healthy.call(12, 3, hb)).error_code == ErrorCode.NONE
+        assert (await healthy.call(ApiKey.HEARTBEAT, 3, hb)).error_code == ErrorCode.NONE
         await trio.sleep(0.3)
-    describe = await healthy.call(15, 5, REQUESTS[15].cls(groups=(GROUP,)))
+    describe = await healthy.call(ApiKey.DESCRIBE_GROUPS, 5, REQUESTS[ApiKey.DESCRIBE_GROUPS].cls(groups=(GROUP,)))
     assert describe.groups[0].group_state == "Stable"
     if name != "truncated frame":
         assert any("closing connection from 127.0.0.1" in r.getMessage() for r in caplog.records)
@@ -168,52 +169,52 @@ def test_cli_serve_prints_one_line_and_stops_cleanly_on_sigterm(tmp_path):
 
 async def test_commits_to_partitions_that_do_not_exist_get_unknown_topic(broker):
     client = await WireClient.connect(broker.port)
-    ct = REQUESTS[19].cls
-    created = await client.call(19, 5, ct(topics=(ct.CreatableTopic(name="known", num_partitions=2,
+    ct = REQUESTS[ApiKey.CREATE_TOPICS].cls
+    created = await client.call(ApiKey.CREATE_TOPICS, 5, ct(topics=(ct.CreatableTopic(name="known", num_partitions=2,
                                                                      replication_factor=1),)))
     assert created.topics[0].error_code == ErrorCode.NONE
-    oc = REQUESTS[8].cls
+    oc = REQUESTS[ApiKey.OFFSET_COMMIT].cls
     topic, part = oc.OffsetCommitRequestTopic, oc.OffsetCommitRequestTopic.OffsetCommitRequestPartition
     commit = oc(group_id="simple", generation_id_or_member_epoch=-1, member_id="", topics=(
         topic(name="known", partitions=(part(partition_index=0, committed_offset=5, committed_metadata=""),
                                         part(partition_index=2, committed_offset=5, committed_metadata=""))),
         topic(name="missing", partitions=(part(partition_index=0, committed_offset=5, committed_metadata=""),))))
-    answer = await client.call(8, 8, commit)
+    answer = await client.call(ApiKey.OFFSET_COMMIT, 8, commit)
     assert [(t.name, [(p.partition_index, p.error_code) for p in t.partitions]) for t in answer.topics] == [
         ("known", [(0, ErrorCode.NONE), (2, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]),
         ("missing", [(0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)])]
-    of = REQUESTS[9].cls
-    fetched = await client.call(9, 6, of(group_id="simple", topics=(
+    of = REQUESTS[ApiKey.OFFSET_FETCH].cls
+    fetched = await client.call(ApiKey.OFFSET_FETCH, 6, of(group_id="simple", topics=(
         of.OffsetFetchRequestTopic(name="known", partition_indexes=(0, 2)),)))
     assert [(p.partition_index, p.committed_offset) for p in fetched.topics[0].partitions] == [(0, 5), (2, -1)]
 
 
 async def test_deleting_a_topic_drops_its_committed_offsets(broker):
     client = await WireClient.connect(broker.port)
-    ct, dt = REQUESTS[19].cls, REQUESTS[20].cls
-    oc, of = REQUESTS[8].cls, REQUESTS[9].cls
+    ct, dt = REQUESTS[ApiKey.CREATE_TOPICS].cls, REQUESTS[ApiKey.DELETE_TOPICS].cls
+    oc, of = REQUESTS[ApiKey.OFFSET_COMMIT].cls, REQUESTS[ApiKey.OFFSET_FETCH].cls
     create = ct(topics=(ct.CreatableTopic(name="gone", num_partitions=1, replication_factor=1),))
-    assert (await client.call(19, 5, create)).topics[0].error_code == ErrorCode.NONE
+    assert (await client.call(ApiKey.CREATE_TOPICS, 5, create)).topics[0].error_code == ErrorCode.NONE
     topic = oc.OffsetCommitRequestTopic
     commit = oc(group_id="g-del", generation_id_or_member_epoch=-1, member_id="", topics=(
         topic(name="gone", partitions=(topic.OffsetCommitRequestPartition(
             partition_index=0, committed_offset=9, committed_metadata=""),)),))
-    assert (await client.call(8, 8, commit)).topics[0].partitions[0].error_code == ErrorCode.NONE
-    assert (await client.call(20, 4, dt(topic_names=("gone",), timeout_ms=1000))).responses[0].error_code == 0
-    assert (await client.call(19, 5, create)).topics[0].error_code == ErrorCode.NONE     # recreated
+    assert (await client.call(ApiKey.OFFSET_COMMIT, 8, commit)).topics[0].partitions[0].error_code == ErrorCode.NONE
+    assert (await client.call(ApiKey.DELETE_TOPICS, 4, dt(topic_names=("gone",), timeout_ms=1000))).responses[0].error_code == 0
+    assert (await client.call(ApiKey.CREATE_TOPICS, 5, create)).topics[0].error_code == ErrorCode.NONE     # recreated
     fetch = of(group_id="g-del", topics=(of.OffsetFetchRequestTopic(name="gone", partition_indexes=(0,)),))
     with trio.fail_after(5):
-        while (await client.call(9, 6, fetch)).topics[0].partitions[0].committed_offset != -1:
+        while (await client.call(ApiKey.OFFSET_FETCH, 6, fetch)).topics[0].partitions[0].committed_offset != -1:
             await trio.sleep(0.01)
 
 
 async def test_a_client_leaving_mid_answer_is_not_an_internal_error(broker, caplog):
     client = await WireClient.connect(broker.port)
-    ct, fetch = REQUESTS[19].cls, REQUESTS[1].cls
-    await client.call(19, 5, ct(topics=(ct.CreatableTopic(name="quiet", num_partitions=1,
+    ct, fetch = REQUESTS[ApiKey.CREATE_TOPICS].cls, REQUESTS[ApiKey.FETCH].cls
+    await client.call(ApiKey.CREATE_TOPICS, 5, ct(topics=(ct.CreatableTopic(name="quiet", num_partitions=1,
                                                            replication_factor=1),)))
     topic = fetch.FetchTopic
-    await client.send(1, 12, fetch(max_wait_ms=300, min_bytes=1, topics=(topic(topic="quiet", partitions=(
+    await client.send(ApiKey.FETCH, 12, fetch(max_wait_ms=300, min_bytes=1, topics=(topic(topic="quiet", partitions=(
         topic.FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1024),)),)))
     client.stream.socket.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
                                     struct.pack("ii", 1, 0))      # close with a reset

@@ -19,6 +19,7 @@ from coordinator.shard import Shard
 from offsets_log.fs import FakeFS
 from broker.journal.segments import JournalWriter, read_journal
 from offsets_log.log import ShardLog, shard_dir
+from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 from test_shard_runner import (GROUP, PROTOCOL, SHARD, Heartbeat, JoinGroup, OffsetCommitReq,
@@ -64,7 +65,7 @@ def commit_error(response) -> ErrorCode:
 async def fetch(runner):
     request = OffsetFetch(group_id=GROUP, topics=(OffsetFetch.OffsetFetchRequestTopic(
         name="orders", partition_indexes=(0,)),))
-    return await runner.call(9, 6, request)
+    return await runner.call(ApiKey.OFFSET_FETCH, 6, request)
 
 
 async def committed(runner) -> int:
@@ -72,22 +73,22 @@ async def committed(runner) -> int:
 
 
 async def heartbeat(runner, member: str) -> ErrorCode:
-    return (await runner.call(12, 4, Heartbeat(group_id=GROUP, generation_id=1, member_id=member))).error_code
+    return (await runner.call(ApiKey.HEARTBEAT, 4, Heartbeat(group_id=GROUP, generation_id=1, member_id=member))).error_code
 
 
 async def test_a_step_that_throws_is_answered_and_the_shard_reloads_from_its_log(nursery, clock, caplog):
     fs = FakeFS()
     runner = await start(nursery, fs, FaultyShard)
     member = await join_and_sync(runner)
-    assert commit_error(await runner.call(8, 8, commit_request(5, member, 1))) == ErrorCode.NONE
+    assert commit_error(await runner.call(ApiKey.OFFSET_COMMIT, 8, commit_request(5, member, 1))) == ErrorCode.NONE
     join = JoinGroup(group_id=GROUP, session_timeout_ms=10_000, rebalance_timeout_ms=20_000,
                      member_id="", protocol_type="consumer", protocols=(PROTOCOL,))
-    second = (await runner.call(11, 5, join)).member_id
+    second = (await runner.call(ApiKey.JOIN_GROUP, 5, join)).member_id
     parked = runner.submit(11, 5, dataclasses.replace(join, member_id=second))   # waits for the first
     await trio.sleep(0.1)
     assert not parked.decided
     with caplog.at_level(logging.ERROR, "groupbroker.shards"):
-        bad = await runner.call(12, 4, Heartbeat(group_id=BOOM, generation_id=1, member_id="x"),
+        bad = await runner.call(ApiKey.HEARTBEAT, 4, Heartbeat(group_id=BOOM, generation_id=1, member_id="x"),
                                 client_host="/10.0.0.9")
     assert bad.error_code == ErrorCode.UNKNOWN_SERVER_ERROR
     [line] = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
@@ -107,9 +108,9 @@ async def test_a_full_disk_turns_the_shard_away_until_it_has_room_again(nursery,
     fs = FakeFS()
     runner = await start(nursery, fs)
     member = await join_and_sync(runner)
-    assert commit_error(await runner.call(8, 8, commit_request(1, member, 1))) == ErrorCode.NONE
+    assert commit_error(await runner.call(ApiKey.OFFSET_COMMIT, 8, commit_request(1, member, 1))) == ErrorCode.NONE
     fs.disk_full = True
-    assert commit_error(await runner.call(8, 8, commit_request(2, member, 1))) == ErrorCode.NOT_COORDINATOR
+    assert commit_error(await runner.call(ApiKey.OFFSET_COMMIT, 8, commit_request(2, member, 1))) == ErrorCode.NOT_COORDINATOR
     assert await heartbeat(runner, member) == ErrorCode.NOT_COORDINATOR
     # Still full: the shard reopens its log (reading works) and serves what needs no write ...
     while (await fetch(runner)).error_code != ErrorCode.NONE:    # NOT_COORDINATOR, then loading
@@ -118,10 +119,10 @@ async def test_a_full_disk_turns_the_shard_away_until_it_has_room_again(nursery,
     assert await heartbeat(runner, member) == ErrorCode.NONE      # the member is back
     assert await committed(runner) == 1
     # ... and a write fails again, with the same answer.
-    assert commit_error(await runner.call(8, 8, commit_request(3, member, 1))) == ErrorCode.NOT_COORDINATOR
+    assert commit_error(await runner.call(ApiKey.OFFSET_COMMIT, 8, commit_request(3, member, 1))) == ErrorCode.NOT_COORDINATOR
     fs.disk_full = False
     started = trio.current_time()
-    while commit_error(await runner.call(8, 8, commit_request(4, member, 1))) != ErrorCode.NONE:
+    while commit_error(await runner.call(ApiKey.OFFSET_COMMIT, 8, commit_request(4, member, 1))) != ErrorCode.NONE:
         assert trio.current_time() - started <= RETRY_MAX_S
         await heartbeat(runner, member)
         await trio.sleep(1)
@@ -137,7 +138,7 @@ async def test_every_acknowledged_commit_survives_a_full_disk_and_a_restart(cloc
         for offset in range(1, 40):
             fs.disk_full = offset % 7 in (3, 4)               # full now and then
             fs.fail_partial = offset % 5                       # with torn writes
-            response = await runner.call(8, 8, commit_request(offset))
+            response = await runner.call(ApiKey.OFFSET_COMMIT, 8, commit_request(offset))
             if commit_error(response) == ErrorCode.NONE:
                 acknowledged[offset] = True
                 last = offset
@@ -179,7 +180,7 @@ async def test_a_shard_whose_load_fails_is_retried_instead_of_ending_the_broker(
     fs = FakeFS()
     async with trio.open_nursery() as nursery:
         runner = await start(nursery, fs)
-        assert commit_error(await runner.call(8, 8, commit_request(7))) == ErrorCode.NONE
+        assert commit_error(await runner.call(ApiKey.OFFSET_COMMIT, 8, commit_request(7))) == ErrorCode.NONE
         nursery.cancel_scope.cancel()
     async with trio.open_nursery() as nursery:
         runner = await start(nursery, fs, ReadFailsOnce)

@@ -12,12 +12,13 @@ from offsets_log.fs import FakeFS
 from offsets_log.log import ShardLog, shard_dir
 from offsets_log.records import OffsetCommit, decode_record
 from protocol import REQUESTS
+from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 GROUP = "mykafka-group_4"
 SHARD = shard_for(GROUP)
-JoinGroup, SyncGroup, Heartbeat = REQUESTS[11].cls, REQUESTS[14].cls, REQUESTS[12].cls
-OffsetCommitReq, OffsetFetch, DescribeGroups = REQUESTS[8].cls, REQUESTS[9].cls, REQUESTS[15].cls
+JoinGroup, SyncGroup, Heartbeat = REQUESTS[ApiKey.JOIN_GROUP].cls, REQUESTS[ApiKey.SYNC_GROUP].cls, REQUESTS[ApiKey.HEARTBEAT].cls
+OffsetCommitReq, OffsetFetch, DescribeGroups = REQUESTS[ApiKey.OFFSET_COMMIT].cls, REQUESTS[ApiKey.OFFSET_FETCH].cls, REQUESTS[ApiKey.DESCRIBE_GROUPS].cls
 PROTOCOL = JoinGroup.JoinGroupRequestProtocol(name="range", metadata=b"\x00\x00\x00\x00\x00\x00\x00\x00")
 
 
@@ -37,11 +38,11 @@ async def start(nursery, data_dir, fs=None) -> ShardRunner:
 async def join_and_sync(runner, session_ms=10_000):
     join = JoinGroup(group_id=GROUP, session_timeout_ms=session_ms, rebalance_timeout_ms=20_000,
                      member_id="", protocol_type="consumer", protocols=(PROTOCOL,))
-    first = await runner.call(11, 5, join, client_id="app")
+    first = await runner.call(ApiKey.JOIN_GROUP, 5, join, client_id="app")
     assert first.error_code == ErrorCode.MEMBER_ID_REQUIRED
-    joined = await runner.call(11, 5, dataclasses.replace(join, member_id=first.member_id), client_id="app")
+    joined = await runner.call(ApiKey.JOIN_GROUP, 5, dataclasses.replace(join, member_id=first.member_id), client_id="app")
     assert joined.error_code == ErrorCode.NONE and joined.generation_id == 1
-    synced = await runner.call(14, 3, SyncGroup(
+    synced = await runner.call(ApiKey.SYNC_GROUP, 3, SyncGroup(
         group_id=GROUP, generation_id=1, member_id=joined.member_id,
         assignments=(SyncGroup.SyncGroupRequestAssignment(member_id=joined.member_id, assignment=b"A"),)))
     assert synced.error_code == ErrorCode.NONE and synced.assignment == b"A"
@@ -49,7 +50,7 @@ async def join_and_sync(runner, session_ms=10_000):
 
 
 async def describe(runner):
-    (group,) = (await runner.call(15, 5, DescribeGroups(groups=(GROUP,)))).groups
+    (group,) = (await runner.call(ApiKey.DESCRIBE_GROUPS, 5, DescribeGroups(groups=(GROUP,)))).groups
     return group
 
 
@@ -61,12 +62,12 @@ async def test_initial_delay_and_session_expiry_run_on_the_mock_clock(nursery, t
     assert trio.current_time() - started >= 3.0
     assert (await describe(runner)).group_state == "Stable"
     await trio.sleep(9)
-    hb = await runner.call(12, 4, Heartbeat(group_id=GROUP, generation_id=1, member_id=member))
+    hb = await runner.call(ApiKey.HEARTBEAT, 4, Heartbeat(group_id=GROUP, generation_id=1, member_id=member))
     assert hb.error_code == ErrorCode.NONE
     await trio.sleep(10.5)                      # no heartbeat for longer than the 10 s session
     group = await describe(runner)
     assert group.group_state == "Empty" and group.members == ()
-    hb = await runner.call(12, 4, Heartbeat(group_id=GROUP, generation_id=1, member_id=member))
+    hb = await runner.call(ApiKey.HEARTBEAT, 4, Heartbeat(group_id=GROUP, generation_id=1, member_id=member))
     assert hb.error_code == ErrorCode.UNKNOWN_MEMBER_ID
 
 
@@ -79,7 +80,7 @@ async def test_commit_is_on_disk_when_acknowledged_and_survives_restart(tmp_path
                                  topics=(topic(name="orders", partitions=(
                                      topic.OffsetCommitRequestPartition(partition_index=0, committed_offset=42,
                                                                         committed_metadata="m"),)),))
-        response = await runner.call(8, 8, commit)
+        response = await runner.call(ApiKey.OFFSET_COMMIT, 8, commit)
         assert response.topics[0].partitions[0].error_code == ErrorCode.NONE
         # acknowledged => readable from the files by an independent reader
         on_disk = [decode_record(r.key, r.value) for _, r in
@@ -90,7 +91,7 @@ async def test_commit_is_on_disk_when_acknowledged_and_survives_restart(tmp_path
         runner = await start(nursery, tmp_path)
         fetch = OffsetFetch(group_id=GROUP, topics=(OffsetFetch.OffsetFetchRequestTopic(
             name="orders", partition_indexes=(0, 1)),))
-        got = await runner.call(9, 6, fetch)
+        got = await runner.call(ApiKey.OFFSET_FETCH, 6, fetch)
         assert [(p.partition_index, p.committed_offset, p.metadata) for p in got.topics[0].partitions] == \
             [(0, 42, "m"), (1, -1, "")]
         group = await describe(runner)        # a group with members comes back Stable
@@ -106,7 +107,7 @@ async def test_a_failed_fsync_turns_the_shard_away_instead_of_acknowledging(nurs
         topic(name="orders", partitions=(topic.OffsetCommitRequestPartition(
             partition_index=0, committed_offset=7, committed_metadata=""),)),))
     fs.fail_next_fsync = True
-    response = await runner.call(8, 8, commit)
+    response = await runner.call(ApiKey.OFFSET_COMMIT, 8, commit)
     assert response.topics[0].partitions[0].error_code == ErrorCode.NOT_COORDINATOR
-    again = await runner.call(8, 8, commit)
+    again = await runner.call(ApiKey.OFFSET_COMMIT, 8, commit)
     assert again.topics[0].partitions[0].error_code == ErrorCode.NOT_COORDINATOR

@@ -12,13 +12,14 @@ import trio
 
 from coordinator.routing import shard_for
 from protocol import REQUESTS
+from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from test_topics_batches import batch, values_of
 from wire_client import WireClient, join_stable_member
 
-CreateTopics, Produce, Fetch = REQUESTS[19].cls, REQUESTS[0].cls, REQUESTS[1].cls
-Heartbeat, JoinGroup, Metadata = REQUESTS[12].cls, REQUESTS[11].cls, REQUESTS[3].cls
-InitProducerId = REQUESTS[22].cls
+CreateTopics, Produce, Fetch = REQUESTS[ApiKey.CREATE_TOPICS].cls, REQUESTS[ApiKey.PRODUCE].cls, REQUESTS[ApiKey.FETCH].cls
+Heartbeat, JoinGroup, Metadata = REQUESTS[ApiKey.HEARTBEAT].cls, REQUESTS[ApiKey.JOIN_GROUP].cls, REQUESTS[ApiKey.METADATA].cls
+InitProducerId = REQUESTS[ApiKey.INIT_PRODUCER_ID].cls
 
 
 @pytest.fixture
@@ -35,14 +36,14 @@ def create(*topics: tuple[str, int]) -> CreateTopics:
 
 async def produce(client: WireClient, topic: str, records: bytes):
     data = Produce.TopicProduceData.PartitionProduceData(index=0, records=records)
-    answer = await client.call(0, 3, Produce(acks=-1, timeout_ms=5000, topic_data=(
+    answer = await client.call(ApiKey.PRODUCE, 3, Produce(acks=-1, timeout_ms=5000, topic_data=(
         Produce.TopicProduceData(name=topic, partition_data=(data,)),)))
     return answer.responses[0].partition_responses[0]
 
 
 async def fetch_all(client: WireClient, topic: str) -> list[tuple[int, bytes]]:
     t = Fetch.FetchTopic
-    answer = await client.call(1, 12, Fetch(max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, topics=(
+    answer = await client.call(ApiKey.FETCH, 12, Fetch(max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, topics=(
         t(topic=topic, partitions=(t.FetchPartition(partition=0, fetch_offset=0,
                                                     partition_max_bytes=1 << 20),)),)))
     return values_of(answer.responses[0].partitions[0].records)
@@ -52,12 +53,12 @@ async def test_create_topics_beyond_kafkas_record_limit_fails_whole_and_creates_
     client = await WireClient.connect(broker.port)
     with trio.fail_after(5):
         # 2 topic records + 10,000 partition records: one more than Kafka's controller takes
-        answer = await client.call(19, 5, create(("a", 5_000), ("b", 5_000), ("a", 1)))
+        answer = await client.call(ApiKey.CREATE_TOPICS, 5, create(("a", 5_000), ("b", 5_000), ("a", 1)))
     assert [(t.name, t.error_code, t.error_message) for t in answer.topics] == [
         (name, ErrorCode.POLICY_VIOLATION, "Unable to perform excessively large batch operation.")
         for name in ("a", "b", "a")]
     assert broker.handlers.data.store.topics() == []
-    validated = await client.call(19, 5, CreateTopics(topics=create(("c", 25_000)).topics,
+    validated = await client.call(ApiKey.CREATE_TOPICS, 5, CreateTopics(topics=create(("c", 25_000)).topics,
                                                       timeout_ms=1000, validate_only=True))
     assert validated.topics[0].error_code == ErrorCode.POLICY_VIOLATION
 
@@ -69,7 +70,7 @@ async def test_a_large_create_topics_does_not_stall_other_connections(broker):
     outcome = []
 
     async def create_big():
-        outcome.append(await creator.call(19, 5, create(("big", 9_999))))     # 10,000 records: allowed
+        outcome.append(await creator.call(ApiKey.CREATE_TOPICS, 5, create(("big", 9_999))))     # 10,000 records: allowed
         created.set()
 
     beats_meanwhile = 0
@@ -77,7 +78,7 @@ async def test_a_large_create_topics_does_not_stall_other_connections(broker):
         nursery.start_soon(create_big)
         with trio.fail_after(60):
             while not created.is_set():
-                answer = await member_client.call(12, 4, Heartbeat(group_id="steady", generation_id=generation,
+                answer = await member_client.call(ApiKey.HEARTBEAT, 4, Heartbeat(group_id="steady", generation_id=generation,
                                                                    member_id=member))
                 assert answer.error_code == ErrorCode.NONE
                 beats_meanwhile += not created.is_set()
@@ -89,7 +90,7 @@ async def test_a_large_create_topics_does_not_stall_other_connections(broker):
 async def test_a_full_disk_answers_kafka_storage_error_and_heals_without_restart(broker, caplog):
     caplog.set_level(logging.INFO)
     client = await WireClient.connect(broker.port)
-    assert (await client.call(19, 5, create(("t", 1)))).topics[0].error_code == ErrorCode.NONE
+    assert (await client.call(ApiKey.CREATE_TOPICS, 5, create(("t", 1)))).topics[0].error_code == ErrorCode.NONE
     for value in (b"a", b"b"):
         assert (await produce(client, "t", batch([value]))).error_code == ErrorCode.NONE
     disk = broker.handlers.data.store.disk
@@ -127,8 +128,8 @@ async def test_start_up_survives_a_corrupt_producer_ids_file_and_a_shard_folder_
     join = JoinGroup(group_id=broken, session_timeout_ms=10_000, rebalance_timeout_ms=10_000,
                      member_id="", protocol_type="consumer",
                      protocols=(JoinGroup.JoinGroupRequestProtocol(name="range", metadata=b""),))
-    assert (await client.call(11, 5, join)).error_code == ErrorCode.NOT_COORDINATOR
-    pid = await client.call(22, 4, InitProducerId(transactional_id=None, transaction_timeout_ms=60_000))
+    assert (await client.call(ApiKey.JOIN_GROUP, 5, join)).error_code == ErrorCode.NOT_COORDINATOR
+    pid = await client.call(ApiKey.INIT_PRODUCER_ID, 4, InitProducerId(transactional_id=None, transaction_timeout_ms=60_000))
     assert pid.error_code == ErrorCode.NONE and pid.producer_id >= 1 << 40
     await client.aclose()
 
@@ -136,7 +137,7 @@ async def test_start_up_survives_a_corrupt_producer_ids_file_and_a_shard_folder_
 async def test_clean_shutdown_skips_recovery_and_a_kill_recovers_the_tail(tmp_path, start_broker):
     b = start_broker({})
     client = await WireClient.connect(b.port)
-    assert (await client.call(19, 5, create(("t", 3)))).topics[0].error_code == ErrorCode.NONE
+    assert (await client.call(ApiKey.CREATE_TOPICS, 5, create(("t", 3)))).topics[0].error_code == ErrorCode.NONE
     assert (await produce(client, "t", batch([b"a"]))).error_code == ErrorCode.NONE
     await client.aclose()
     assert b.restart() == 0
@@ -152,7 +153,7 @@ async def test_clean_shutdown_skips_recovery_and_a_kill_recovers_the_tail(tmp_pa
 async def test_a_kill_while_creating_a_topic_never_prevents_a_restart(tmp_path, start_broker):
     b = start_broker({})
     client = await WireClient.connect(b.port)
-    await client.send(19, 5, create(("big", 9_999)))
+    await client.send(ApiKey.CREATE_TOPICS, 5, create(("big", 9_999)))
     deadline = time.monotonic() + 20
     while not (tmp_path / "data" / "big-100").exists():                 # well into the creation
         assert time.monotonic() < deadline, "the creation never began"
@@ -163,7 +164,7 @@ async def test_a_kill_while_creating_a_topic_never_prevents_a_restart(tmp_path, 
     log = b.log_since_start()
     assert "recovered topic big" in log or "discarding partition(s)" in log
     client = await WireClient.connect(b.port)
-    answer = await client.call(3, 9, Metadata(topics=(Metadata.MetadataRequestTopic(name="big"),),
+    answer = await client.call(ApiKey.METADATA, 9, Metadata(topics=(Metadata.MetadataRequestTopic(name="big"),),
                                               allow_auto_topic_creation=False))
     topic = answer.topics[0]
     assert (topic.error_code, len(topic.partitions)) in ((ErrorCode.NONE, 9_999),

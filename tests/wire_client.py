@@ -9,6 +9,7 @@ from itertools import count
 import trio
 
 from protocol import REQUESTS
+from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.frames import FrameBuffer
 from protocol.header import decode_response, encode_request
@@ -63,15 +64,15 @@ async def join_stable_member(client: WireClient, group: str, *, instance_id: str
                              session_timeout_ms: int = 1000) -> tuple[str, int]:
     """Join ``group`` alone (JoinGroup v5 with the KIP-394 round trip, then SyncGroup v3);
     returns the member id and generation of the now Stable group."""
-    jg, sg = REQUESTS[11].cls, REQUESTS[14].cls
+    jg, sg = REQUESTS[ApiKey.JOIN_GROUP].cls, REQUESTS[ApiKey.SYNC_GROUP].cls
     join = jg(group_id=group, session_timeout_ms=session_timeout_ms, rebalance_timeout_ms=2000,
               member_id="", group_instance_id=instance_id, protocol_type="consumer",
               protocols=(jg.JoinGroupRequestProtocol(name="range", metadata=b""),))
-    first = await client.call(11, 5, join)
+    first = await client.call(ApiKey.JOIN_GROUP, 5, join)
     if first.error_code == ErrorCode.MEMBER_ID_REQUIRED:      # static members skip the round trip
-        first = await client.call(11, 5, dataclasses.replace(join, member_id=first.member_id))
+        first = await client.call(ApiKey.JOIN_GROUP, 5, dataclasses.replace(join, member_id=first.member_id))
     assert first.error_code == ErrorCode.NONE, first
-    synced = await client.call(14, 3, sg(group_id=group, generation_id=first.generation_id,
+    synced = await client.call(ApiKey.SYNC_GROUP, 3, sg(group_id=group, generation_id=first.generation_id,
                                          member_id=first.member_id, group_instance_id=instance_id))
     assert synced.error_code == ErrorCode.NONE, synced
     return first.member_id, first.generation_id

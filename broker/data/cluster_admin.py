@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 
+from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages import RESPONSES
 
@@ -19,8 +20,9 @@ from broker.data.topics import TopicStore, UnknownTopicOrPartition
 
 log = logging.getLogger("groupbroker.data")
 E = ErrorCode
-DescribeCluster, DescribeLogDirs = RESPONSES[60].cls, RESPONSES[35].cls
-ElectLeaders = RESPONSES[43].cls
+DescribeCluster = RESPONSES[ApiKey.DESCRIBE_CLUSTER].cls
+DescribeLogDirs = RESPONSES[ApiKey.DESCRIBE_LOG_DIRS].cls
+ElectLeaders = RESPONSES[ApiKey.ELECT_LEADERS].cls
 #: AclEntry.supportedOperations(CLUSTER): CREATE, ALTER, DESCRIBE, CLUSTER_ACTION,
 #: DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE (AclOperation codes), as a bit field
 CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))

@@ -16,6 +16,7 @@ from collections import Counter
 
 import trio
 
+from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages import RESPONSES
 
@@ -30,8 +31,9 @@ from broker.data.topics.fsutil import atomic_write
 
 log = logging.getLogger("groupbroker.data")
 E = ErrorCode
-DescribeConfigs, AlterConfigs, IncrementalAlterConfigs = (RESPONSES[32].cls, RESPONSES[33].cls,
-                                                          RESPONSES[44].cls)
+DescribeConfigs = RESPONSES[ApiKey.DESCRIBE_CONFIGS].cls
+AlterConfigs = RESPONSES[ApiKey.ALTER_CONFIGS].cls
+IncrementalAlterConfigs = RESPONSES[ApiKey.INCREMENTAL_ALTER_CONFIGS].cls
 TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 32
 SET, DELETE, APPEND, SUBTRACT = range(4)
 _OPERATIONS = {APPEND: "APPEND", SUBTRACT: "SUBTRACT"}

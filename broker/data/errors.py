@@ -7,16 +7,22 @@ ListOffsets and InitProducerId share the builders fault injection uses.
 
 from __future__ import annotations
 
+from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages import RESPONSES
 from protocol.wire import ZERO_UUID
 
 from broker.faults.rules import error_answer
 
-Metadata, CreateTopics, DeleteTopics = RESPONSES[3].cls, RESPONSES[19].cls, RESPONSES[20].cls
-CreatePartitions, DeleteRecords, ElectLeaders = RESPONSES[37].cls, RESPONSES[21].cls, RESPONSES[43].cls
-DescribeCluster, DescribeLogDirs, DescribeConfigs = RESPONSES[60].cls, RESPONSES[35].cls, RESPONSES[32].cls
-
+Metadata = RESPONSES[ApiKey.METADATA].cls
+CreateTopics = RESPONSES[ApiKey.CREATE_TOPICS].cls
+DeleteTopics = RESPONSES[ApiKey.DELETE_TOPICS].cls
+CreatePartitions = RESPONSES[ApiKey.CREATE_PARTITIONS].cls
+DeleteRecords = RESPONSES[ApiKey.DELETE_RECORDS].cls
+ElectLeaders = RESPONSES[ApiKey.ELECT_LEADERS].cls
+DescribeCluster = RESPONSES[ApiKey.DESCRIBE_CLUSTER].cls
+DescribeLogDirs = RESPONSES[ApiKey.DESCRIBE_LOG_DIRS].cls
+DescribeConfigs = RESPONSES[ApiKey.DESCRIBE_CONFIGS].cls
 #: Kafka's QuorumController.MAX_RECORDS_PER_USER_OP and the PolicyViolationException message
 #: its controller answers when one request would write more metadata records than that.
 MAX_RECORDS_PER_USER_OP = 10_000
@@ -46,16 +52,16 @@ def cut(text: str) -> str:
 
 def whole_request_error(key: int, version: int, body, error: ErrorCode, message: str | None = None):
     """The answer to data-plane request ``body`` (API ``key`` at ``version``) that failed with ``error``."""
-    if key == 3:
+    if key == ApiKey.METADATA:
         topic = Metadata.MetadataResponseTopic
         # the answer's names are not nullable: a topic asked for by id comes back named ""
         return Metadata(error_code=error, topics=tuple(
             topic(error_code=error, name=t.name or "", topic_id=t.topic_id) for t in body.topics or ()))
-    if key == 19:
+    if key == ApiKey.CREATE_TOPICS:
         result = CreateTopics.CreatableTopicResult
         return CreateTopics(topics=tuple(result(name=t.name, error_code=error, error_message=message)
                                          for t in body.topics))
-    if key == 20:
+    if key == ApiKey.DELETE_TOPICS:
         result = DeleteTopics.DeletableTopicResult
         wanted = [(t.name, t.topic_id) for t in body.topics] if version >= 6 else \
             [(name, ZERO_UUID) for name in body.topic_names]
@@ -108,8 +114,14 @@ def _altered(answer):
 
 #: The admin APIs' answers (KafkaApis and ControllerApis answer these with getErrorResponse too).
 _ADMIN_ANSWERS = {
-    37: _create_partitions, 21: _delete_records, 43: _elect_leaders,
-    60: lambda version, body, error, message: DescribeCluster(error_code=error, error_message=message),
-    35: lambda version, body, error, message: DescribeLogDirs(error_code=error if version >= 3 else 0),
-    32: _describe_configs, 33: _altered(RESPONSES[33].cls), 44: _altered(RESPONSES[44].cls),
+    ApiKey.CREATE_PARTITIONS: _create_partitions,
+    ApiKey.DELETE_RECORDS: _delete_records,
+    ApiKey.ELECT_LEADERS: _elect_leaders,
+    ApiKey.DESCRIBE_CLUSTER: lambda version, body, error, message: DescribeCluster(
+        error_code=error, error_message=message),
+    ApiKey.DESCRIBE_LOG_DIRS: lambda version, body, error, message: DescribeLogDirs(
+        error_code=error if version >= 3 else 0),
+    ApiKey.DESCRIBE_CONFIGS: _describe_configs,
+    ApiKey.ALTER_CONFIGS: _altered(RESPONSES[ApiKey.ALTER_CONFIGS].cls),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: _altered(RESPONSES[ApiKey.INCREMENTAL_ALTER_CONFIGS].cls),
 }

@@ -17,6 +17,7 @@ from typing import Callable, NamedTuple
 
 import trio
 
+from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.logtext import safe
 from protocol.messages import RESPONSES
@@ -44,11 +45,13 @@ UNSET_OPERATIONS = -2147483648
 TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
 LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
 
-Metadata, Produce, Fetch = RESPONSES[3].cls, RESPONSES[0].cls, RESPONSES[1].cls
-ListOffsets, CreateTopics, DeleteTopics = RESPONSES[2].cls, RESPONSES[19].cls, RESPONSES[20].cls
-InitProducerId = RESPONSES[22].cls
-
-
+Metadata = RESPONSES[ApiKey.METADATA].cls
+Produce = RESPONSES[ApiKey.PRODUCE].cls
+Fetch = RESPONSES[ApiKey.FETCH].cls
+ListOffsets = RESPONSES[ApiKey.LIST_OFFSETS].cls
+CreateTopics = RESPONSES[ApiKey.CREATE_TOPICS].cls
+DeleteTopics = RESPONSES[ApiKey.DELETE_TOPICS].cls
+InitProducerId = RESPONSES[ApiKey.INIT_PRODUCER_ID].cls
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -64,16 +67,19 @@ class DataPlane:
         self.parked = ParkedFetches()
         topic_admin, cluster_admin = TopicAdmin(self.store, config), ClusterAdmin(self.store, config, advertised)
         self.config_apis = config_apis = ConfigApis(self.store, config)
-        handlers = {3: self.metadata, 0: self.produce, 1: self.fetch, 2: self.list_offsets,
-                    19: self.create_topics, 20: self.delete_topics, 22: self.init_producer_id,
-                    37: topic_admin.create_partitions,
-                    21: topic_admin.delete_records,
-                    60: cluster_admin.describe_cluster,
-                    35: cluster_admin.describe_log_dirs,
-                    43: cluster_admin.elect_leaders,
-                    32: config_apis.describe_configs,
-                    33: config_apis.alter_configs,
-                    44: config_apis.incremental_alter_configs}
+        handlers = {ApiKey.METADATA: self.metadata, ApiKey.PRODUCE: self.produce,
+                    ApiKey.FETCH: self.fetch, ApiKey.LIST_OFFSETS: self.list_offsets,
+                    ApiKey.CREATE_TOPICS: self.create_topics,
+                    ApiKey.DELETE_TOPICS: self.delete_topics,
+                    ApiKey.INIT_PRODUCER_ID: self.init_producer_id,
+                    ApiKey.CREATE_PARTITIONS: topic_admin.create_partitions,
+                    ApiKey.DELETE_RECORDS: topic_admin.delete_records,
+                    ApiKey.DESCRIBE_CLUSTER: cluster_admin.describe_cluster,
+                    ApiKey.DESCRIBE_LOG_DIRS: cluster_admin.describe_log_dirs,
+                    ApiKey.ELECT_LEADERS: cluster_admin.elect_leaders,
+                    ApiKey.DESCRIBE_CONFIGS: config_apis.describe_configs,
+                    ApiKey.ALTER_CONFIGS: config_apis.alter_configs,
+                    ApiKey.INCREMENTAL_ALTER_CONFIGS: config_apis.incremental_alter_configs}
         self.routes = {key: _answering_errors(handler) for key, handler in handlers.items()}
 
     def has_partition(self, topic: str, partition: int) -> bool:
@@ -417,7 +423,7 @@ def _answering_errors(handler):
             log.exception("%s v%d from client %s failed; answering UNKNOWN_SERVER_ERROR",
                           API_TABLE[ctx.api_key].name, ctx.version, safe(ctx.client_id))
             error, message = E.UNKNOWN_SERVER_ERROR, None
-        if ctx.api_key == 0 and req.acks == 0:
+        if ctx.api_key == ApiKey.PRODUCE and req.acks == 0:
             return None                  # a produce with acks=0 is never answered
         return whole_request_error(ctx.api_key, ctx.version, req, error, message)
     return decide

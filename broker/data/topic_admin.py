@@ -15,6 +15,7 @@ from collections import Counter
 
 import trio
 
+from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages import RESPONSES
 
@@ -24,7 +25,8 @@ from broker.data.topics import StorageError, TopicsError, TopicStore, UnknownTop
 
 log = logging.getLogger("groupbroker.data")
 E = ErrorCode
-CreatePartitions, DeleteRecords = RESPONSES[37].cls, RESPONSES[21].cls
+CreatePartitions = RESPONSES[ApiKey.CREATE_PARTITIONS].cls
+DeleteRecords = RESPONSES[ApiKey.DELETE_RECORDS].cls
 #: DeleteRecordsRequest.HIGH_WATERMARK: delete everything before the high watermark
 HIGH_WATERMARK = -1
 OFFSETS_TOPIC = "__consumer_offsets"

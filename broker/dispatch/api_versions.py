@@ -9,20 +9,29 @@ from __future__ import annotations
 
 import re
 
+from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages import RESPONSES
 from protocol.registry import API_TABLE
 
-ApiVersionsResponse = RESPONSES[18].cls
+ApiVersionsResponse = RESPONSES[ApiKey.API_VERSIONS].cls
 
 #: Every API this broker answers, hence what ApiVersions advertises and `groupbroker apis` lists
 #: (the broker checks its dispatch table against it at start).
 SERVED_APIS = frozenset({
-    18,                                          # ApiVersions
-    3, 0, 1, 2, 19, 20, 22,                      # the data plane (broker/data/plane.py)
-    37, 21, 60, 35, 43,                          # topic and cluster admin (broker/*_admin.py)
-    32, 33, 44,                                  # topic and broker configs (broker/data/config_apis.py)
-    10, 11, 14, 12, 13, 8, 9, 15, 16, 42, 47,    # the group coordinator (broker/group_runtime/router.py)
+    ApiKey.API_VERSIONS,
+    # the data plane (broker/data/plane.py)
+    ApiKey.METADATA, ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.LIST_OFFSETS, ApiKey.CREATE_TOPICS,
+    ApiKey.DELETE_TOPICS, ApiKey.INIT_PRODUCER_ID,
+    # topic and cluster admin (broker/data/topic_admin.py, cluster_admin.py)
+    ApiKey.CREATE_PARTITIONS, ApiKey.DELETE_RECORDS, ApiKey.DESCRIBE_CLUSTER,
+    ApiKey.DESCRIBE_LOG_DIRS, ApiKey.ELECT_LEADERS,
+    # topic and broker configs (broker/data/config_apis.py)
+    ApiKey.DESCRIBE_CONFIGS, ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS,
+    # the group coordinator (broker/group_runtime/router.py)
+    ApiKey.FIND_COORDINATOR, ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT,
+    ApiKey.LEAVE_GROUP, ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH, ApiKey.DESCRIBE_GROUPS,
+    ApiKey.LIST_GROUPS, ApiKey.DELETE_GROUPS, ApiKey.OFFSET_DELETE,
 })
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?\Z")
 
@@ -38,7 +47,7 @@ def api_versions_answer(version: int, request, served: list[int]):
 
 
 def unsupported_version_answer():
-    spec = API_TABLE[18]
+    spec = API_TABLE[ApiKey.API_VERSIONS]
     return ApiVersionsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=(
-        ApiVersionsResponse.ApiVersion(api_key=18, min_version=spec.min_version,
+        ApiVersionsResponse.ApiVersion(api_key=ApiKey.API_VERSIONS, min_version=spec.min_version,
                                        max_version=spec.max_version),))

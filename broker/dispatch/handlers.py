@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import trio
 
+from protocol.api_keys import ApiKey
 from protocol.registry import API_TABLE
 
 from broker.dispatch.api_versions import SERVED_APIS, api_versions_answer
@@ -15,7 +16,9 @@ from broker.data.plane import DataPlane
 from broker.faults.rules import ConnectionDropped, Faults, error_answer
 from broker.group_runtime.router import GroupRouter
 
-GROUP_APIS = (10, 11, 14, 12, 13, 8, 9, 15, 16, 42, 47)
+GROUP_APIS = (ApiKey.FIND_COORDINATOR, ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT,
+              ApiKey.LEAVE_GROUP, ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH, ApiKey.DESCRIBE_GROUPS,
+              ApiKey.LIST_GROUPS, ApiKey.DELETE_GROUPS, ApiKey.OFFSET_DELETE)
 
 
 @dataclass(slots=True)
@@ -36,7 +39,7 @@ class Handlers:
                  faults: Faults):
         self.config, self.advertised, self.faults = config, advertised, faults
         self.data = DataPlane(config, advertised, on_topics_deleted)
-        self.routes = {18: self._api_versions, **self.data.routes}
+        self.routes = {ApiKey.API_VERSIONS: self._api_versions, **self.data.routes}
         self._groups: GroupRouter | None = None
 
     def serve_groups(self, groups: GroupRouter) -> None:

@@ -16,6 +16,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from coordinator.responses import error_response
+from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.logtext import safe
 from protocol.messages import RESPONSES
@@ -25,9 +26,12 @@ from protocol.registry import API_TABLE
 log = logging.getLogger("groupbroker.faults")
 
 #: Group APIs whose failure answer the coordinator knows how to build.
-_GROUP_APIS = (11, 14, 12, 13, 8, 9, 15, 16, 42, 47)
+_GROUP_APIS = (ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP,
+               ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH, ApiKey.DESCRIBE_GROUPS,
+               ApiKey.LIST_GROUPS, ApiKey.DELETE_GROUPS, ApiKey.OFFSET_DELETE)
 #: Data-plane APIs with a whole-request failure answer here.
-_DATA_APIS = (0, 1, 2, 10, 22)
+_DATA_APIS = (ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.LIST_OFFSETS, ApiKey.FIND_COORDINATOR,
+              ApiKey.INIT_PRODUCER_ID)
 #: APIs whose requests can be answered with an injected error.
 ERROR_APIS = frozenset(_GROUP_APIS + _DATA_APIS)
 #: How many requests a recording keeps (the oldest go first).
@@ -157,15 +161,15 @@ class Faults:
 
 def groups_of(key: int, body) -> tuple[str, ...]:
     """The consumer groups a request names."""
-    if key == 10:
+    if key == ApiKey.FIND_COORDINATOR:
         if getattr(body, "key_type", 0) != 0:
             return ()
         return tuple(body.coordinator_keys) or (body.key,)
     if hasattr(body, "group_id"):
         return (body.group_id,)
-    if key == 42:
+    if key == ApiKey.DELETE_GROUPS:
         return tuple(body.groups_names)
-    if key in (9, 15):
+    if key in (ApiKey.OFFSET_FETCH, ApiKey.DESCRIBE_GROUPS):
         return tuple(g if isinstance(g, str) else g.group_id for g in body.groups)
     return ()
 
@@ -192,25 +196,25 @@ def error_answer(key: int, version: int, body, error: ErrorCode):
     if key in _GROUP_APIS:
         return error_response(key, version, body, error)
     cls = RESPONSES[key].cls
-    if key == 10:
+    if key == ApiKey.FIND_COORDINATOR:
         failed = dict(error_code=error, node_id=-1, host="", port=-1, error_message=error.name)
         if version < 4:
             return cls(**failed)
         return cls(coordinators=tuple(cls.Coordinator(key=k, **failed) for k in body.coordinator_keys))
-    if key == 22:
+    if key == ApiKey.INIT_PRODUCER_ID:
         return cls(error_code=error, producer_id=-1, producer_epoch=-1)
-    if key == 0:
+    if key == ApiKey.PRODUCE:
         topic = cls.TopicProduceResponse
         return cls(responses=tuple(topic(name=t.name, partition_responses=tuple(
             topic.PartitionProduceResponse(index=p.index, error_code=error, base_offset=-1)
             for p in t.partition_data)) for t in body.topic_data))
-    if key == 1:
+    if key == ApiKey.FETCH:
         topic = cls.FetchableTopicResponse
         return cls(error_code=error if version >= 7 else ErrorCode.NONE, responses=tuple(
             topic(topic=t.topic, topic_id=t.topic_id, partitions=tuple(
                 topic.PartitionData(partition_index=p.partition, error_code=error, high_watermark=-1,
                                     records=b"") for p in t.partitions)) for t in body.topics))
-    if key == 2:
+    if key == ApiKey.LIST_OFFSETS:
         topic = cls.ListOffsetsTopicResponse
         return cls(topics=tuple(topic(name=t.name, partitions=tuple(
             topic.ListOffsetsPartitionResponse(partition_index=p.partition_index, error_code=error)

@@ -16,6 +16,7 @@ from typing import Callable
 import trio
 
 from coordinator.routing import shard_for
+from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.logtext import safe
 from protocol.messages import RESPONSES
@@ -24,14 +25,15 @@ from broker.group_runtime.shard_runner import ShardRunner, Ticket
 
 log = logging.getLogger("groupbroker.groups")
 
-FindCoordinatorResponse = RESPONSES[10].cls
-_COMMIT_TOPIC = RESPONSES[8].cls.OffsetCommitResponseTopic
-_DELETE_TOPIC = RESPONSES[47].cls.OffsetDeleteResponseTopic
-#: per-partition result classes of OffsetCommit (8) and OffsetDelete (47)
-_RESULT_CLASSES = {8: (_COMMIT_TOPIC, _COMMIT_TOPIC.OffsetCommitResponsePartition),
-                   47: (_DELETE_TOPIC, _DELETE_TOPIC.OffsetDeleteResponsePartition)}
-SINGLE_GROUP_APIS = (11, 14, 13)                # JoinGroup, SyncGroup, LeaveGroup
-PIPELINED_APIS = (12, 8, 47)                    # Heartbeat, OffsetCommit, OffsetDelete
+FindCoordinatorResponse = RESPONSES[ApiKey.FIND_COORDINATOR].cls
+_COMMIT_TOPIC = RESPONSES[ApiKey.OFFSET_COMMIT].cls.OffsetCommitResponseTopic
+_DELETE_TOPIC = RESPONSES[ApiKey.OFFSET_DELETE].cls.OffsetDeleteResponseTopic
+#: per-partition result classes of OffsetCommit and OffsetDelete
+_RESULT_CLASSES = {
+    ApiKey.OFFSET_COMMIT: (_COMMIT_TOPIC, _COMMIT_TOPIC.OffsetCommitResponsePartition),
+    ApiKey.OFFSET_DELETE: (_DELETE_TOPIC, _DELETE_TOPIC.OffsetDeleteResponsePartition)}
+SINGLE_GROUP_APIS = (ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.LEAVE_GROUP)
+PIPELINED_APIS = (ApiKey.HEARTBEAT, ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_DELETE)
 
 
 class GroupRouter:
@@ -46,7 +48,7 @@ class GroupRouter:
 
     async def handle(self, ctx, request):
         key, v = ctx.api_key, ctx.version
-        if key == 10:
+        if key == ApiKey.FIND_COORDINATOR:
             return self.find_coordinator(v, request, ctx)
         if self.pipelines(key, v):
             ticket, finish = self.begin(ctx, request)
@@ -55,13 +57,13 @@ class GroupRouter:
             return await self.runner_for(request.group_id).call(
                 key, v, request, client_id=ctx.client_id, client_host=ctx.client_host,
                 barriers=ctx.barriers)
-        if key == 15:
+        if key == ApiKey.DESCRIBE_GROUPS:
             return await self._split(ctx, request, "groups", lambda g: g, "groups")
-        if key == 42:
+        if key == ApiKey.DELETE_GROUPS:
             return await self._split(ctx, request, "groups_names", lambda g: g, "results")
-        if key == 9:
+        if key == ApiKey.OFFSET_FETCH:
             return await self._split(ctx, request, "groups", lambda g: g.group_id, "groups")
-        if key == 16:
+        if key == ApiKey.LIST_GROUPS:
             return await self._list_groups(ctx, request)
         raise KeyError(f"api key {key} is not a group API")
 
@@ -69,13 +71,13 @@ class GroupRouter:
     def pipelines(api_key: int, version: int) -> bool:
         """Single-group requests whose answer never waits for other members (unlike a
         JoinGroup or SyncGroup, which park): a connection may submit several at once."""
-        return api_key in PIPELINED_APIS or (api_key == 9 and version < 8)
+        return api_key in PIPELINED_APIS or (api_key == ApiKey.OFFSET_FETCH and version < 8)
 
     def begin(self, ctx, request) -> tuple[Ticket, Callable]:
         """Submit a pipelined request to its shard; returns its ticket and the function that
         turns the shard's answer into the response."""
         runner = self.runner_for(request.group_id)
-        if ctx.api_key not in (8, 47):
+        if ctx.api_key not in (ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_DELETE):
             return runner.submit(ctx.api_key, ctx.version, request, client_id=ctx.client_id,
                                  client_host=ctx.client_host), _unchanged
         # OffsetCommit/OffsetDelete: as Kafka's API layer does, answer partitions that do not
@@ -84,9 +86,9 @@ class GroupRouter:
             p for p in t.partitions if self.partition_exists(t.name, p.partition_index)))
             for t in request.topics)
         kept = tuple(t for t in kept if t.partitions)
-        if ctx.api_key == 8 and not kept:
+        if ctx.api_key == ApiKey.OFFSET_COMMIT and not kept:
             ticket = Ticket(ctx.api_key, ctx.version, request)
-            ticket.settle(RESPONSES[8].cls())
+            ticket.settle(RESPONSES[ApiKey.OFFSET_COMMIT].cls())
         else:
             ticket = runner.submit(ctx.api_key, ctx.version, dataclasses.replace(request, topics=kept),
                                    client_id=ctx.client_id, client_host=ctx.client_host)
@@ -169,7 +171,8 @@ class GroupRouter:
         # lists no groups; any other shard error (e.g. still loading) fails the whole answer.
         answers = [a for a in answers if a.error_code != ErrorCode.NOT_COORDINATOR]
         error = next((a.error_code for a in answers if a.error_code != ErrorCode.NONE), ErrorCode.NONE)
-        return RESPONSES[16].cls(error_code=error, groups=tuple(g for a in answers for g in a.groups))
+        return RESPONSES[ApiKey.LIST_GROUPS].cls(
+            error_code=error, groups=tuple(g for a in answers for g in a.groups))
 
 
 

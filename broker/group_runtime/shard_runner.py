@@ -31,11 +31,12 @@ import trio
 from coordinator.actions import Journal, Persist, Reply, RequestContext
 from coordinator.interventions import InterventionError
 from coordinator.recovery import load_shard
-from coordinator.responses import API_NAMES, HEARTBEAT, error_response, operation_failed
+from coordinator.responses import error_response, operation_failed
 from coordinator.shard import Shard
 from offsets_log.compaction import compact
 from offsets_log.errors import OffsetsLogError
 from offsets_log.log import Durability, GroupCommit, ShardLog
+from protocol.api_keys import ApiKey, api_name
 from protocol.errors import ErrorCode
 from protocol.logtext import safe
 
@@ -94,7 +95,8 @@ class Ticket:
 
 
 #: The APIs whose errors are answered to a group member (and logged as such).
-_MEMBER_APIS = (11, 14, 12, 13, 8, 47, 9)
+_MEMBER_APIS = (ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP,
+                ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_DELETE, ApiKey.OFFSET_FETCH)
 #: Retrying a failed log: the first wait, and the longest (doubling between).
 RETRY_MIN_S = 1.0
 RETRY_MAX_S = 30.0
@@ -104,14 +106,14 @@ def answered_error(ticket: Ticket, response) -> tuple[str, str, str, int | None,
     """(group, API name, member id, generation sent, error) when ``response`` answers a
     group API with an error; None otherwise."""
     error = getattr(response, "error_code", 0)
-    if not error and ticket.api_key == 8:
+    if not error and ticket.api_key == ApiKey.OFFSET_COMMIT:
         error = next((p.error_code for t in response.topics for p in t.partitions if p.error_code), 0)
     group = getattr(ticket.request, "group_id", None)
     if not error or group is None or ticket.api_key not in _MEMBER_APIS:
         return None
     request = ticket.request
     generation = getattr(request, "generation_id", getattr(request, "generation_id_or_member_epoch", None))
-    return (group, API_NAMES[ticket.api_key], getattr(request, "member_id", ""), generation,
+    return (group, api_name(ticket.api_key), getattr(request, "member_id", ""), generation,
             ErrorCode(error))
 
 
@@ -169,7 +171,7 @@ class ShardRunner:
             return ErrorCode.NOT_COORDINATOR
         if not self.loaded or self.unavailable == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
             # Kafka answers heartbeats "blindly" with NONE while the shard loads.
-            return ErrorCode.NONE if api_key == HEARTBEAT else ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+            return ErrorCode.NONE if api_key == ApiKey.HEARTBEAT else ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
         return None
 
     async def intervene(self, fault, *args) -> str:
@@ -302,7 +304,7 @@ class ShardRunner:
         except Exception as e:       # a bug or an unwritable record: the state is rebuilt from the log
             error = ErrorCode.UNKNOWN_SERVER_ERROR
             what = "a timer" if ticket is None else \
-                f"{API_NAMES.get(ticket.api_key, ticket.api_key)} v{ticket.version} from {peer}"
+                f"{api_name(ticket.api_key)} v{ticket.version} from {peer}"
             log.error("shard %d: %s failed (%s: %s); %sreloading the shard from its log",
                       self.shard.shard_id, what, type(e).__name__, safe(e),
                       "" if ticket is None else f"answered {error.name}; ")

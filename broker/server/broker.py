@@ -28,6 +28,7 @@ from coordinator.responses import error_response
 from coordinator.shard import Shard
 from offsets_log.errors import OffsetsLogError
 from offsets_log.log import Durability, ShardLog
+from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.exceptions import DecodeError, EncodeError, FrameTooLarge, UnsupportedVersion
 from protocol.header import decode_request, decode_request_header, encode_response_parts
@@ -225,7 +226,7 @@ class Broker:
             request = decode_request(frame)
         except UnsupportedVersion as e:
             header = getattr(e, "header", None) or decode_request_header(frame)[0]
-            if header.api_key != 18:
+            if header.api_key != ApiKey.API_VERSIONS:
                 raise UnsupportedVersion(f"api {header.api_key} v{header.api_version}: {e}") from None
             # Kafka answers an ApiVersions it cannot read with UNSUPPORTED_VERSION at v0
             return dataclasses.replace(header, api_version=0), _UNKNOWN_API_VERSIONS

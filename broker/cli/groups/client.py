@@ -13,6 +13,7 @@ import struct
 from dataclasses import dataclass, field
 from itertools import count
 
+from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.exceptions import DecodeError
 from protocol.frames import FrameBuffer
@@ -22,8 +23,6 @@ from protocol.payloads import decode_payload
 
 log = logging.getLogger(__name__)
 
-API_VERSIONS, METADATA, LIST_OFFSETS, OFFSET_COMMIT, OFFSET_FETCH = 18, 3, 2, 8, 9
-FIND_COORDINATOR, DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS, OFFSET_DELETE = 10, 15, 16, 42, 47
 LATEST, EARLIEST = -1, -2
 
 
@@ -83,17 +82,17 @@ class Connection:
 
     def _negotiate(self) -> None:
         """ApiVersions at our highest version; on UNSUPPORTED_VERSION retry at the broker's."""
-        ours = REQUESTS[API_VERSIONS]
+        ours = REQUESTS[ApiKey.API_VERSIONS]
         version = ours.max_version
         for _ in range(2):
-            frame = self._roundtrip(API_VERSIONS, version, _api_versions_body(version))
+            frame = self._roundtrip(ApiKey.API_VERSIONS, version, _api_versions_body(version))
             error, = struct.unpack_from(">h", frame, 4)
             if error != ErrorCode.UNSUPPORTED_VERSION:
                 break
-            _, answer = decode_response(API_VERSIONS, 0, frame)
+            _, answer = decode_response(ApiKey.API_VERSIONS, 0, frame)
             theirs = {k.api_key: k.max_version for k in answer.api_keys}
-            version = min(version, theirs.get(API_VERSIONS, 0))
-        _, answer = decode_response(API_VERSIONS, version, frame)
+            version = min(version, theirs.get(ApiKey.API_VERSIONS, 0))
+        _, answer = decode_response(ApiKey.API_VERSIONS, version, frame)
         _check(answer.error_code, "ApiVersions")
         for entry in answer.api_keys:
             mine = REQUESTS.get(entry.api_key)
@@ -122,7 +121,7 @@ class Connection:
 
 
 def _api_versions_body(version: int):
-    cls = REQUESTS[API_VERSIONS].cls
+    cls = REQUESTS[ApiKey.API_VERSIONS].cls
     if version >= 3:
         return cls(client_software_name="groupbroker-cli", client_software_version="1")
     return cls()
@@ -165,7 +164,7 @@ class Cluster:
 
 def metadata(cluster: Cluster, topics: list[str] | None):
     """Metadata for ``topics`` (None: all); records the brokers in ``cluster``."""
-    cls = REQUESTS[METADATA].cls
+    cls = REQUESTS[ApiKey.METADATA].cls
 
     def build(v):
         names = None if topics is None else tuple(cls.MetadataRequestTopic(name=t) for t in topics)
@@ -173,21 +172,21 @@ def metadata(cluster: Cluster, topics: list[str] | None):
             names = ()
         kw = {"allow_auto_topic_creation": False} if v >= 4 else {}
         return cls(topics=names, **kw)
-    answer = cluster.bootstrap.call(METADATA, build)
+    answer = cluster.bootstrap.call(ApiKey.METADATA, build)
     cluster.brokers = {b.node_id: (b.host, b.port) for b in answer.brokers}
     return answer
 
 
 def find_coordinator(cluster: Cluster, group: str) -> tuple[int, str, int]:
     """(node id, host, port) of the group's coordinator."""
-    cls = REQUESTS[FIND_COORDINATOR].cls
+    cls = REQUESTS[ApiKey.FIND_COORDINATOR].cls
 
     def build(v):
         if v >= 4:
             return cls(key_type=0, coordinator_keys=(group,))
         return cls(key=group, key_type=0) if v >= 1 else cls(key=group)
-    answer = cluster.bootstrap.call(FIND_COORDINATOR, build)
-    entry = answer.coordinators[0] if cluster.bootstrap.version(FIND_COORDINATOR) >= 4 else answer
+    answer = cluster.bootstrap.call(ApiKey.FIND_COORDINATOR, build)
+    entry = answer.coordinators[0] if cluster.bootstrap.version(ApiKey.FIND_COORDINATOR) >= 4 else answer
     _check(entry.error_code, f"FindCoordinator for group '{group}'")
     return entry.node_id, entry.host, entry.port
 
@@ -214,8 +213,8 @@ class Group:
 
 
 def describe_group(coordinator: Connection, group: str) -> Group:
-    cls = REQUESTS[DESCRIBE_GROUPS].cls
-    answer = coordinator.call(DESCRIBE_GROUPS, lambda v: cls(groups=(group,)))
+    cls = REQUESTS[ApiKey.DESCRIBE_GROUPS].cls
+    answer = coordinator.call(ApiKey.DESCRIBE_GROUPS, lambda v: cls(groups=(group,)))
     described = answer.groups[0]
     if described.error_code == ErrorCode.GROUP_ID_NOT_FOUND:
         return Group(group, "Dead", "", [], described.error_message or f"Group {group} not found.")
@@ -239,16 +238,16 @@ def _assigned(data: bytes) -> list[tuple[str, int]]:
 def fetch_committed(coordinator: Connection, group: str) -> dict[tuple[str, int], tuple[int, int]]:
     """(offset, leader epoch or -1) of every partition of ``group`` with a committed offset
     (OffsetFetch with topics = null)."""
-    cls = REQUESTS[OFFSET_FETCH].cls
-    if coordinator.version(OFFSET_FETCH) < 2:
+    cls = REQUESTS[ApiKey.OFFSET_FETCH].cls
+    if coordinator.version(ApiKey.OFFSET_FETCH) < 2:
         raise GroupsError(f"{coordinator.address} cannot fetch all offsets of a group (OffsetFetch < v2)")
 
     def build(v):
         if v >= 8:
             return cls(groups=(cls.OffsetFetchRequestGroup(group_id=group, topics=None),))
         return cls(group_id=group, topics=None)
-    answer = coordinator.call(OFFSET_FETCH, build)
-    if coordinator.version(OFFSET_FETCH) >= 8:
+    answer = coordinator.call(ApiKey.OFFSET_FETCH, build)
+    if coordinator.version(ApiKey.OFFSET_FETCH) >= 8:
         answer = answer.groups[0]
     _check(answer.error_code, f"OffsetFetch for group '{group}'")
     offsets = {}
@@ -285,7 +284,7 @@ def list_offsets(cluster: Cluster, partitions: list[tuple[str, int]], timestamp:
 
 
 def _list_offsets_on(conn: Connection, tps: list[tuple[str, int]], timestamp: int):
-    cls = REQUESTS[LIST_OFFSETS].cls
+    cls = REQUESTS[ApiKey.LIST_OFFSETS].cls
     topics = {}
     for t, p in tps:
         topics.setdefault(t, []).append(cls.ListOffsetsTopic.ListOffsetsPartition(partition_index=p, timestamp=timestamp))
@@ -293,7 +292,7 @@ def _list_offsets_on(conn: Connection, tps: list[tuple[str, int]], timestamp: in
     def build(v):
         body = tuple(cls.ListOffsetsTopic(name=t, partitions=tuple(ps)) for t, ps in topics.items())
         return cls(replica_id=-1, topics=body, **({"isolation_level": 0} if v >= 2 else {}))
-    answer = conn.call(LIST_OFFSETS, build)
+    answer = conn.call(ApiKey.LIST_OFFSETS, build)
     return {(t.name, p.partition_index): p.offset for t in answer.topics for p in t.partitions
             if p.error_code == ErrorCode.NONE}
 
@@ -313,17 +312,17 @@ def list_groups(cluster: Cluster, states: list[str] | None = None, types: list[s
     filter needs ListGroups v4 / v5 and is applied by the broker."""
     metadata(cluster, [])
     conns = [cluster.node(n) for n in sorted(cluster.brokers)] or [cluster.bootstrap]
-    cls = REQUESTS[LIST_GROUPS].cls
+    cls = REQUESTS[ApiKey.LIST_GROUPS].cls
     groups: dict[str, tuple[str, str, str]] = {}
     for conn in conns:
-        version = conn.version(LIST_GROUPS)
+        version = conn.version(ApiKey.LIST_GROUPS)
         if states and version < 4 or types and version < 5:
             raise GroupsError(f"{conn.address} cannot filter groups by state or type "
                               f"(ListGroups v{version})")
         kw = {"states_filter": tuple(states or ())} if version >= 4 else {}
         if version >= 5:
             kw["types_filter"] = tuple(types or ())
-        answer = conn.call(LIST_GROUPS, lambda v: cls(**kw))
+        answer = conn.call(ApiKey.LIST_GROUPS, lambda v: cls(**kw))
         _check(answer.error_code, "ListGroups")
         for g in answer.groups:
             groups[g.group_id] = (g.protocol_type, getattr(g, "group_state", ""),
@@ -333,7 +332,7 @@ def list_groups(cluster: Cluster, states: list[str] | None = None, types: list[s
 
 def commit_offsets(coordinator: Connection, group: str, targets: dict[tuple[str, int], int]) -> None:
     """OffsetCommit as an admin does (no generation, no member); any partition error raises."""
-    cls = REQUESTS[OFFSET_COMMIT].cls
+    cls = REQUESTS[ApiKey.OFFSET_COMMIT].cls
     by_topic: dict[str, list] = {}
     for (t, p), off in sorted(targets.items()):
         by_topic.setdefault(t, []).append(cls.OffsetCommitRequestTopic.OffsetCommitRequestPartition(
@@ -344,7 +343,7 @@ def commit_offsets(coordinator: Connection, group: str, targets: dict[tuple[str,
         topics = tuple(cls.OffsetCommitRequestTopic(name=t, partitions=tuple(ps))
                        for t, ps in by_topic.items())
         return cls(group_id=group, generation_id_or_member_epoch=-1, member_id="", topics=topics, **kw)
-    answer = coordinator.call(OFFSET_COMMIT, build)
+    answer = coordinator.call(ApiKey.OFFSET_COMMIT, build)
     for topic in answer.topics:
         for p in topic.partitions:
             _check(p.error_code, f"OffsetCommit for {topic.name}-{p.partition_index}")
@@ -352,21 +351,21 @@ def commit_offsets(coordinator: Connection, group: str, targets: dict[tuple[str,
 
 def delete_groups(coordinator: Connection, groups: list[str]) -> dict[str, ErrorCode]:
     """DeleteGroups for ``groups`` (all coordinated by ``coordinator``): group -> error code."""
-    cls = REQUESTS[DELETE_GROUPS].cls
-    answer = coordinator.call(DELETE_GROUPS, lambda v: cls(groups_names=tuple(groups)))
+    cls = REQUESTS[ApiKey.DELETE_GROUPS].cls
+    answer = coordinator.call(ApiKey.DELETE_GROUPS, lambda v: cls(groups_names=tuple(groups)))
     return {r.group_id: ErrorCode.lookup(r.error_code) for r in answer.results}
 
 
 def delete_offsets(coordinator: Connection, group: str, partitions: list[tuple[str, int]]
                    ) -> tuple[ErrorCode, dict[tuple[str, int], ErrorCode]]:
     """OffsetDelete: the top-level error and each partition's."""
-    cls = REQUESTS[OFFSET_DELETE].cls
+    cls = REQUESTS[ApiKey.OFFSET_DELETE].cls
     by_topic: dict[str, list] = {}
     for t, p in partitions:
         by_topic.setdefault(t, []).append(cls.OffsetDeleteRequestTopic.OffsetDeleteRequestPartition(
             partition_index=p))
     topics = tuple(cls.OffsetDeleteRequestTopic(name=t, partitions=tuple(ps)) for t, ps in by_topic.items())
-    answer = coordinator.call(OFFSET_DELETE, lambda v: cls(group_id=group, topics=topics))
+    answer = coordinator.call(ApiKey.OFFSET_DELETE, lambda v: cls(group_id=group, topics=topics))
     return ErrorCode.lookup(answer.error_code), {
         (t.name, p.partition_index): ErrorCode.lookup(p.error_code)
         for t in answer.topics for p in t.partitions}
