@@ -16,7 +16,7 @@ from coordinator.actions import Reply, RequestContext  # noqa: E402
 from coordinator.routing import shard_for  # noqa: E402
 from coordinator.shard import Shard  # noqa: E402
 from protocol import DATA, REQUESTS  # noqa: E402
-from protocol.api_keys import ApiKey
+from protocol.api_keys import ApiKey  # noqa: E402
 from protocol.payloads import encode_payload  # noqa: E402
 
 GROUP = "bench-group"
@@ -31,7 +31,7 @@ def stable_group() -> tuple[Shard, list[str], int, int]:
     proto = join.JoinGroupRequestProtocol(name="range", metadata=metadata)
     now = 0
     for i in range(MEMBERS):
-        shard.handle(now, RequestContext(i, 11, 3, f"c{i}"),
+        shard.handle(now, RequestContext(i, ApiKey.JOIN_GROUP, 3, f"c{i}"),
                      join(group_id=GROUP, session_timeout_ms=45_000, rebalance_timeout_ms=60_000,
                           member_id="", protocol_type="consumer", protocols=(proto,)))
     group = shard.groups[GROUP]
@@ -40,7 +40,7 @@ def stable_group() -> tuple[Shard, list[str], int, int]:
         shard.tick(now)
     members = list(group.members)
     for i, member_id in enumerate(members):
-        shard.handle(now, RequestContext(("s", i), 14, 3),
+        shard.handle(now, RequestContext(("s", i), ApiKey.SYNC_GROUP, 3),
                      sync(group_id=GROUP, generation_id=group.generation, member_id=member_id))
     assert group.state.value == "Stable", group.state
     return shard, members, group.generation, now
@@ -63,7 +63,7 @@ def main() -> None:
     heartbeats = [hb(group_id=GROUP, generation_id=generation, member_id=m) for m in members]
 
     def heartbeat(n: int) -> None:
-        (reply,) = shard.handle(now, RequestContext(n, 12, 4), heartbeats[n % MEMBERS])
+        (reply,) = shard.handle(now, RequestContext(n, ApiKey.HEARTBEAT, 4), heartbeats[n % MEMBERS]).actions
         assert isinstance(reply, Reply) and reply.response.error_code == 0
 
     oc = REQUESTS[ApiKey.OFFSET_COMMIT].cls
@@ -74,7 +74,7 @@ def main() -> None:
         for m in members]
 
     def commit(n: int) -> None:
-        actions = shard.handle(now, RequestContext(n, 8, 8), commits[n % MEMBERS])
+        actions = shard.handle(now, RequestContext(n, ApiKey.OFFSET_COMMIT, 8), commits[n % MEMBERS]).actions
         assert len(actions) == 2
 
     print(f"{'operation (group of 100 members, Stable)':<44} {'rate':>12}")

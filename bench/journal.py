@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from e2e import LOADGEN, PY, REPO, TOPIC, OurBroker, create_topic, log, table  # noqa: E402
-from protocol.api_keys import ApiKey
+from protocol.api_keys import ApiKey  # noqa: E402
 from protocol.header import encode_request  # noqa: E402
 
 
@@ -99,7 +99,8 @@ def request_path(journal: bool, workdir: str):
     def once() -> None:
         clock[0] += 1
         decoded = decode_request(frame)
-        for action in shard.handle(clock[0], RequestContext(None, 8, 8), decoded.body):
+        for action in shard.handle(clock[0], RequestContext(None, ApiKey.OFFSET_COMMIT, 8),
+                                  decoded.body).actions:
             if isinstance(action, Persist):
                 log_.append(action.records, clock[0])
             elif isinstance(action, Journal):

@@ -1,27 +1,34 @@
-"""OffsetCommit, OffsetFetch, OffsetDelete and offset expiry (KIP-211).
+"""Committed offsets (Kafka's OffsetMetadataManager): OffsetCommit, OffsetFetch, OffsetDelete,
+offset expiry (KIP-211) and the offsets of deleted topics.
 
-Every change to offsets is a record: the handler builds typed records, hands their wire form
-to ``shard.persist`` and applies them with ``shard.replay`` — the same path recovery takes
-(Kafka's OffsetMetadataManager replays its own writes the same way).
+Every change to offsets is a record: the manager builds typed records, persists their wire form
+in the operation's result and applies them with ``replay`` — the same path recovery takes
+(Kafka's OffsetMetadataManager replays its own writes the same way). Group types share it:
+it validates a commit against the group it names.
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 from offsets_log.errors import RecordError
 from offsets_log.records import (GroupMetadataTombstone, OffsetCommit, OffsetCommitTombstone,
                                  Record, group_metadata_key, offset_commit_key,
                                  offset_commit_record, tombstone)
+from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.logtext import safe
 
-from . import responses as r
-from .actions import RequestContext
-from .events import Deletion, Event
-from .group import ClassicGroup
-from .membership import unstorable, validate_member
-from .shard import S, Shard
+from coordinator import responses as r
+from coordinator.actions import RequestContext
+from coordinator.classic.group import ClassicGroup
+from coordinator.classic.manager import S, ClassicGroupManager
+from coordinator.classic.membership import unstorable, validate_member
+from coordinator.config import CoordinatorConfig
+from coordinator.events import Deletion, Event
+from coordinator.result import CoordinatorResult
+from coordinator.timers import Timers
 
 log = logging.getLogger("groupbroker.coordinator")
 
@@ -49,192 +56,11 @@ def wire(record) -> Record:
     return tombstone(group_metadata_key(record.group))
 
 
-def apply(shard: Shard, records: list) -> None:
-    """Persist typed records, then apply them to the shard's state exactly as a reload would."""
-    shard.persist([wire(rec) for rec in records])
-    for rec in records:
-        shard.replay(rec)
-
-
 def is_subscribed(group: ClassicGroup, topic: str) -> bool:
     """Kafka's ClassicGroup.isSubscribedToTopic: unknown subscriptions count for "consumer" groups."""
     if group.subscribed_topics is None:
         return group.protocol_type == "consumer"
     return topic in group.subscribed_topics
-
-
-# --- OffsetCommit -----------------------------------------------------------------------------
-
-def offset_commit(shard: Shard, now: int, ctx: RequestContext, req) -> None:
-    v = ctx.version
-    error = _commit_error(shard, v, req)
-    if error != E.NONE:
-        shard.reply(ctx.token, r.OFFSET_COMMIT, v, r.offset_commit_error(req, error))
-        return
-    expire = None if req.retention_time_ms == -1 else now + req.retention_time_ms
-    limit = shard.config.offset_metadata_max_bytes
-    errors: dict[tuple[str, int], ErrorCode] = {}
-    records = []
-    for topic in req.topics:
-        for p in topic.partitions:
-            if p.committed_metadata and _metadata_too_large(p.committed_metadata, limit):
-                errors[(topic.name, p.partition_index)] = E.OFFSET_METADATA_TOO_LARGE
-                continue
-            errors[(topic.name, p.partition_index)] = E.NONE
-            records.append(OffsetCommit(req.group_id, topic.name, p.partition_index,
-                                        p.committed_offset, p.committed_leader_epoch,
-                                        p.committed_metadata or "", now, expire))
-    try:
-        shard.persist([wire(rec) for rec in records])     # before anything changes
-    except RecordError as e:
-        error = unstorable(ctx, f"group {safe(req.group_id)}: the offsets cannot be stored ({e})")
-        shard.reply(ctx.token, r.OFFSET_COMMIT, v, r.offset_commit_error(req, error))
-        return
-    if req.group_id not in shard.groups:
-        log.info("group %s: created as a simple group by a manual offset commit", safe(req.group_id))
-        shard.groups[req.group_id] = ClassicGroup(req.group_id, current_state_ts=now)
-    group = shard.groups[req.group_id]
-    member = group.members.get(req.member_id)
-    if member is not None and group.is_in(S.STABLE, S.PREPARING_REBALANCE):
-        shard.schedule_session(group, member, now)      # commits keep a classic member alive
-    for rec in records:
-        shard.replay(rec)
-    if shard.journal and records:
-        shard.note(now, Event.OFFSETS_COMMITTED, group, req.member_id or None,
-                   generation_sent=req.generation_id_or_member_epoch,
-                   offsets=records)
-    shard.reply(ctx.token, r.OFFSET_COMMIT, v, r.offset_commit(req, errors))
-
-
-def _commit_error(shard: Shard, v: int, req) -> ErrorCode:
-    """OffsetMetadataManager.validateOffsetCommit, then ClassicGroup.validateOffsetCommit."""
-    if req.group_id is None:
-        return E.INVALID_GROUP_ID
-    if not shard.owns(req.group_id):
-        return E.NOT_COORDINATOR
-    generation = req.generation_id_or_member_epoch
-    group = shard.groups.get(req.group_id)
-    if group is None:
-        if generation < 0:
-            return E.NONE                       # a "simple" commit creates the group
-        return E.GROUP_ID_NOT_FOUND if v >= 9 else E.ILLEGAL_GENERATION
-    if group.is_in(S.DEAD):
-        return E.COORDINATOR_NOT_AVAILABLE
-    if generation < 0 and group.is_in(S.EMPTY):
-        return E.NONE
-    if generation >= 0 or req.member_id != "" or req.group_instance_id is not None:
-        error = validate_member(group, req.member_id, req.group_instance_id)
-        if error != E.NONE:
-            return error
-        if generation != group.generation:
-            return E.ILLEGAL_GENERATION
-    elif not group.is_in(S.EMPTY):
-        return E.UNKNOWN_MEMBER_ID
-    if group.is_in(S.COMPLETING_REBALANCE):
-        return E.REBALANCE_IN_PROGRESS
-    return E.NONE
-
-
-# --- OffsetFetch ------------------------------------------------------------------------------
-
-def offset_fetch(shard: Shard, now: int, ctx: RequestContext, req) -> None:
-    v = ctx.version
-    answers = []
-    for group_id, topics in r.requested_topics(v, req):
-        if group_id is None:
-            answers.append((group_id, [], E.INVALID_GROUP_ID))
-        elif not shard.owns(group_id):
-            answers.append((group_id, [], E.NOT_COORDINATOR))
-        else:
-            answers.append((group_id, committed(shard, group_id, topics), E.NONE))
-    if v >= 8:
-        response = r.OffsetFetchResponse(groups=tuple(
-            r.offset_fetch_group(v, gid, parts, error) for gid, parts, error in answers))
-    else:
-        _, parts, error = answers[0]
-        response = r.offset_fetch_single(v, parts, error)
-    shard.reply(ctx.token, r.OFFSET_FETCH, v, response)
-
-
-def committed(shard: Shard, group_id: str, topics):
-    """[(topic, [(partition, offset, leader epoch, metadata)])]; -1 where nothing is committed.
-
-    An unknown (or Dead) group is not an error for classic groups: Kafka's fetchOffsets answers
-    -1 for every requested partition and fetchAllOffsets an empty list.
-    """
-    group = shard.groups.get(group_id)
-    known = group is not None and not group.is_in(S.DEAD)
-    offsets = shard.offsets.get(group_id, {}) if known else {}
-    if topics is None:
-        by_topic: dict[str, list] = {}
-        for (topic, partition), c in sorted(offsets.items()):
-            by_topic.setdefault(topic, []).append((partition, c.offset, c.leader_epoch, c.metadata))
-        return list(by_topic.items())
-    out = []
-    for t in topics:
-        parts = []
-        for p in t.partition_indexes:
-            c = offsets.get((t.name, p))
-            parts.append((p, -1, -1, "") if c is None else (p, c.offset, c.leader_epoch, c.metadata))
-        out.append((t.name, parts))
-    return out
-
-
-# --- OffsetDelete -----------------------------------------------------------------------------
-
-def offset_delete(shard: Shard, now: int, ctx: RequestContext, req) -> None:
-    def fail(error: ErrorCode) -> None:
-        shard.reply(ctx.token, r.OFFSET_DELETE, ctx.version, r.OffsetDeleteResponse(error_code=error))
-
-    if not req.group_id:
-        return fail(E.INVALID_GROUP_ID)
-    if not shard.owns(req.group_id):
-        return fail(E.NOT_COORDINATOR)
-    group = shard.groups.get(req.group_id)
-    if group is None or group.is_in(S.DEAD):
-        return fail(E.GROUP_ID_NOT_FOUND)
-    if not group.is_in(S.EMPTY) and group.protocol_type != "consumer":
-        return fail(E.NON_EMPTY_GROUP)      # only "consumer" groups may lose offsets while active
-    offsets = shard.offsets.get(req.group_id, {})
-    topic_cls = r.OffsetDeleteResponse.OffsetDeleteResponseTopic
-    part_cls = topic_cls.OffsetDeleteResponsePartition
-    records, topics = [], []
-    for t in req.topics:
-        error = E.GROUP_SUBSCRIBED_TO_TOPIC if is_subscribed(group, t.name) else E.NONE
-        for p in t.partitions:
-            if error == E.NONE and (t.name, p.partition_index) in offsets:
-                records.append(OffsetCommitTombstone(req.group_id, t.name, p.partition_index))
-        topics.append(topic_cls(name=t.name, partitions=tuple(
-            part_cls(partition_index=p.partition_index, error_code=error) for p in t.partitions)))
-    apply(shard, records)
-    shard.reply(ctx.token, r.OFFSET_DELETE, ctx.version,
-                r.OffsetDeleteResponse(error_code=E.NONE, topics=tuple(topics)))
-
-
-# --- expiry -----------------------------------------------------------------------------------
-
-def expire_offsets(shard: Shard, now: int) -> None:
-    """Kafka's cleanupGroupMetadata: tombstone expired offsets, then drop Empty groups left bare.
-
-    A group with no offsets at all counts as "all expired", so an Empty group without offsets
-    is removed too (OffsetMetadataManager.cleanupExpiredOffsets returns true for it).
-    """
-    retention = shard.config.offsets_retention_ms
-    records = []
-    for group_id, group in list(shard.groups.items()):
-        offsets = shard.offsets.get(group_id, {})
-        base = _retention_base(group)
-        if offsets and base is None:
-            continue                           # rebalancing, or members of a non-consumer group
-        expired = [key for key, c in offsets.items()
-                   if not is_subscribed(group, key[0]) and _expired(c, base(c), now, retention)]
-        records += [OffsetCommitTombstone(group_id, topic, partition) for topic, partition in expired]
-        if len(expired) == len(offsets) and group.is_in(S.EMPTY):
-            records.append(GroupMetadataTombstone(group_id))
-            shard.note(now, Event.GROUP_DELETED, group, reason=Deletion.OFFSETS_EXPIRED)
-        if expired:
-            log.info("group %s: %d offsets expired", safe(group_id), len(expired))
-    apply(shard, records)
 
 
 def _retention_base(group: ClassicGroup):
@@ -256,13 +82,226 @@ def _expired(c, base: int, now: int, retention: int) -> bool:
     return now - base >= retention
 
 
-def forget_topics(shard: Shard, topics: set[str]) -> None:
-    """Tombstone every committed offset of deleted topics, in every group of the shard."""
-    records, gone = [], []
-    for group_id, offsets in list(shard.offsets.items()):
-        for topic, partition in sorted(k for k in offsets if k[0] in topics):
-            records.append(tombstone(offset_commit_key(group_id, topic, partition)))
-            gone.append(OffsetCommitTombstone(group_id, topic, partition))
-    for record in gone:
-        shard.replay(record)
-    shard.persist(records)
+
+
+@dataclass(slots=True)
+class CommittedOffset:
+    offset: int
+    leader_epoch: int
+    metadata: str
+    commit_ts: int
+    expire_ts: int | None
+
+
+class OffsetManager:
+    def __init__(self, config: CoordinatorConfig, classic: ClassicGroupManager, timers: Timers):
+        self.config, self.classic, self.timers = config, classic, timers
+        self.offsets: dict[str, dict[tuple[str, int], CommittedOffset]] = {}
+
+    def replay(self, record) -> None:
+        """Apply an offset record; a commit for an unknown group creates a "simple" group."""
+        if isinstance(record, OffsetCommit):
+            self.classic.group_for_commit(record.group, record.commit_ts)
+            self.offsets.setdefault(record.group, {})[(record.topic, record.partition)] = \
+                CommittedOffset(record.offset, record.leader_epoch, record.metadata,
+                                record.commit_ts, record.expire_ts)
+        elif isinstance(record, OffsetCommitTombstone):
+            group_offsets = self.offsets.get(record.group, {})
+            group_offsets.pop((record.topic, record.partition), None)
+            if not group_offsets:
+                self.offsets.pop(record.group, None)
+        else:
+            self.classic.replay(record)     # a group tombstone written with its offsets'
+
+    def loaded(self, now: int) -> None:
+        """After replay: start the expiry sweep."""
+        self._schedule_sweep(now)
+
+    def _schedule_sweep(self, now: int) -> None:
+        self.timers.schedule(("sweep",), now + self.config.offsets_retention_check_interval_ms,
+                             self._sweep)
+
+    def _sweep(self, out: CoordinatorResult, now: int) -> None:
+        self.expire_offsets(out, now)
+        self._schedule_sweep(now)
+
+    def apply(self, out: CoordinatorResult, records: list) -> None:
+        """Persist typed records, then apply them to the shard's state exactly as a reload would."""
+        out.persist([wire(rec) for rec in records])
+        for rec in records:
+            self.replay(rec)
+
+    # --- OffsetCommit -------------------------------------------------------------------------
+    def offset_commit(self, out: CoordinatorResult, now: int, ctx: RequestContext, req) -> None:
+        v = ctx.version
+        error = self._commit_error(v, req)
+        if error != E.NONE:
+            out.reply(ctx.token, ApiKey.OFFSET_COMMIT, v, r.offset_commit_error(req, error))
+            return
+        expire = None if req.retention_time_ms == -1 else now + req.retention_time_ms
+        limit = self.config.offset_metadata_max_bytes
+        errors: dict[tuple[str, int], ErrorCode] = {}
+        records = []
+        for topic in req.topics:
+            for p in topic.partitions:
+                if p.committed_metadata and _metadata_too_large(p.committed_metadata, limit):
+                    errors[(topic.name, p.partition_index)] = E.OFFSET_METADATA_TOO_LARGE
+                    continue
+                errors[(topic.name, p.partition_index)] = E.NONE
+                records.append(OffsetCommit(req.group_id, topic.name, p.partition_index,
+                                            p.committed_offset, p.committed_leader_epoch,
+                                            p.committed_metadata or "", now, expire))
+        try:
+            out.persist([wire(rec) for rec in records])     # before anything changes
+        except RecordError as e:
+            error = unstorable(ctx, f"group {safe(req.group_id)}: the offsets cannot be stored ({e})")
+            out.reply(ctx.token, ApiKey.OFFSET_COMMIT, v, r.offset_commit_error(req, error))
+            return
+        if req.group_id not in self.classic.groups:
+            log.info("group %s: created as a simple group by a manual offset commit",
+                     safe(req.group_id))
+        group = self.classic.group_for_commit(req.group_id, now)
+        member = group.members.get(req.member_id)
+        if member is not None and group.is_in(S.STABLE, S.PREPARING_REBALANCE):
+            self.classic.schedule_session(group, member, now)      # commits keep a classic member alive
+        for rec in records:
+            self.replay(rec)
+        if out.journal and records:
+            out.note(now, Event.OFFSETS_COMMITTED, group, req.member_id or None,
+                     generation_sent=req.generation_id_or_member_epoch,
+                     offsets=records)
+        out.reply(ctx.token, ApiKey.OFFSET_COMMIT, v, r.offset_commit(req, errors))
+
+    def _commit_error(self, v: int, req) -> ErrorCode:
+        """OffsetMetadataManager.validateOffsetCommit, then ClassicGroup.validateOffsetCommit."""
+        if req.group_id is None:
+            return E.INVALID_GROUP_ID
+        if not self.classic.owns(req.group_id):
+            return E.NOT_COORDINATOR
+        generation = req.generation_id_or_member_epoch
+        group = self.classic.groups.get(req.group_id)
+        if group is None:
+            if generation < 0:
+                return E.NONE                       # a "simple" commit creates the group
+            return E.GROUP_ID_NOT_FOUND if v >= 9 else E.ILLEGAL_GENERATION
+        if group.is_in(S.DEAD):
+            return E.COORDINATOR_NOT_AVAILABLE
+        if generation < 0 and group.is_in(S.EMPTY):
+            return E.NONE
+        if generation >= 0 or req.member_id != "" or req.group_instance_id is not None:
+            error = validate_member(group, req.member_id, req.group_instance_id)
+            if error != E.NONE:
+                return error
+            if generation != group.generation:
+                return E.ILLEGAL_GENERATION
+        elif not group.is_in(S.EMPTY):
+            return E.UNKNOWN_MEMBER_ID
+        if group.is_in(S.COMPLETING_REBALANCE):
+            return E.REBALANCE_IN_PROGRESS
+        return E.NONE
+
+    # --- OffsetFetch --------------------------------------------------------------------------
+    def offset_fetch(self, out: CoordinatorResult, now: int, ctx: RequestContext, req) -> None:
+        v = ctx.version
+        answers = []
+        for group_id, topics in r.requested_topics(v, req):
+            if group_id is None:
+                answers.append((group_id, [], E.INVALID_GROUP_ID))
+            elif not self.classic.owns(group_id):
+                answers.append((group_id, [], E.NOT_COORDINATOR))
+            else:
+                answers.append((group_id, self.committed(group_id, topics), E.NONE))
+        if v >= 8:
+            response = r.OffsetFetchResponse(groups=tuple(
+                r.offset_fetch_group(v, gid, parts, error) for gid, parts, error in answers))
+        else:
+            _, parts, error = answers[0]
+            response = r.offset_fetch_single(v, parts, error)
+        out.reply(ctx.token, ApiKey.OFFSET_FETCH, v, response)
+
+    def committed(self, group_id: str, topics):
+        """[(topic, [(partition, offset, leader epoch, metadata)])]; -1 where nothing is committed.
+
+        An unknown (or Dead) group is not an error for classic groups: Kafka's fetchOffsets answers
+        -1 for every requested partition and fetchAllOffsets an empty list.
+        """
+        group = self.classic.groups.get(group_id)
+        known = group is not None and not group.is_in(S.DEAD)
+        offsets = self.offsets.get(group_id, {}) if known else {}
+        if topics is None:
+            by_topic: dict[str, list] = {}
+            for (topic, partition), c in sorted(offsets.items()):
+                by_topic.setdefault(topic, []).append((partition, c.offset, c.leader_epoch, c.metadata))
+            return list(by_topic.items())
+        out = []
+        for t in topics:
+            parts = []
+            for p in t.partition_indexes:
+                c = offsets.get((t.name, p))
+                parts.append((p, -1, -1, "") if c is None else (p, c.offset, c.leader_epoch, c.metadata))
+            out.append((t.name, parts))
+        return out
+
+    # --- OffsetDelete -------------------------------------------------------------------------
+    def offset_delete(self, out: CoordinatorResult, now: int, ctx: RequestContext, req) -> None:
+        def fail(error: ErrorCode) -> None:
+            out.reply(ctx.token, ApiKey.OFFSET_DELETE, ctx.version, r.OffsetDeleteResponse(error_code=error))
+
+        if not req.group_id:
+            return fail(E.INVALID_GROUP_ID)
+        if not self.classic.owns(req.group_id):
+            return fail(E.NOT_COORDINATOR)
+        group = self.classic.groups.get(req.group_id)
+        if group is None or group.is_in(S.DEAD):
+            return fail(E.GROUP_ID_NOT_FOUND)
+        if not group.is_in(S.EMPTY) and group.protocol_type != "consumer":
+            return fail(E.NON_EMPTY_GROUP)      # only "consumer" groups may lose offsets while active
+        offsets = self.offsets.get(req.group_id, {})
+        topic_cls = r.OffsetDeleteResponse.OffsetDeleteResponseTopic
+        part_cls = topic_cls.OffsetDeleteResponsePartition
+        records, topics = [], []
+        for t in req.topics:
+            error = E.GROUP_SUBSCRIBED_TO_TOPIC if is_subscribed(group, t.name) else E.NONE
+            for p in t.partitions:
+                if error == E.NONE and (t.name, p.partition_index) in offsets:
+                    records.append(OffsetCommitTombstone(req.group_id, t.name, p.partition_index))
+            topics.append(topic_cls(name=t.name, partitions=tuple(
+                part_cls(partition_index=p.partition_index, error_code=error) for p in t.partitions)))
+        self.apply(out, records)
+        out.reply(ctx.token, ApiKey.OFFSET_DELETE, ctx.version,
+                  r.OffsetDeleteResponse(error_code=E.NONE, topics=tuple(topics)))
+
+    # --- expiry -------------------------------------------------------------------------------
+    def expire_offsets(self, out: CoordinatorResult, now: int) -> None:
+        """Kafka's cleanupGroupMetadata: tombstone expired offsets, then drop Empty groups left bare.
+
+        A group with no offsets at all counts as "all expired", so an Empty group without offsets
+        is removed too (OffsetMetadataManager.cleanupExpiredOffsets returns true for it).
+        """
+        retention = self.config.offsets_retention_ms
+        records = []
+        for group_id, group in list(self.classic.groups.items()):
+            offsets = self.offsets.get(group_id, {})
+            base = _retention_base(group)
+            if offsets and base is None:
+                continue                           # rebalancing, or members of a non-consumer group
+            expired = [key for key, c in offsets.items()
+                       if not is_subscribed(group, key[0]) and _expired(c, base(c), now, retention)]
+            records += [OffsetCommitTombstone(group_id, topic, partition) for topic, partition in expired]
+            if len(expired) == len(offsets) and group.is_in(S.EMPTY):
+                records.append(GroupMetadataTombstone(group_id))
+                out.note(now, Event.GROUP_DELETED, group, reason=Deletion.OFFSETS_EXPIRED)
+            if expired:
+                log.info("group %s: %d offsets expired", safe(group_id), len(expired))
+        self.apply(out, records)
+
+    def forget_topics(self, out: CoordinatorResult, topics: set[str]) -> None:
+        """Tombstone every committed offset of deleted topics, in every group of the shard."""
+        records, gone = [], []
+        for group_id, offsets in list(self.offsets.items()):
+            for topic, partition in sorted(k for k in offsets if k[0] in topics):
+                records.append(tombstone(offset_commit_key(group_id, topic, partition)))
+                gone.append(OffsetCommitTombstone(group_id, topic, partition))
+        for record in gone:
+            self.replay(record)
+        out.persist(records)

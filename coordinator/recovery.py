@@ -14,13 +14,13 @@ from offsets_log.errors import RecordError
 from offsets_log.log import ShardLog
 from offsets_log.records import decode_record
 
-from .actions import Action
-from .shard import Shard
+from coordinator.result import CoordinatorResult
+from coordinator.shard import Shard
 
 log = logging.getLogger("groupbroker.coordinator")
 
 
-def load_shard(shard: Shard, shard_log: ShardLog, now: int) -> list[Action]:
+def load_shard(shard: Shard, shard_log: ShardLog, now: int) -> CoordinatorResult:
     """Replay ``shard_log`` into ``shard`` (fresh) and finish with ``shard.loaded(now)``."""
     replayed = skipped = 0
     for offset, record in shard_log.read_all():

@@ -22,13 +22,6 @@ DescribeGroupsResponse = RESPONSES[ApiKey.DESCRIBE_GROUPS].cls
 ListGroupsResponse = RESPONSES[ApiKey.LIST_GROUPS].cls
 DeleteGroupsResponse = RESPONSES[ApiKey.DELETE_GROUPS].cls
 OffsetDeleteResponse = RESPONSES[ApiKey.OFFSET_DELETE].cls
-JOIN_GROUP, SYNC_GROUP, HEARTBEAT, LEAVE_GROUP = 11, 14, 12, 13
-OFFSET_COMMIT, OFFSET_FETCH, DESCRIBE_GROUPS, LIST_GROUPS = 8, 9, 15, 16
-DELETE_GROUPS, OFFSET_DELETE = 42, 47
-API_NAMES = {JOIN_GROUP: "JoinGroup", SYNC_GROUP: "SyncGroup", HEARTBEAT: "Heartbeat",
-             LEAVE_GROUP: "LeaveGroup", OFFSET_COMMIT: "OffsetCommit", OFFSET_FETCH: "OffsetFetch",
-             DESCRIBE_GROUPS: "DescribeGroups", LIST_GROUPS: "ListGroups",
-             DELETE_GROUPS: "DeleteGroups", OFFSET_DELETE: "OffsetDelete"}
 
 
 def join(version: int, error: ErrorCode, *, member_id: str = "", generation: int = -1,
@@ -97,28 +90,28 @@ def described_group(version: int, group_id: str, error: ErrorCode = ErrorCode.NO
 
 def error_response(api_key: int, version: int, request, error: ErrorCode):
     """The whole-request failure answer of a group API (e.g. the shard is unavailable)."""
-    if api_key == JOIN_GROUP:
+    if api_key == ApiKey.JOIN_GROUP:
         return join(version, error, member_id=request.member_id)
-    if api_key == SYNC_GROUP:
+    if api_key == ApiKey.SYNC_GROUP:
         return sync(version, error)
-    if api_key == HEARTBEAT:
+    if api_key == ApiKey.HEARTBEAT:
         return heartbeat(error)
-    if api_key == LEAVE_GROUP:
+    if api_key == ApiKey.LEAVE_GROUP:
         return leave(version, [], error)
-    if api_key == OFFSET_COMMIT:
+    if api_key == ApiKey.OFFSET_COMMIT:
         return offset_commit_error(request, error)
-    if api_key == OFFSET_FETCH:
+    if api_key == ApiKey.OFFSET_FETCH:
         return offset_fetch_error(version, request, error)
-    if api_key == DESCRIBE_GROUPS:
+    if api_key == ApiKey.DESCRIBE_GROUPS:
         return DescribeGroupsResponse(groups=tuple(
             described_group(version, g, error) for g in request.groups))
-    if api_key == LIST_GROUPS:
+    if api_key == ApiKey.LIST_GROUPS:
         return ListGroupsResponse(error_code=error)
-    if api_key == DELETE_GROUPS:
+    if api_key == ApiKey.DELETE_GROUPS:
         result = DeleteGroupsResponse.DeletableGroupResult
         return DeleteGroupsResponse(results=tuple(result(group_id=g, error_code=error)
                                                   for g in request.groups_names))
-    if api_key == OFFSET_DELETE:
+    if api_key == ApiKey.OFFSET_DELETE:
         return OffsetDeleteResponse(error_code=error)
     raise ValueError(f"api key {api_key} is not a group API")
 
@@ -126,7 +119,7 @@ def error_response(api_key: int, version: int, request, error: ErrorCode):
 def operation_failed(api_key: int, version: int, request, error: ErrorCode):
     """The answer to a request whose operation threw (Kafka's handleOperationException): the
     whole-request error, and for JoinGroup no member id at all."""
-    if api_key == JOIN_GROUP:
+    if api_key == ApiKey.JOIN_GROUP:
         return join(version, error)
     return error_response(api_key, version, request, error)
 

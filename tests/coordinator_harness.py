@@ -25,8 +25,10 @@ from coordinator.config import CoordinatorConfig
 from coordinator.routing import shard_for
 from coordinator.shard import Shard
 from protocol import REQUESTS
+from protocol.api_keys import ApiKey
 
-JOIN, SYNC, HEARTBEAT, LEAVE, COMMIT = 11, 14, 12, 13, 8
+JOIN, SYNC, HEARTBEAT, LEAVE, COMMIT = (ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT,
+                                        ApiKey.LEAVE_GROUP, ApiKey.OFFSET_COMMIT)
 
 JoinGroupRequest = REQUESTS[JOIN].cls
 SyncGroupRequest = REQUESTS[SYNC].cls
@@ -72,8 +74,8 @@ class Harness:
             self._collect(self.shard.tick(self.now))
         self.now = end
 
-    def _collect(self, actions) -> None:
-        for action in actions:
+    def _collect(self, result) -> None:
+        for action in result.actions:
             self.actions.append(action)
             if isinstance(action, Reply):
                 assert action.token not in self.replies, f"token {action.token} answered twice"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from coordinator.config import CoordinatorConfig
-from coordinator.state import GroupState as S
+from coordinator.classic.state import GroupState as S
 from offsets_log.records import GroupMetadataTombstone, OffsetCommitTombstone, decode_record
 from protocol import REQUESTS
 

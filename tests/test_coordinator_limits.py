@@ -16,7 +16,7 @@ import pytest
 from coordinator.actions import Journal, Persist
 from coordinator.config import CoordinatorConfig
 from coordinator.routing import shard_for
-from coordinator.state import GroupState as S
+from coordinator.classic.state import GroupState as S
 from offsets_log.records import batch_size
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode as E
@@ -37,7 +37,7 @@ def long_group(length: int, shard: int) -> str:
 
 
 def unchanged(h: Harness, group: str) -> bool:
-    return group not in h.shard.groups and not h.persisted and not h.shard._timers
+    return group not in h.shard.groups and not h.persisted and not h.shard.timers
 
 
 @pytest.mark.parametrize("version", [3, 9])
@@ -113,7 +113,7 @@ def test_metadata_too_long_to_store_is_refused_whole_before_anything_changes():
 
 
 def assignment_record_size(h: Harness, ids: list[str], assignment: bytes) -> int:
-    return batch_size(h.shard.group_record(h.group_state(), {m: assignment for m in ids}))
+    return batch_size(h.shard.classic.group_record(h.group_state(), {m: assignment for m in ids}))
 
 
 def rebalance_to_sync(h: Harness, ids: list[str]) -> int:
@@ -158,7 +158,7 @@ def test_a_static_replacement_that_cannot_be_stored_is_reverted():
     probe.advance(3_000)
     probe_id = probe.replies[t].member_id
     probe.sync(probe_id, 1, assignments={probe_id: b"a"})
-    limit = batch_size(probe.shard.group_record(probe.group_state())) + 100
+    limit = batch_size(probe.shard.classic.group_record(probe.group_state())) + 100
     h = Harness(CoordinatorConfig(message_max_bytes=limit))
     t = h.join(instance="static", protocols=(("range", b"small"),))
     h.advance(3_000)

@@ -13,7 +13,7 @@ from dataclasses import replace
 import pytest
 
 from coordinator.config import CoordinatorConfig
-from coordinator.state import GroupState as S
+from coordinator.classic.state import GroupState as S
 from protocol.errors import ErrorCode as E
 
 from tests.coordinator_harness import RANGE, Harness

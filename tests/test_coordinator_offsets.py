@@ -12,7 +12,7 @@ import pytest
 
 from coordinator.actions import Persist, Reply
 from coordinator.config import CoordinatorConfig
-from coordinator.state import GroupState as S
+from coordinator.classic.state import GroupState as S
 from offsets_log.records import (GroupMetadataTombstone, OffsetCommit, OffsetCommitTombstone,
                                  decode_record)
 from protocol import DATA, REQUESTS

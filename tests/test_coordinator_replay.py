@@ -17,7 +17,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from coordinator.recovery import load_shard
 from coordinator.shard import Shard
-from coordinator.state import GroupState as S
+from coordinator.classic.state import GroupState as S
 from offsets_log.log import Durability, ShardLog
 from offsets_log.records import GroupMetadata, GroupMetadataTombstone, Record, decode_record, group_metadata_key, tombstone
 
@@ -34,7 +34,7 @@ def reload(records, cfg, now: int, directory: str) -> tuple[Shard, list]:
     shard_log.append(records, now)
     shard_log.close()
     shard = Shard(0, cfg)
-    actions = load_shard(shard, ShardLog(directory, durability=Durability.NONE_UNSAFE), now)
+    actions = load_shard(shard, ShardLog(directory, durability=Durability.NONE_UNSAFE), now).actions
     return shard, actions
 
 
@@ -77,7 +77,7 @@ def check_equivalent(h: Harness, directory: str) -> Shard:
         else:
             assert view(again)[:6] == (S.EMPTY, 0, "", None, None, {}), gid
         for member_id in again.members:
-            assert rebuilt.has_timer(("session", gid, member_id))
+            assert ("session", gid, member_id) in rebuilt.timers
     return rebuilt
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 
 from coordinator.config import NEW_MEMBER_JOIN_TIMEOUT_MS, CoordinatorConfig
-from coordinator.group import java_hashmap_order
-from coordinator.state import GroupState as S
+from coordinator.classic.group import java_hashmap_order
+from coordinator.classic.state import GroupState as S
 from offsets_log.records import decode_record
 from protocol.errors import ErrorCode as E
 

@@ -4,8 +4,8 @@ from itertools import product
 
 import pytest
 
-from coordinator.group import ClassicGroup
-from coordinator.state import GroupState as S, IllegalTransition, check_transition
+from coordinator.classic.group import ClassicGroup
+from coordinator.classic.state import GroupState as S, IllegalTransition, check_transition
 
 #: (from, to) pairs Kafka allows; every other pair must be refused
 LEGAL = {

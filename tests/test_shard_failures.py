@@ -15,6 +15,7 @@ import pytest
 import trio
 
 from broker.group_runtime.shard_runner import RETRY_MAX_S, ShardRunner
+from coordinator.result import StepFailed
 from coordinator.shard import Shard
 from offsets_log.fs import FakeFS
 from broker.journal.segments import JournalWriter, read_journal
@@ -35,13 +36,18 @@ def clock(autojump_clock):
 
 
 class FaultyShard(Shard):
-    """A shard with a bug: a request for :data:`BOOM` changes the state, then throws."""
+    """A shard with a bug: a request for :data:`BOOM` changes the state, decides an answer,
+    then throws (as the shard reports any operation that throws midway)."""
 
     def handle(self, now, ctx, request):
         if getattr(request, "group_id", None) == BOOM:
             self.groups[GROUP].generation += 100          # half-made change, never written
-            self.reply(ctx.token, ctx.api_key, ctx.version, None)
-            raise RuntimeError("a bug")
+            decided = self.result()
+            decided.reply(ctx.token, ctx.api_key, ctx.version, None)
+            try:
+                raise RuntimeError("a bug")
+            except RuntimeError as e:
+                raise StepFailed(decided) from e
         return super().handle(now, ctx, request)
 
 

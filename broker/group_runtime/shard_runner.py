@@ -29,6 +29,7 @@ from collections import deque
 import trio
 
 from coordinator.actions import Journal, Persist, Reply, RequestContext
+from coordinator.result import CoordinatorResult, StepFailed
 from coordinator.interventions import InterventionError
 from coordinator.recovery import load_shard
 from coordinator.responses import error_response, operation_failed
@@ -179,14 +180,14 @@ class ShardRunner:
         outcome: list = []
         done = trio.Event()
 
-        def operation(now: int) -> list:
+        def operation(now: int) -> CoordinatorResult:
             try:
-                result, actions = self.shard.intervene(now, fault, *args)
+                result, decided = self.shard.intervene(now, fault, *args)
                 outcome.append(result)
-                return actions
+                return decided
             except InterventionError as e:
                 outcome.append(e)
-                return []
+                return self.shard.result()
             except Exception as e:          # also the shard task's to handle: it reloads
                 outcome.append(e)
                 raise
@@ -250,7 +251,7 @@ class ShardRunner:
         self._epoch_ms = self._wall_clock() * 1000 - trio.current_time() * 1000
         self._appended = self._durable = self.log.next_offset - 1
         try:
-            actions = await trio.to_thread.run_sync(load_shard, self.shard, self.log, self.now_ms())
+            actions = (await trio.to_thread.run_sync(load_shard, self.shard, self.log, self.now_ms())).actions
             self.loaded = True
         except Exception as e:       # as a failure later on: turned away, retried from a reopened log
             actions = []
@@ -299,9 +300,11 @@ class ShardRunner:
         coordinator), and the caller reloads the shard from its log.
         """
         try:
-            actions += operation(now)
+            actions += operation(now).actions
             return True
-        except Exception as e:       # a bug or an unwritable record: the state is rebuilt from the log
+        except Exception as failure:  # a bug or an unwritable record: the state is rebuilt from the log
+            e = failure.__cause__ if isinstance(failure, StepFailed) else failure
+            decided = failure.partial.actions if isinstance(failure, StepFailed) else []
             error = ErrorCode.UNKNOWN_SERVER_ERROR
             what = "a timer" if ticket is None else \
                 f"{api_name(ticket.api_key)} v{ticket.version} from {peer}"
@@ -309,7 +312,7 @@ class ShardRunner:
                       self.shard.shard_id, what, type(e).__name__, safe(e),
                       "" if ticket is None else f"answered {error.name}; ")
             log.debug("the failure in shard %d", self.shard.shard_id, exc_info=True)
-            for action in self.shard.abandon():
+            for action in decided:
                 if isinstance(action, Reply) and action.token is not ticket:
                     action.token.settle(error_response(action.api_key, action.version,
                                                        action.token.request, ErrorCode.NOT_COORDINATOR))
@@ -321,10 +324,10 @@ class ShardRunner:
         """Start again from the log: parked requests are answered NOT_COORDINATOR, requests
         arriving meanwhile COORDINATOR_LOAD_IN_PROGRESS, as while Kafka loads a coordinator."""
         self.loaded = False
-        self._apply(self.shard.unload())
+        self._apply(self.shard.unload().actions)
         self.shard = self.shard.fresh()
         try:
-            actions = await trio.to_thread.run_sync(load_shard, self.shard, self.log, self.now_ms())
+            actions = (await trio.to_thread.run_sync(load_shard, self.shard, self.log, self.now_ms())).actions
         except Exception as e:       # whatever stops a load, retrying from a reopened log may cure
             self._fail(e)
             return
@@ -335,7 +338,7 @@ class ShardRunner:
     async def _recover(self) -> None:
         """After a failed write: wait, reopen the log (its recovery cuts off what a failed
         write left), reload the shard; again with a longer wait until it works."""
-        self._apply(self.shard.unload())            # parked requests: NOT_COORDINATOR (failed)
+        self._apply(self.shard.unload().actions)            # parked requests: NOT_COORDINATOR (failed)
         waiting, self._inbox = self._inbox, deque()
         for operation, ticket, peer in waiting:     # requests are turned away; other work waits
             if ticket is None:
@@ -350,7 +353,7 @@ class ShardRunner:
             try:
                 shard_log = await trio.to_thread.run_sync(self._reopen)
                 shard = self.shard.fresh()
-                actions = await trio.to_thread.run_sync(load_shard, shard, shard_log, self.now_ms())
+                actions = (await trio.to_thread.run_sync(load_shard, shard, shard_log, self.now_ms())).actions
             except Exception as e:   # a disk still failing, or anything else: try again later
                 self.failed = f"reopening failed: {e}"
                 log.warning("shard %d: reopening its log failed (%s); next try in %.0f s",

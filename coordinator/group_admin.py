@@ -1,4 +1,6 @@
-"""DescribeGroups, ListGroups and DeleteGroups: the views and removals admin tools use."""
+"""DescribeGroups, ListGroups and DeleteGroups: the views and removals admin tools use.
+
+They read the shard's groups and, for a deletion, its offsets too."""
 
 from __future__ import annotations
 
@@ -6,14 +8,16 @@ import dataclasses
 import logging
 
 from offsets_log.records import GroupMetadataTombstone, OffsetCommitTombstone
+from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.logtext import safe
 
-from . import responses as r
-from .actions import RequestContext
-from .events import Deletion, Event
-from .offsets import apply
-from .shard import S, Shard
+from coordinator import responses as r
+from coordinator.actions import RequestContext
+from coordinator.classic.manager import S, ClassicGroupManager
+from coordinator.events import Deletion, Event
+from coordinator.offsets import OffsetManager
+from coordinator.result import CoordinatorResult
 
 log = logging.getLogger("groupbroker.coordinator")
 
@@ -24,21 +28,22 @@ E = ErrorCode
 GROUP_OPERATIONS = sum(1 << op for op in (3, 6, 8, 10, 11))
 
 
-def describe_groups(shard: Shard, now: int, ctx: RequestContext, req) -> None:
+def describe_groups(groups: ClassicGroupManager, out: CoordinatorResult, now: int,
+                    ctx: RequestContext, req) -> None:
     v = ctx.version
-    groups = [_describe(shard, v, gid) for gid in req.groups]
+    groups = [_describe(groups, v, gid) for gid in req.groups]
     if v >= 3 and req.include_authorized_operations:
         # KafkaApis fills this in for every entry without an error, the unknown ("Dead") one too.
         groups = [dataclasses.replace(g, authorized_operations=GROUP_OPERATIONS)
                   if g.error_code == E.NONE else g for g in groups]
-    shard.reply(ctx.token, r.DESCRIBE_GROUPS, v, r.DescribeGroupsResponse(groups=tuple(groups)))
+    out.reply(ctx.token, ApiKey.DESCRIBE_GROUPS, v, r.DescribeGroupsResponse(groups=tuple(groups)))
 
 
-def _describe(shard: Shard, v: int, group_id: str):
+def _describe(groups: ClassicGroupManager, v: int, group_id: str):
     """GroupMetadataManager.describeGroups: metadata and assignments only for a Stable group."""
-    if not shard.owns(group_id):
+    if not groups.owns(group_id):
         return r.described_group(v, group_id, E.NOT_COORDINATOR)
-    group = shard.groups.get(group_id)
+    group = groups.groups.get(group_id)
     if group is None or group.is_in(S.DEAD):
         if v >= 6:                              # KIP-1043
             return r.described_group(v, group_id, E.GROUP_ID_NOT_FOUND, state=S.DEAD.value,
@@ -56,7 +61,8 @@ def _describe(shard: Shard, v: int, group_id: str):
                              protocol_data=group.protocol_name if stable else "", members=members)
 
 
-def list_groups(shard: Shard, now: int, ctx: RequestContext, req) -> None:
+def list_groups(groups: ClassicGroupManager, out: CoordinatorResult, now: int, ctx: RequestContext,
+                req) -> None:
     """Every group of the shard, filtered by state (case-insensitive, trimmed) and type."""
     states = {s.strip().lower() for s in req.states_filter}
     types = {t.lower() for t in req.types_filter}
@@ -64,19 +70,20 @@ def list_groups(shard: Shard, now: int, ctx: RequestContext, req) -> None:
     groups = tuple(
         listed(group_id=g.group_id, protocol_type=g.protocol_type, group_state=g.state.value,
                group_type="classic")
-        for g in shard.groups.values()
+        for g in groups.groups.values()
         if not g.is_in(S.DEAD) and (not states or g.state.value.lower() in states)
         and (not types or "classic" in types))
-    shard.reply(ctx.token, r.LIST_GROUPS, ctx.version, r.ListGroupsResponse(error_code=E.NONE, groups=groups))
+    out.reply(ctx.token, ApiKey.LIST_GROUPS, ctx.version, r.ListGroupsResponse(error_code=E.NONE, groups=groups))
 
 
-def delete_groups(shard: Shard, now: int, ctx: RequestContext, req) -> None:
+def delete_groups(groups: ClassicGroupManager, offsets: OffsetManager, out: CoordinatorResult,
+                  now: int, ctx: RequestContext, req) -> None:
     """GroupCoordinatorShard.deleteGroups: tombstones for every offset, then for the group."""
     result_cls = r.DeleteGroupsResponse.DeletableGroupResult
     results, records = [], []
     for group_id in req.groups_names:
-        group = shard.groups.get(group_id)
-        if not shard.owns(group_id):
+        group = groups.groups.get(group_id)
+        if not groups.owns(group_id):
             error = E.NOT_COORDINATOR
         elif group is None or group.is_in(S.DEAD):
             error = E.GROUP_ID_NOT_FOUND
@@ -85,10 +92,10 @@ def delete_groups(shard: Shard, now: int, ctx: RequestContext, req) -> None:
         else:
             error = E.NONE
             records += [OffsetCommitTombstone(group_id, topic, partition)
-                        for topic, partition in sorted(shard.offsets.get(group_id, {}))]
+                        for topic, partition in sorted(offsets.offsets.get(group_id, {}))]
             records.append(GroupMetadataTombstone(group_id))
-            shard.note(now, Event.GROUP_DELETED, group, reason=Deletion.DELETE_GROUPS)
+            out.note(now, Event.GROUP_DELETED, group, reason=Deletion.DELETE_GROUPS)
             log.info("group %s: deleted", safe(group_id))
         results.append(result_cls(group_id=group_id, error_code=error))
-    apply(shard, records)
-    shard.reply(ctx.token, r.DELETE_GROUPS, ctx.version, r.DeleteGroupsResponse(results=tuple(results)))
+    offsets.apply(out, records)
+    out.reply(ctx.token, ApiKey.DELETE_GROUPS, ctx.version, r.DeleteGroupsResponse(results=tuple(results)))

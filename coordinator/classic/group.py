@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .routing import java_string_hash
-from .state import GroupState, check_transition
+from coordinator.routing import java_string_hash
+from coordinator.classic.state import GroupState, check_transition
 
 
 def java_hashmap_order(keys: list[str]) -> list[str]:
