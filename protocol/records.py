@@ -80,11 +80,18 @@ def read_batches(data, *, verify_crc: bool = True) -> list[BatchHeader]:
         end = pos + header.size
         if end > len(view):
             raise DecodeError(f"record batch at byte {pos} runs past the data", field="records")
-        if verify_crc and crc32c(view[pos + _CRC_START:end]) != header.crc:
-            raise DecodeError(f"record batch CRC mismatch at byte {pos}", field="records")
+        if verify_crc:
+            check_crc(view, header)
         out.append(header)
         pos = end
     return out
+
+
+def check_crc(data, header: BatchHeader) -> None:
+    """Raise DecodeError unless the batch ``header`` describes (in ``data``) has a valid CRC."""
+    start = header.position
+    if crc32c(memoryview(data)[start + _CRC_START:start + header.size]) != header.crc:
+        raise DecodeError(f"record batch CRC mismatch at byte {start}", field="records")
 
 
 def with_base_offset(batch, base_offset: int) -> bytes:

@@ -21,7 +21,7 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.logtext import safe
 from protocol.messages import RESPONSES
-from protocol.records import read_batches
+from protocol.records import BatchHeader, read_batches
 from protocol.exceptions import DecodeError
 from protocol.registry import API_TABLE
 from protocol.wire import ZERO_UUID
@@ -158,8 +158,8 @@ class DataPlane:
                     if req.transactional_id is not None:
                         raise _Refused(E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
                     log_ = self.store.partition(t.name, p.index)
-                    _one_batch(p.records)
-                    info = log_.append(bytes(p.records), now)
+                    records = bytes(p.records)
+                    info = log_.append(records, now, _one_batch(records))
                     self.parked.appended(t.name, p.index)
                     parts.append(part_cls(index=p.index, error_code=E.NONE, base_offset=info.base_offset,
                                           log_append_time_ms=info.log_append_time,
@@ -429,15 +429,18 @@ def _answering_errors(handler):
     return decide
 
 
-def _one_batch(records) -> None:
-    """Produce v3+ carries exactly one record batch per partition (Kafka: INVALID_RECORD otherwise)."""
+def _one_batch(records: bytes) -> list[BatchHeader]:
+    """Produce v3+ carries exactly one record batch per partition (Kafka: INVALID_RECORD
+    otherwise); the batch as parsed, for the log to use without parsing it again."""
     if not records:
         raise _Refused(E.INVALID_RECORD, "no records")
     try:
-        if len(read_batches(records, verify_crc=False)) != 1:
-            raise _Refused(E.INVALID_RECORD, "produce requests carry one batch per partition")
+        headers = read_batches(records, verify_crc=False)
     except DecodeError as e:
         raise _Refused(E.CORRUPT_MESSAGE, str(e)) from None
+    if len(headers) != 1:
+        raise _Refused(E.INVALID_RECORD, "produce requests carry one batch per partition")
+    return headers
 
 
 def _fields(obj) -> dict:

@@ -81,7 +81,13 @@ class GroupRouter:
             return runner.submit(ctx.api_key, ctx.version, request, client_id=ctx.client_id,
                                  client_host=ctx.client_host), _unchanged
         # OffsetCommit/OffsetDelete: as Kafka's API layer does, answer partitions that do not
-        # exist with UNKNOWN_TOPIC_OR_PARTITION and send only the rest to the coordinator.
+        # exist with UNKNOWN_TOPIC_OR_PARTITION and send only the rest to the coordinator. The
+        # usual request names only partitions that exist: it goes on as it came.
+        exists = self.partition_exists
+        if all(t.partitions and all(exists(t.name, p.partition_index) for p in t.partitions)
+               for t in request.topics):
+            return runner.submit(ctx.api_key, ctx.version, request, client_id=ctx.client_id,
+                                 client_host=ctx.client_host), _unchanged
         kept = tuple(dataclasses.replace(t, partitions=tuple(
             p for p in t.partitions if self.partition_exists(t.name, p.partition_index)))
             for t in request.topics)
@@ -92,8 +98,6 @@ class GroupRouter:
         else:
             ticket = runner.submit(ctx.api_key, ctx.version, dataclasses.replace(request, topics=kept),
                                    client_id=ctx.client_id, client_host=ctx.client_host)
-        if kept == request.topics:
-            return ticket, _unchanged
         return ticket, partial(_with_unknown_partitions, ctx.api_key, request.topics)
 
     def find_coordinator(self, version: int, request, ctx):

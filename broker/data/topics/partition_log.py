@@ -41,7 +41,7 @@ from crc32c import crc32c
 
 from protocol.exceptions import DecodeError
 from protocol.record_batch import records_of
-from protocol.records import BatchHeader, read_batches, with_base_offset
+from protocol.records import BatchHeader, check_crc, read_batches, with_base_offset
 
 from .batches import check_batch
 from .errors import (CorruptRecords, InvalidRecord, MessageTooLarge, OffsetOutOfRange, StorageError,
@@ -204,15 +204,20 @@ class PartitionLog:
 
     # -- produce ---------------------------------------------------------------------------
 
-    def append(self, records: bytes, now_ms: int) -> AppendInfo:
-        """Validate, number and write a produce request's record batches.
+    def append(self, records: bytes, now_ms: int,
+               headers: list[BatchHeader] | None = None) -> AppendInfo:
+        """Validate, number and write a produce request's record batches (``headers``: the
+        batches as the caller already parsed them, CRCs not yet checked).
 
         Raises CorruptRecords, InvalidRecord, MessageTooLarge, TransactionsUnsupported,
         InvalidProducerEpoch, OutOfOrderSequence or StorageError; nothing is written then.
         """
         self._check_open()
         try:
-            headers = read_batches(records)
+            if headers is None:
+                headers = read_batches(records, verify_crc=False)
+            for header in headers:
+                check_crc(records, header)
         except DecodeError as exc:
             raise CorruptRecords(str(exc)) from exc
         self._check_batches(headers)
