@@ -1,6 +1,7 @@
 """A shard driven by its trio task: timers on trio's (mock) clock, durable replies, restarts."""
 
 import dataclasses
+import threading
 
 import pytest
 import trio
@@ -111,3 +112,49 @@ async def test_a_failed_fsync_turns_the_shard_away_instead_of_acknowledging(nurs
     assert response.topics[0].partitions[0].error_code == ErrorCode.NOT_COORDINATOR
     again = await runner.call(ApiKey.OFFSET_COMMIT, 8, commit)
     assert again.topics[0].partitions[0].error_code == ErrorCode.NOT_COORDINATOR
+
+
+class StallingFS(FakeFS):
+    """A disk on which a compaction stops at its cleaned segment's fsync until released."""
+
+    def __init__(self):
+        super().__init__()
+        self.compacting, self.release = threading.Event(), threading.Event()
+
+    def fsync(self, path: str) -> None:
+        if path.endswith(".cleaned"):
+            self.compacting.set()
+            self.release.wait(30)
+        super().fsync(path)
+
+
+async def test_the_shard_answers_and_writes_while_its_log_compacts(nursery):
+    """Compaction runs beside the shard: a commit is answered (and durable) while a
+    compaction is stuck on the disk, and the compaction then completes."""
+    fs = StallingFS()
+    shard_log = ShardLog(shard_dir("/data", SHARD), fs, segment_bytes=300)
+    runner = ShardRunner(Shard(SHARD), shard_log, compact_interval_s=0.05, wall_clock=lambda: 1e6)
+    await nursery.start(runner.run)
+
+    def commit(offset: int):
+        topic = OffsetCommitReq.OffsetCommitRequestTopic
+        return runner.call(ApiKey.OFFSET_COMMIT, 8, OffsetCommitReq(
+            group_id=GROUP, generation_id_or_member_epoch=-1, member_id="", topics=(topic(
+                name="orders", partitions=(topic.OffsetCommitRequestPartition(
+                    partition_index=0, committed_offset=offset, committed_metadata=""),)),)))
+
+    for offset in range(10):                       # several sealed segments to compact
+        await commit(offset)
+    await trio.to_thread.run_sync(fs.compacting.wait, 10)
+    try:
+        with trio.fail_after(5):
+            answer = await commit(100)
+        assert answer.topics[0].partitions[0].error_code == ErrorCode.NONE
+        assert runner.compacting
+    finally:
+        fs.release.set()
+    with trio.fail_after(5):
+        while runner.compacting:
+            await trio.sleep(0.01)
+    fetch = await runner.call(ApiKey.OFFSET_FETCH, 7, OffsetFetch(group_id=GROUP, topics=None))
+    assert fetch.topics[0].partitions[0].committed_offset == 100

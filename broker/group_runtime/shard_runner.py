@@ -146,6 +146,8 @@ class ShardRunner:
         self._appended = self._durable = -1          # log offsets: last written, last fsynced
         self._unreleased: deque[tuple[int, Ticket]] = deque()
         self._dirty = trio.Event()                   # wakes the writer
+        self._background: trio.Nursery | None = None  # where compaction runs
+        self.compacting = False
 
     def now_ms(self) -> int:
         return int(self._epoch_ms + trio.current_time() * 1000)
@@ -257,6 +259,7 @@ class ShardRunner:
             actions = []
             self._fail(e)
         async with trio.open_nursery() as nursery:
+            self._background = nursery
             nursery.start_soon(self._writer)
             self._apply(actions)
             task_status.started()
@@ -289,7 +292,8 @@ class ShardRunner:
                 await self._reload()
                 continue
             if trio.current_time() >= next_compaction:
-                await self._compact()
+                if not self.compacting:          # the shard answers on while it runs
+                    self._background.start_soon(self._compact)
                 next_compaction = trio.current_time() + self.compact_interval_s
 
     def _step(self, actions: list, operation, now: int, ticket: Ticket | None, peer: str) -> bool:
@@ -445,8 +449,13 @@ class ShardRunner:
         self._wake_loop()
 
     async def _compact(self) -> None:
+        """Compact the sealed segments in a worker thread, beside the appends (the log's lock
+        covers the swap)."""
+        self.compacting = True
         try:
             result = await trio.to_thread.run_sync(compact, self.log, self.now_ms())
             log.info("shard %d: compacted %s", self.shard.shard_id, result)
         except (OffsetsLogError, OSError) as e:       # the old segments stay; try again later
             log.error("shard %d: compaction failed: %s", self.shard.shard_id, e)
+        finally:
+            self.compacting = False
