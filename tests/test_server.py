@@ -242,3 +242,21 @@ async def test_an_answer_whose_write_failed_is_never_sent():
     while chunk := await theirs.receive_some():
         received += chunk
     assert received == b"refusednext"
+
+
+async def test_shard_logs_open_in_worker_threads_once_the_broker_serves(nursery, tmp_path):
+    """Building a broker reads no offsets log (recovering 50 of them would stall the event
+    loop); serving opens them in worker threads, and group requests then work."""
+    from broker.config import BrokerConfig
+    from broker.server.broker import Broker
+    b = Broker(BrokerConfig.build({"group.initial.rebalance.delay.ms": 0,
+                                   "group.min.session.timeout.ms": 1000}, port=0,
+                                  data_dir=str(tmp_path)))
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith("__consumer_offsets-")]
+    await nursery.start(b.serve)
+    await b.ready.wait()
+    assert len([p for p in tmp_path.iterdir() if p.name.startswith("__consumer_offsets-")]) == 50
+    client = await WireClient.connect(b.port)
+    member, generation = await join_stable_member(client, "opened-in-threads")
+    assert generation == 1
+    b.stop()

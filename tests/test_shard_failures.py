@@ -52,7 +52,8 @@ class FaultyShard(Shard):
 
 
 async def start(nursery, fs, shard_cls=Shard) -> ShardRunner:
-    runner = ShardRunner(shard_cls(SHARD), ShardLog(shard_dir("/data", SHARD), fs), wall_clock=lambda: 1e6)
+    runner = ShardRunner(shard_cls(SHARD), lambda: ShardLog(shard_dir("/data", SHARD), fs),
+                         wall_clock=lambda: 1e6)
     await nursery.start(runner.run)
     return runner
 

@@ -31,7 +31,8 @@ def clock(autojump_clock):
 
 
 async def start(nursery, data_dir, fs=None) -> ShardRunner:
-    runner = ShardRunner(Shard(SHARD), ShardLog(shard_dir(str(data_dir), SHARD), fs), wall_clock=lambda: 1e6)
+    runner = ShardRunner(Shard(SHARD), lambda: ShardLog(shard_dir(str(data_dir), SHARD), fs),
+                         wall_clock=lambda: 1e6)
     await nursery.start(runner.run)
     return runner
 
@@ -132,8 +133,8 @@ async def test_the_shard_answers_and_writes_while_its_log_compacts(nursery):
     """Compaction runs beside the shard: a commit is answered (and durable) while a
     compaction is stuck on the disk, and the compaction then completes."""
     fs = StallingFS()
-    shard_log = ShardLog(shard_dir("/data", SHARD), fs, segment_bytes=300)
-    runner = ShardRunner(Shard(SHARD), shard_log, compact_interval_s=0.05, wall_clock=lambda: 1e6)
+    runner = ShardRunner(Shard(SHARD), lambda: ShardLog(shard_dir("/data", SHARD), fs, segment_bytes=300),
+                         compact_interval_s=0.05, wall_clock=lambda: 1e6)
     await nursery.start(runner.run)
 
     def commit(offset: int):

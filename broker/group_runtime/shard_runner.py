@@ -25,6 +25,7 @@ import logging
 import math
 import time
 from collections import deque
+from typing import Callable
 
 import trio
 
@@ -129,11 +130,13 @@ def _log_error(ticket: Ticket) -> None:
 
 
 class ShardRunner:
-    def __init__(self, shard: Shard, shard_log: ShardLog, *, compact_interval_s: float = 600.0,
-                 wall_clock=time.time, journal=None):
-        self.shard, self.log = shard, shard_log
+    def __init__(self, shard: Shard, open_log: Callable[[], ShardLog], *,
+                 compact_interval_s: float = 600.0, wall_clock=time.time, journal=None):
+        self.shard = shard
+        self._open_log = open_log        # opens (and recovers) the shard's log: in a worker thread
+        self.log: ShardLog | None = None
+        self.group_commit: GroupCommit | None = None
         self.journal = journal           # a broker.journal.recorder.BrokerJournal, or None (off)
-        self.group_commit = GroupCommit(shard_log)
         self.compact_interval_s = compact_interval_s
         self._wall_clock = wall_clock
         self._epoch_ms = 0.0
@@ -251,8 +254,10 @@ class ShardRunner:
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         self._epoch_ms = self._wall_clock() * 1000 - trio.current_time() * 1000
-        self._appended = self._durable = self.log.next_offset - 1
         try:
+            self.log = await trio.to_thread.run_sync(self._open_log)
+            self.group_commit = GroupCommit(self.log)
+            self._appended = self._durable = self.log.next_offset - 1
             actions = (await trio.to_thread.run_sync(load_shard, self.shard, self.log, self.now_ms())).actions
             self.loaded = True
         except Exception as e:       # as a failure later on: turned away, retried from a reopened log
@@ -372,9 +377,9 @@ class ShardRunner:
 
     def _reopen(self) -> ShardLog:
         """A new ShardLog on the same files (recovery runs as at startup)."""
-        old = self.log
-        old.close()
-        return ShardLog(old.directory, old.fs, segment_bytes=old.segment_bytes, durability=old.durability)
+        if self.log is not None:
+            self.log.close()
+        return self._open_log()
 
     def _apply(self, actions) -> None:
         """Append records; decide every reply now, release it once what came before is durable."""

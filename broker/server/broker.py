@@ -59,7 +59,7 @@ class Broker:
         n = config.coordinator.offsets_topic_num_partitions
         self.journal = BrokerJournal(config) if config.journal_enable else None
         self.runners = [ShardRunner(Shard(i, config.coordinator, journal=self.journal is not None),
-                                    ShardLog.for_shard(config.data_dir, i, durability=durability),
+                                    partial(ShardLog.for_shard, config.data_dir, i, durability=durability),
                                     journal=self.journal)
                         for i in range(n)]
         self.handlers: Handlers | None = None
@@ -136,7 +136,8 @@ class Broker:
                     runner.log.sync()
             except OffsetsLogError as e:
                 log.error("shard %d: final fsync failed: %s", runner.shard.shard_id, e)
-            runner.log.close()
+            if runner.log is not None:
+                runner.log.close()
         if self.journal is not None and not self._crashed:
             self.journal.close()              # before the topics close: it samples them last
         if self.handlers is not None:
