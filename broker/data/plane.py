@@ -33,7 +33,8 @@ from broker.data.errors import EXCESSIVE_BATCH, MAX_RECORDS_PER_USER_OP, error_m
 from broker.data.errors import Refused as _Refused
 from broker.data.parked_fetches import ParkedFetches
 from broker.data.topic_admin import TopicAdmin
-from broker.data.topics import TopicsError, TopicStore, UnknownTopicId, UnknownTopicOrPartition
+from broker.data.topics import (TopicAlreadyExists, TopicsError, TopicStore, UnknownTopicId,
+                                UnknownTopicOrPartition)
 from broker.data.topics import configs as topic_configs
 from broker.data.topics.compaction import LogCleaner
 from broker.data.topics.configs import InvalidConfig
@@ -107,7 +108,7 @@ class DataPlane:
             topics = [self._topic_metadata(t, E.NONE) for t in self.store.topics()]
         else:
             allow = self.config.auto_create_topics_enable and (v < 4 or req.allow_auto_topic_creation)
-            topics = [self._lookup(t, allow) for t in wanted]
+            topics = [await self._lookup(t, allow) for t in wanted]
         if v >= 8 and req.include_topic_authorized_operations:
             topics = [t.__class__(**{**_fields(t), "topic_authorized_operations": TOPIC_OPERATIONS})
                       for t in topics]
@@ -118,7 +119,7 @@ class DataPlane:
         return Metadata(brokers=(broker,), cluster_id=self.config.cluster_id, controller_id=node,
                         topics=tuple(topics), **cluster)
 
-    def _lookup(self, wanted, allow_create: bool):
+    async def _lookup(self, wanted, allow_create: bool):
         T = Metadata.MetadataResponseTopic
         try:
             if wanted.name is None:
@@ -131,7 +132,9 @@ class DataPlane:
         if not allow_create:
             return T(error_code=E.UNKNOWN_TOPIC_OR_PARTITION, name=wanted.name)
         try:
-            topic = self.store.create_topic(wanted.name)
+            topic = await trio.to_thread.run_sync(self.store.create_topic, wanted.name)
+        except TopicAlreadyExists:           # another request created it meanwhile
+            return self._topic_metadata(self.store.topic(wanted.name), E.NONE)
         except TopicsError as e:
             return T(error_code=e.error_code, name=wanted.name)
         # Kafka answers the request that triggered auto-creation with LEADER_NOT_AVAILABLE.
@@ -346,7 +349,7 @@ class DataPlane:
             try:
                 if name is None:
                     name = self.store.topic_by_id(topic_id).name
-                topic = self.store.delete_topic(name)
+                topic = await trio.to_thread.run_sync(self.store.delete_topic, name)
                 results.append(result_cls(name=name, topic_id=topic.topic_id, error_code=E.NONE))
             except TopicsError as e:
                 results.append(result_cls(name=name, topic_id=topic_id or ZERO_UUID,
