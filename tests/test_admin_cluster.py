@@ -13,7 +13,7 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from test_data_plane_hostile import create, produce
 from test_topics_batches import batch
-from wire_client import WireClient
+from broker.client.trio_stream import TrioClient
 
 ck = import_client("confluent_kafka")
 import_client("kafka")
@@ -61,7 +61,7 @@ def test_describe_cluster_with_both_clients(racked):
 
 @pytest.mark.parametrize("version", [0, 1, 2])
 async def test_describe_cluster_on_the_wire(broker, version):
-    client = await WireClient.connect(broker.port)
+    client = await TrioClient.connect(broker.port)
     answer = await client.call(ApiKey.DESCRIBE_CLUSTER, version, DescribeCluster(include_cluster_authorized_operations=False))
     assert (answer.error_code, answer.cluster_id, answer.controller_id) == (E.NONE, "groupbroker-local", 1)
     assert answer.cluster_authorized_operations == NOT_ASKED
@@ -73,7 +73,7 @@ async def test_describe_cluster_on_the_wire(broker, version):
 
 
 async def test_describe_cluster_endpoint_types(broker):
-    client = await WireClient.connect(broker.port)
+    client = await TrioClient.connect(broker.port)
     controller = await client.call(ApiKey.DESCRIBE_CLUSTER, 1, DescribeCluster(endpoint_type=2))
     assert (controller.error_code, controller.error_message, controller.brokers) == (
         E.MISMATCHED_ENDPOINT_TYPE, "The request was sent to an endpoint of type BROKER, but we wanted "
@@ -115,7 +115,7 @@ def test_describe_log_dirs_with_kafka_python(racked):
 
 @pytest.mark.parametrize("version", [1, 2, 3, 4])
 async def test_describe_log_dirs_on_the_wire(broker, version, tmp_path):
-    client = await WireClient.connect(broker.port)
+    client = await TrioClient.connect(broker.port)
     await create(client, "t", 2)
     await produce(client, "t", 0, batch([b"abc"]))
     answer = await client.call(ApiKey.DESCRIBE_LOG_DIRS, version, DescribeLogDirs(topics=None))
@@ -151,7 +151,7 @@ def test_elect_leaders_with_both_clients(racked):
 
 @pytest.mark.parametrize("version", [0, 1, 2])
 async def test_elect_leaders_on_the_wire(broker, version):
-    client = await WireClient.connect(broker.port)
+    client = await TrioClient.connect(broker.port)
     await create(client, "t", 2)
     await create(client, "u", 1)
     everything = await client.call(ApiKey.ELECT_LEADERS, version, ElectLeaders(topic_partitions=None, timeout_ms=1000))

@@ -14,7 +14,7 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from test_data_plane_hostile import create, fetch, produce
 from test_topics_batches import batch, values_of
-from wire_client import WireClient
+from broker.client.trio_stream import TrioClient
 
 ck = import_client("confluent_kafka")
 kafka = import_client("kafka")
@@ -127,7 +127,7 @@ async def test_create_partitions_bounds_and_duplicates(serve_broker):
     """Kafka's controller writes one record per new partition into a list bounded at 10,000:
     the topic that overflows it (and every later growing one) fails with UNKNOWN_SERVER_ERROR."""
     broker = await serve_broker({})
-    client = await WireClient.connect(broker.port)
+    client = await TrioClient.connect(broker.port)
     for name in ("a", "b", "c"):
         await create(client, name)
 
@@ -255,7 +255,7 @@ def test_delete_records_with_confluent_kafka_survives_a_restart_and_a_crash(brok
 
 async def test_delete_records_edges_on_the_wire(serve_broker):
     broker = await serve_broker({})
-    client = await WireClient.connect(broker.port)
+    client = await TrioClient.connect(broker.port)
     await create(client, "t", 2)
     for i in range(5):
         await produce(client, "t", 0, batch([b"%d" % i]))
@@ -288,7 +288,7 @@ async def test_delete_records_edges_on_the_wire(serve_broker):
 
 async def test_whole_segments_below_the_log_start_are_deleted(serve_broker, tmp_path):
     broker = await serve_broker({"log.segment.bytes": "200"})
-    client = await WireClient.connect(broker.port)
+    client = await TrioClient.connect(broker.port)
     await create(client, "t")
     for i in range(6):
         await produce(client, "t", 0, batch([b"x" * 100]))            # one segment per batch
@@ -330,7 +330,7 @@ def test_a_log_whose_end_fell_below_its_log_start_restarts_empty_there(tmp_path)
 
 async def test_delete_records_that_cannot_be_made_durable_changes_nothing(serve_broker, tmp_path):
     broker = await serve_broker({})
-    client = await WireClient.connect(broker.port)
+    client = await TrioClient.connect(broker.port)
     await create(client, "t")
     await produce(client, "t", 0, batch([b"a", b"b"]))
     os.mkdir(tmp_path / "t-0" / "log-start-offset")        # the checkpoint cannot replace a directory

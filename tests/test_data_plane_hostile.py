@@ -17,7 +17,8 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.records import read_batches
 from test_topics_batches import batch, values_of
-from wire_client import WireClient, header
+from broker.client.trio_stream import TrioClient
+from wire_client import header
 
 Fetch, Produce, Metadata = REQUESTS[ApiKey.FETCH].cls, REQUESTS[ApiKey.PRODUCE].cls, REQUESTS[ApiKey.METADATA].cls
 CreateTopics, InitProducerId = REQUESTS[ApiKey.CREATE_TOPICS].cls, REQUESTS[ApiKey.INIT_PRODUCER_ID].cls
@@ -29,13 +30,13 @@ async def broker(serve_broker):
     return await serve_broker({"fetch.max.bytes": "1024"})
 
 
-async def create(client: WireClient, name: str, partitions: int = 1) -> None:
+async def create(client: TrioClient, name: str, partitions: int = 1) -> None:
     answer = await client.call(ApiKey.CREATE_TOPICS, 5, CreateTopics(topics=(CreateTopics.CreatableTopic(
         name=name, num_partitions=partitions, replication_factor=1),)))
     assert answer.topics[0].error_code == ErrorCode.NONE
 
 
-async def produce(client: WireClient, topic: str, partition: int, records: bytes) -> None:
+async def produce(client: TrioClient, topic: str, partition: int, records: bytes) -> None:
     data = Produce.TopicProduceData
     answer = await client.call(ApiKey.PRODUCE, 9, Produce(acks=-1, timeout_ms=1000, topic_data=(data(
         name=topic, partition_data=(data.PartitionProduceData(index=partition, records=records),)),)))
@@ -63,7 +64,7 @@ async def until(condition) -> None:
 # --- Fetch answers are bounded by fetch.max.bytes ----------------------------------------------
 
 async def test_a_2gb_fetch_gets_at_most_fetch_max_bytes(broker):
-    client = await WireClient.connect(broker.port)
+    client = await TrioClient.connect(broker.port)
     await create(client, "bounded")
     for i in range(6):
         await produce(client, "bounded", 0, batch([b"%d" % i * 200]))        # ~270 bytes each
@@ -74,7 +75,7 @@ async def test_a_2gb_fetch_gets_at_most_fetch_max_bytes(broker):
 
 
 async def test_the_first_batch_comes_whole_even_past_fetch_max_bytes(broker):
-    client = await WireClient.connect(broker.port)
+    client = await TrioClient.connect(broker.port)
     await create(client, "big-first")
     await produce(client, "big-first", 0, batch([b"x" * 5000]))
     await produce(client, "big-first", 0, batch([b"small"]))
@@ -87,7 +88,7 @@ async def test_the_first_batch_comes_whole_even_past_fetch_max_bytes(broker):
 
 async def test_a_produce_wakes_only_the_fetches_parked_on_its_partition(broker):
     parked = broker.handlers.data.parked
-    poller, producer = await WireClient.connect(broker.port), await WireClient.connect(broker.port)
+    poller, producer = await TrioClient.connect(broker.port), await TrioClient.connect(broker.port)
     await create(producer, "two", partitions=2)
     correlation = await poller.send(ApiKey.FETCH, 12, fetch("two", 0, max_wait_ms=LONG_POLL_MS))
     await until(lambda: parked.parked == 1)
@@ -95,14 +96,14 @@ async def test_a_produce_wakes_only_the_fetches_parked_on_its_partition(broker):
     assert (parked.parked, parked.wakeups) == (1, 0)
     await produce(producer, "two", 0, batch([b"here"]))
     with trio.fail_after(5):
-        got, answer = await poller.receive(ApiKey.FETCH, 12)
+        got, answer = await poller.receive()
     assert got == correlation and values_of(records_of(answer)) == [(0, b"here")]
     assert (parked.parked, parked.wakeups) == (0, 1)
 
 
 async def test_a_parked_fetch_ends_when_its_client_hangs_up(broker):
     parked = broker.handlers.data.parked
-    client = await WireClient.connect(broker.port)
+    client = await TrioClient.connect(broker.port)
     await create(client, "abandoned", partitions=3)
     t = Fetch.FetchTopic
     await client.send(ApiKey.FETCH, 12, Fetch(max_wait_ms=LONG_POLL_MS, min_bytes=1, max_bytes=1 << 20, topics=(
@@ -114,13 +115,13 @@ async def test_a_parked_fetch_ends_when_its_client_hangs_up(broker):
 
 
 async def test_a_parked_fetch_answers_what_its_client_sends_next_in_order(broker):
-    client = await WireClient.connect(broker.port)
+    client = await TrioClient.connect(broker.port)
     await create(client, "ordered")
     first = await client.send(ApiKey.FETCH, 12, fetch("ordered", max_wait_ms=300))
     second = await client.send(ApiKey.API_VERSIONS, 0, REQUESTS[ApiKey.API_VERSIONS].cls())      # read ahead while the fetch waits
     with trio.fail_after(5):
-        assert (await client.receive(ApiKey.FETCH, 12))[0] == first
-        assert (await client.receive(ApiKey.API_VERSIONS, 0))[0] == second
+        assert (await client.receive())[0] == first
+        assert (await client.receive())[0] == second
 
 
 # --- connections.max.idle.ms -------------------------------------------------------------------
@@ -128,7 +129,7 @@ async def test_a_parked_fetch_answers_what_its_client_sends_next_in_order(broker
 async def test_idle_connections_are_closed_and_active_ones_kept(serve_broker, caplog):
     caplog.set_level(logging.INFO, logger="groupbroker.server")
     broker = await serve_broker({"connections.max.idle.ms": "400"})
-    idle, partial, active = [await WireClient.connect(broker.port) for _ in range(3)]
+    idle, partial, active = [await TrioClient.connect(broker.port) for _ in range(3)]
     await idle.call(ApiKey.API_VERSIONS, 0, REQUESTS[ApiKey.API_VERSIONS].cls())
     await partial.send_raw(struct.pack(">i", 100) + header(18, 0, 1))        # a frame never finished
     with trio.fail_after(5):
@@ -145,7 +146,7 @@ async def test_idle_connections_are_closed_and_active_ones_kept(serve_broker, ca
 @pytest.mark.parametrize("version, topic", [(11, Metadata.MetadataRequestTopic(name=None)),
                                             (10, Metadata.MetadataRequestTopic(name="t", topic_id=uuid.UUID(int=7)))])
 async def test_metadata_before_v12_asking_by_id_is_an_invalid_request(broker, caplog, version, topic):
-    client = await WireClient.connect(broker.port)
+    client = await TrioClient.connect(broker.port)
     answer = await client.call(ApiKey.METADATA, version, Metadata(topics=(topic,), allow_auto_topic_creation=True))
     assert [(t.error_code, t.name, t.partitions) for t in answer.topics] == \
         [(ErrorCode.INVALID_REQUEST, topic.name or "", ())]
@@ -155,7 +156,7 @@ async def test_metadata_before_v12_asking_by_id_is_an_invalid_request(broker, ca
 
 
 async def test_init_producer_id_with_an_exhausted_epoch_gets_a_new_producer_id(broker, caplog):
-    client = await WireClient.connect(broker.port)
+    client = await TrioClient.connect(broker.port)
     first = await client.call(ApiKey.INIT_PRODUCER_ID, 4, InitProducerId(transactional_id=None, transaction_timeout_ms=-1))
     assert (first.error_code, first.producer_epoch) == (ErrorCode.NONE, 0)
     again = await client.call(ApiKey.INIT_PRODUCER_ID, 4, InitProducerId(transactional_id=None, transaction_timeout_ms=-1,
@@ -170,7 +171,7 @@ async def test_init_producer_id_with_an_exhausted_epoch_gets_a_new_producer_id(b
 
 async def test_an_error_quoting_a_long_topic_name_still_fits_its_answer(broker, caplog):
     """A non-flexible Produce answer cannot carry a 32 KiB error message; the message is cut."""
-    client = await WireClient.connect(broker.port)
+    client = await TrioClient.connect(broker.port)
     data = Produce.TopicProduceData
     answer = await client.call(ApiKey.PRODUCE, 8, Produce(acks=-1, timeout_ms=1000, topic_data=(data(
         name="t" * 32_700, partition_data=(data.PartitionProduceData(index=0, records=b"x"),)),)))
@@ -180,7 +181,7 @@ async def test_an_error_quoting_a_long_topic_name_still_fits_its_answer(broker, 
 
 
 async def test_client_strings_are_escaped_in_the_log(broker, caplog):
-    client = await WireClient.connect(broker.port, client_id="evil\x1b[2J\nforged line")
+    client = await TrioClient.connect(broker.port, client_id="evil\x1b[2J\nforged line")
     await client.call(ApiKey.METADATA, 11, Metadata(topics=(Metadata.MetadataRequestTopic(name=None),)))
     lines = [m for m in caplog.messages if "Metadata v11" in m]
     assert lines and all("evil\\x1b[2J\\nforged line" in m for m in lines)
@@ -190,7 +191,7 @@ async def test_client_strings_are_escaped_in_the_log(broker, caplog):
 # --- Out of file descriptors --------------------------------------------------------------------
 
 async def test_out_of_descriptors_refuses_new_connections_at_once_and_serves_old_ones(broker, caplog):
-    old = await WireClient.connect(broker.port)
+    old = await TrioClient.connect(broker.port)
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (len(os.listdir("/proc/self/fd")) + 16, hard))
     fillers = []
@@ -210,7 +211,7 @@ async def test_out_of_descriptors_refuses_new_connections_at_once_and_serves_old
         for fd in fillers:
             os.close(fd)
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
-    fresh = await WireClient.connect(broker.port)
+    fresh = await TrioClient.connect(broker.port)
     assert (await fresh.call(ApiKey.API_VERSIONS, 0, REQUESTS[ApiKey.API_VERSIONS].cls())).error_code == ErrorCode.NONE
     assert any("cannot accept connections" in m for m in caplog.messages)
     assert any("accepting connections again; 1 refused" in m for m in caplog.messages)

@@ -20,7 +20,8 @@ from offsets_log import tools
 from protocol import REQUESTS
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
-from wire_client import WireClient, join_stable_member
+from broker.client.trio_stream import TrioClient
+from wire_client import join_stable_member
 
 E = ErrorCode
 Heartbeat, FindCoordinator, Produce = REQUESTS[ApiKey.HEARTBEAT].cls, REQUESTS[ApiKey.FIND_COORDINATOR].cls, REQUESTS[ApiKey.PRODUCE].cls
@@ -38,7 +39,7 @@ async def heartbeat(client, group, member, generation, instance=None):
 
 
 async def test_an_error_answers_the_next_n_requests_of_one_group_only(broker):
-    client = await WireClient.connect(broker.port)
+    client = await TrioClient.connect(broker.port)
     a, b = [(g, *await join_stable_member(client, g)) for g in ("faulty", "other")]
     await broker.control.execute("fail", api="Heartbeat", error="REBALANCE_IN_PROGRESS", count=2,
                                  group="faulty")
@@ -49,7 +50,7 @@ async def test_an_error_answers_the_next_n_requests_of_one_group_only(broker):
 
 
 async def test_a_client_id_filter_and_a_rule_until_cleared(broker):
-    ours, theirs = [await WireClient.connect(broker.port, client_id=c) for c in ("victim", "bystander")]
+    ours, theirs = [await TrioClient.connect(broker.port, client_id=c) for c in ("victim", "bystander")]
     group, member, generation = "g", *await join_stable_member(ours, "g")
     await broker.control.execute("fail", api=12, error=int(E.NOT_COORDINATOR), count=None, client_id="victim")
     assert [await heartbeat(ours, group, member, generation) for _ in range(3)] == [E.NOT_COORDINATOR] * 3
@@ -59,7 +60,7 @@ async def test_a_client_id_filter_and_a_rule_until_cleared(broker):
 
 
 async def test_injected_errors_take_kafkas_whole_request_failure_shapes(broker):
-    client = await WireClient.connect(broker.port)
+    client = await TrioClient.connect(broker.port)
     await broker.control.execute("fail", api="FindCoordinator", error="COORDINATOR_NOT_AVAILABLE", count=2)
     old = await client.call(ApiKey.FIND_COORDINATOR, 3, FindCoordinator(key="g"))
     assert (old.error_code, old.node_id, old.port) == (E.COORDINATOR_NOT_AVAILABLE, -1, -1)
@@ -90,19 +91,19 @@ async def test_bad_fault_requests_are_refused_with_the_reason(broker):
 
 
 async def test_delay_holds_the_answer_and_the_requests_behind_it(broker):
-    client = await WireClient.connect(broker.port)
+    client = await TrioClient.connect(broker.port)
     group, member, generation = "slow", *await join_stable_member(client, "slow")
     await broker.control.execute("delay", api="Heartbeat", ms=300)
     started = trio.current_time()
     first = await client.send(ApiKey.HEARTBEAT, 4, Heartbeat(group_id=group, generation_id=generation, member_id=member))
     second = await client.send(ApiKey.API_VERSIONS, 0, REQUESTS[ApiKey.API_VERSIONS].cls())
-    assert (await client.receive(ApiKey.HEARTBEAT, 4))[0] == first
-    assert (await client.receive(ApiKey.API_VERSIONS, 0))[0] == second
+    assert (await client.receive())[0] == first
+    assert (await client.receive())[0] == second
     assert trio.current_time() - started >= 0.3
 
 
 async def test_drop_closes_only_that_connection_and_logs_why(broker, caplog):
-    victim, other = await WireClient.connect(broker.port), await WireClient.connect(broker.port)
+    victim, other = await TrioClient.connect(broker.port), await TrioClient.connect(broker.port)
     group, member, generation = "dropped", *await join_stable_member(victim, "dropped")
     await broker.control.execute("drop", api="Heartbeat", group=group)
     await victim.send(ApiKey.HEARTBEAT, 4, Heartbeat(group_id=group, generation_id=generation, member_id=member))
@@ -114,7 +115,7 @@ async def test_drop_closes_only_that_connection_and_logs_why(broker, caplog):
 
 
 async def test_force_rebalance_and_expire_member_act_like_the_real_causes(broker):
-    client = await WireClient.connect(broker.port)
+    client = await TrioClient.connect(broker.port)
     group, member, generation = "forced", *await join_stable_member(client, "forced")
     assert "rebalancing" in await broker.control.execute("force_rebalance", group=group)
     assert await heartbeat(client, group, member, generation) == E.REBALANCE_IN_PROGRESS
@@ -130,7 +131,7 @@ async def test_force_rebalance_and_expire_member_act_like_the_real_causes(broker
 
 async def test_a_fenced_static_member_gets_fenced_instance_id(broker, caplog):
     caplog.set_level(logging.INFO, logger="groupbroker.coordinator")
-    client = await WireClient.connect(broker.port)
+    client = await TrioClient.connect(broker.port)
     group, member, generation = "static", *await join_stable_member(client, "static", instance_id="i-1")
     outcome = await broker.control.execute("fence_instance", group=group, instance="i-1")
     assert f"{member} fenced" in outcome
@@ -141,7 +142,7 @@ async def test_a_fenced_static_member_gets_fenced_instance_id(broker, caplog):
 
 
 async def test_an_unavailable_shard_loads_then_moves_then_comes_back_without_expiring_anyone(broker):
-    client = await WireClient.connect(broker.port)
+    client = await TrioClient.connect(broker.port)
     group, member, generation = "outage", *await join_stable_member(client, "outage", session_timeout_ms=500)
     jg = REQUESTS[ApiKey.JOIN_GROUP].cls
     join = jg(group_id=group, session_timeout_ms=500, rebalance_timeout_ms=500, member_id="",
@@ -164,7 +165,7 @@ async def test_an_unavailable_shard_loads_then_moves_then_comes_back_without_exp
 
 
 async def test_recording_lists_what_was_asked_and_answered(broker):
-    client = await WireClient.connect(broker.port, client_id="recorded-client")
+    client = await TrioClient.connect(broker.port, client_id="recorded-client")
     await broker.control.execute("record")
     group, member, generation = "rec", *await join_stable_member(client, "rec")
     assert await heartbeat(client, group, member, generation + 5) == E.ILLEGAL_GENERATION
@@ -226,7 +227,7 @@ async def test_faults_leave_the_offsets_log_intact(tmp_path):
         broker = Broker(BrokerConfig.build(FAST, port=0, data_dir=str(tmp_path)))
         await nursery.start(broker.serve)
         await broker.ready.wait()
-        client = await WireClient.connect(broker.port)
+        client = await TrioClient.connect(broker.port)
         group = "intact"
         await join_stable_member(client, group, instance_id="s")
         await broker.control.execute("force_rebalance", group=group)

@@ -20,7 +20,7 @@ from protocol.frames import FrameBuffer
 from protocol.header import decode_request_header, encode_response
 from protocol.messages import DATA, RESPONSES
 from protocol.payloads import encode_payload
-from wire_client import WireClient
+from broker.client.trio_stream import TrioClient
 
 GROUP, TOPIC, CLIENT = "billing", "orders", "cli-test"
 
@@ -55,7 +55,7 @@ def batch(count: int) -> bytes:
     return bytes(builder.build())
 
 
-async def topic_with_records(client: WireClient) -> None:
+async def topic_with_records(client: TrioClient) -> None:
     """TOPIC with 2 partitions holding 5 and 3 records."""
     ct = REQUESTS[ApiKey.CREATE_TOPICS].cls
     created = await client.call(ApiKey.CREATE_TOPICS, 5, ct(topics=(ct.CreatableTopic(
@@ -68,7 +68,7 @@ async def topic_with_records(client: WireClient) -> None:
     assert all(p.error_code == 0 for p in produced.responses[0].partition_responses)
 
 
-async def join_with_assignment(client: WireClient) -> tuple[str, int]:
+async def join_with_assignment(client: TrioClient) -> tuple[str, int]:
     """One consumer-protocol member, assigned TOPIC partition 0 only; (member id, generation)."""
     jg, sg = REQUESTS[ApiKey.JOIN_GROUP].cls, REQUESTS[ApiKey.SYNC_GROUP].cls
     subscription = encode_payload(DATA["ConsumerProtocolSubscription"], 0,
@@ -89,7 +89,7 @@ async def join_with_assignment(client: WireClient) -> tuple[str, int]:
     return joined.member_id, joined.generation_id
 
 
-async def commit(client: WireClient, member: str, generation: int, offsets: dict[int, int]) -> None:
+async def commit(client: TrioClient, member: str, generation: int, offsets: dict[int, int]) -> None:
     oc = REQUESTS[ApiKey.OFFSET_COMMIT].cls
     parts = tuple(oc.OffsetCommitRequestTopic.OffsetCommitRequestPartition(partition_index=p, committed_offset=o,
                                                   committed_metadata="") for p, o in offsets.items())
@@ -102,7 +102,7 @@ async def commit(client: WireClient, member: str, generation: int, offsets: dict
 @pytest.fixture
 async def stable_group(broker):
     """(client, member id): GROUP Stable with one member on partition 0; offsets 2 and 1 committed."""
-    client = await WireClient.connect(broker.port, client_id=CLIENT)
+    client = await TrioClient.connect(broker.port, client_id=CLIENT)
     await topic_with_records(client)
     member, generation = await join_with_assignment(client)
     await commit(client, member, generation, {0: 2, 1: 1})
@@ -110,7 +110,7 @@ async def stable_group(broker):
     await client.aclose()
 
 
-async def leave(client: WireClient, member: str) -> None:
+async def leave(client: TrioClient, member: str) -> None:
     lg = REQUESTS[ApiKey.LEAVE_GROUP].cls
     answer = await client.call(ApiKey.LEAVE_GROUP, 1, lg(group_id=GROUP, member_id=member))
     assert answer.error_code == ErrorCode.NONE

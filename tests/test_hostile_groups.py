@@ -24,7 +24,8 @@ from protocol import REQUESTS
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.header import encode_request
-from wire_client import WireClient, join_stable_member
+from broker.client.trio_stream import TrioClient
+from wire_client import join_stable_member
 
 JoinGroup, SyncGroup, Heartbeat = REQUESTS[ApiKey.JOIN_GROUP].cls, REQUESTS[ApiKey.SYNC_GROUP].cls, REQUESTS[ApiKey.HEARTBEAT].cls
 OffsetCommit, OffsetFetch, DescribeGroups = REQUESTS[ApiKey.OFFSET_COMMIT].cls, REQUESTS[ApiKey.OFFSET_FETCH].cls, REQUESTS[ApiKey.DESCRIBE_GROUPS].cls
@@ -59,7 +60,7 @@ class HealthyMember:
         self.answers: list[ErrorCode] = []
 
     async def start(self, nursery) -> None:
-        self.client = await WireClient.connect(self.port)
+        self.client = await TrioClient.connect(self.port)
         create = REQUESTS[ApiKey.CREATE_TOPICS].cls
         await self.client.call(ApiKey.CREATE_TOPICS, 5, create(timeout_ms=5000, topics=(create.CreatableTopic(
             name="orders", num_partitions=1, replication_factor=1),)))
@@ -80,7 +81,7 @@ class HealthyMember:
 
 
 async def closes_the_connection(port: int, api_key: int, version: int, body, client_id="attacker") -> bool:
-    client = await WireClient.connect(port)
+    client = await TrioClient.connect(port)
     try:
         await client.send_raw(encode_request(api_key, version, 1, body, client_id))
         return await client.closed_by_peer()
@@ -89,7 +90,7 @@ async def closes_the_connection(port: int, api_key: int, version: int, body, cli
 
 
 async def answer(port: int, api_key: int, version: int, body, client_id: str = "attacker"):
-    client = await WireClient.connect(port, client_id=client_id)
+    client = await TrioClient.connect(port, client_id=client_id)
     try:
         return await client.call(api_key, version, body)
     finally:
@@ -155,7 +156,7 @@ async def test_group_metadata_over_message_max_bytes_is_never_written(start_brok
     healthy = HealthyMember(broker.port)
     async with trio.open_nursery() as nursery:
         await healthy.start(nursery)
-        client = await WireClient.connect(broker.port)
+        client = await TrioClient.connect(broker.port)
         join = join_request("big", metadata=b"m" * 70_000_000)
         first = await client.call(ApiKey.JOIN_GROUP, 5, join)
         joined = await client.call(ApiKey.JOIN_GROUP, 5, dataclasses.replace(join, member_id=first.member_id))
@@ -237,7 +238,7 @@ async def test_a_full_disk_never_stops_the_broker_and_loses_no_acknowledged_comm
         async with trio.open_nursery() as nursery:
             await healthy.start(nursery)          # creates the topic, too
             nursery.cancel_scope.cancel()
-        client = await WireClient.connect(broker.port)
+        client = await TrioClient.connect(broker.port)
 
         async def commit(offset: int) -> ErrorCode:
             return (await client.call(ApiKey.OFFSET_COMMIT, 8, commit_request("simple", offset))).topics[0].partitions[0].error_code

@@ -10,7 +10,8 @@ from broker_process import import_client
 from protocol import REQUESTS
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
-from wire_client import WireClient, join_stable_member
+from broker.client.trio_stream import TrioClient
+from wire_client import join_stable_member
 
 kafka = import_client("kafka")
 aiokafka = import_client("aiokafka")
@@ -114,7 +115,7 @@ def test_asyncio_clients_work_the_same(groupbroker):
 
 
 async def test_trio_tests_use_it_too(groupbroker):
-    client = await WireClient.connect(groupbroker.port)
+    client = await TrioClient.connect(groupbroker.port)
     member, generation = await join_stable_member(client, "trio-g")
     groupbroker.faults.force_rebalance("trio-g")
     hb = REQUESTS[ApiKey.HEARTBEAT].cls(group_id="trio-g", generation_id=generation, member_id=member)

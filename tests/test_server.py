@@ -15,8 +15,9 @@ from protocol import REQUESTS
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.registry import API_TABLE
-from protocol.header import encode_request
-from wire_client import WireClient, header, join_stable_member
+from protocol.header import decode_response, encode_request
+from broker.client.trio_stream import TrioClient
+from wire_client import header, join_stable_member
 
 GROUP = "healthy-group"
 
@@ -29,7 +30,7 @@ async def broker(serve_broker):
 
 @pytest.mark.parametrize("version", [0, 1, 2, 3, 4])
 async def test_api_versions_lists_only_served_apis(broker, version):
-    client = await WireClient.connect(broker.port)
+    client = await TrioClient.connect(broker.port)
     api = REQUESTS[ApiKey.API_VERSIONS].cls
     body = api(client_software_name="wire-test", client_software_version="1.0") if version >= 3 else api()
     answer = await client.call(ApiKey.API_VERSIONS, version, body)
@@ -41,7 +42,7 @@ async def test_api_versions_lists_only_served_apis(broker, version):
 
 
 async def test_unknown_api_versions_version_gets_the_v0_answer(broker):
-    client = await WireClient.connect(broker.port)
+    client = await TrioClient.connect(broker.port)
     await client.send_raw(struct.pack(">i", 10 + 5) + header(18, 99, 7) + b"\x00junk")
     frame = await client.frame()
     assert struct.unpack_from(">i", frame)[0] == 7
@@ -50,7 +51,7 @@ async def test_unknown_api_versions_version_gets_the_v0_answer(broker):
 
 
 async def test_bad_software_name_is_invalid_request(broker):
-    client = await WireClient.connect(broker.port)
+    client = await TrioClient.connect(broker.port)
     api = REQUESTS[ApiKey.API_VERSIONS].cls
     answer = await client.call(ApiKey.API_VERSIONS, 3, api(client_software_name="-bad name", client_software_version="1"))
     assert answer.error_code == ErrorCode.INVALID_REQUEST
@@ -58,7 +59,7 @@ async def test_bad_software_name_is_invalid_request(broker):
 
 @pytest.mark.parametrize("version", [0, 3, 4, 6])
 async def test_find_coordinator_names_this_node(broker, version):
-    client = await WireClient.connect(broker.port)
+    client = await TrioClient.connect(broker.port)
     fc = REQUESTS[ApiKey.FIND_COORDINATOR].cls
     body = fc(key=GROUP) if version < 4 else fc(coordinator_keys=(GROUP, "other"))
     answer = await client.call(ApiKey.FIND_COORDINATOR, version, body)
@@ -71,20 +72,20 @@ async def test_find_coordinator_names_this_node(broker, version):
 
 async def test_answers_keep_request_order_behind_a_parked_join(broker):
     jg = REQUESTS[ApiKey.JOIN_GROUP].cls
-    client = await WireClient.connect(broker.port)
+    client = await TrioClient.connect(broker.port)
     # JoinGroup v3 (no member id round trip) parks until the join completes; ApiVersions waits behind it
     first = await client.send(ApiKey.JOIN_GROUP, 3, jg(group_id="order", session_timeout_ms=1000, rebalance_timeout_ms=1000,
                                         member_id="", protocol_type="consumer",
                                         protocols=(jg.JoinGroupRequestProtocol(name="range", metadata=b""),)))
     second = await client.send(ApiKey.API_VERSIONS, 0, REQUESTS[ApiKey.API_VERSIONS].cls())
-    assert (await client.receive(ApiKey.JOIN_GROUP, 3))[0] == first
-    assert (await client.receive(ApiKey.API_VERSIONS, 0))[0] == second
+    assert (await client.receive())[0] == first
+    assert (await client.receive())[0] == second
 
 
 async def test_pipelined_requests_are_decided_in_order_and_answered_in_order(broker):
     """Commits, heartbeats and fetches sent back to back without waiting (one write) go to
     their shards together; each still sees the one before it, and the answers keep order."""
-    client = await WireClient.connect(broker.port)
+    client = await TrioClient.connect(broker.port)
     ct, oc, of, hb = (REQUESTS[k].cls for k in (19, 8, 9, 12))
     await client.call(ApiKey.CREATE_TOPICS, 5, ct(topics=(ct.CreatableTopic(name="piped", num_partitions=1, replication_factor=1),)))
     topic, part = oc.OffsetCommitRequestTopic, oc.OffsetCommitRequestTopic.OffsetCommitRequestPartition
@@ -102,7 +103,7 @@ async def test_pipelined_requests_are_decided_in_order_and_answered_in_order(bro
             (9, 5, fetch("piped-a")), (9, 5, fetch("piped-b"))]
     wire = b"".join(encode_request(key, v, i, body, "t") for i, (key, v, body) in enumerate(plan))
     await client.send_raw(wire)
-    answers = [await client.receive(key, v) for key, v, _ in plan]
+    answers = [decode_response(key, v, await client.frame()) for key, v, _ in plan]
     assert [correlation for correlation, _ in answers] == list(range(len(plan)))
     assert answers[1][1].error_code == ErrorCode.UNKNOWN_MEMBER_ID
     fetched = [answers[i][1].topics[0].partitions[0].committed_offset for i in (2, 5, 6)]
@@ -121,20 +122,20 @@ BAD_INPUT = {
 
 
 async def test_requests_pipelined_before_a_bad_frame_are_answered_first(broker):
-    client = await WireClient.connect(broker.port)
+    client = await TrioClient.connect(broker.port)
     member, generation = await join_stable_member(client, GROUP)
     hb = REQUESTS[ApiKey.HEARTBEAT].cls(group_id=GROUP, generation_id=generation, member_id=member)
     await client.send_raw(encode_request(12, 4, 41, hb, "t") + BAD_INPUT["malformed body"])
-    assert (await client.receive(ApiKey.HEARTBEAT, 4))[0] == 41
+    assert decode_response(ApiKey.HEARTBEAT, 4, await client.frame())[0] == 41
     with trio.fail_after(5):
         assert await client.closed_by_peer()
 
 
 @pytest.mark.parametrize("name", list(BAD_INPUT))
 async def test_bad_input_closes_only_its_connection(broker, name, caplog):
-    healthy = await WireClient.connect(broker.port)
+    healthy = await TrioClient.connect(broker.port)
     member, generation = await join_stable_member(healthy, GROUP)
-    bad = await WireClient.connect(broker.port)
+    bad = await TrioClient.connect(broker.port)
     if name == "truncated frame":
         await bad.send_raw(BAD_INPUT[name])
         await bad.stream.send_eof()
@@ -168,7 +169,7 @@ def test_cli_serve_prints_one_line_and_stops_cleanly_on_sigterm(tmp_path):
 
 
 async def test_commits_to_partitions_that_do_not_exist_get_unknown_topic(broker):
-    client = await WireClient.connect(broker.port)
+    client = await TrioClient.connect(broker.port)
     ct = REQUESTS[ApiKey.CREATE_TOPICS].cls
     created = await client.call(ApiKey.CREATE_TOPICS, 5, ct(topics=(ct.CreatableTopic(name="known", num_partitions=2,
                                                                      replication_factor=1),)))
@@ -190,7 +191,7 @@ async def test_commits_to_partitions_that_do_not_exist_get_unknown_topic(broker)
 
 
 async def test_deleting_a_topic_drops_its_committed_offsets(broker):
-    client = await WireClient.connect(broker.port)
+    client = await TrioClient.connect(broker.port)
     ct, dt = REQUESTS[ApiKey.CREATE_TOPICS].cls, REQUESTS[ApiKey.DELETE_TOPICS].cls
     oc, of = REQUESTS[ApiKey.OFFSET_COMMIT].cls, REQUESTS[ApiKey.OFFSET_FETCH].cls
     create = ct(topics=(ct.CreatableTopic(name="gone", num_partitions=1, replication_factor=1),))
@@ -209,7 +210,7 @@ async def test_deleting_a_topic_drops_its_committed_offsets(broker):
 
 
 async def test_a_client_leaving_mid_answer_is_not_an_internal_error(broker, caplog):
-    client = await WireClient.connect(broker.port)
+    client = await TrioClient.connect(broker.port)
     ct, fetch = REQUESTS[ApiKey.CREATE_TOPICS].cls, REQUESTS[ApiKey.FETCH].cls
     await client.call(ApiKey.CREATE_TOPICS, 5, ct(topics=(ct.CreatableTopic(name="quiet", num_partitions=1,
                                                            replication_factor=1),)))
@@ -256,7 +257,7 @@ async def test_shard_logs_open_in_worker_threads_once_the_broker_serves(nursery,
     await nursery.start(b.serve)
     await b.ready.wait()
     assert len([p for p in tmp_path.iterdir() if p.name.startswith("__consumer_offsets-")]) == 50
-    client = await WireClient.connect(b.port)
+    client = await TrioClient.connect(b.port)
     member, generation = await join_stable_member(client, "opened-in-threads")
     assert generation == 1
     b.stop()

@@ -15,7 +15,8 @@ from protocol import REQUESTS
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from test_topics_batches import batch, values_of
-from wire_client import WireClient, join_stable_member
+from broker.client.trio_stream import TrioClient
+from wire_client import join_stable_member
 
 CreateTopics, Produce, Fetch = REQUESTS[ApiKey.CREATE_TOPICS].cls, REQUESTS[ApiKey.PRODUCE].cls, REQUESTS[ApiKey.FETCH].cls
 Heartbeat, JoinGroup, Metadata = REQUESTS[ApiKey.HEARTBEAT].cls, REQUESTS[ApiKey.JOIN_GROUP].cls, REQUESTS[ApiKey.METADATA].cls
@@ -34,14 +35,14 @@ def create(*topics: tuple[str, int]) -> CreateTopics:
                                      for name, n in topics), timeout_ms=60_000)
 
 
-async def produce(client: WireClient, topic: str, records: bytes):
+async def produce(client: TrioClient, topic: str, records: bytes):
     data = Produce.TopicProduceData.PartitionProduceData(index=0, records=records)
     answer = await client.call(ApiKey.PRODUCE, 3, Produce(acks=-1, timeout_ms=5000, topic_data=(
         Produce.TopicProduceData(name=topic, partition_data=(data,)),)))
     return answer.responses[0].partition_responses[0]
 
 
-async def fetch_all(client: WireClient, topic: str) -> list[tuple[int, bytes]]:
+async def fetch_all(client: TrioClient, topic: str) -> list[tuple[int, bytes]]:
     t = Fetch.FetchTopic
     answer = await client.call(ApiKey.FETCH, 12, Fetch(max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, topics=(
         t(topic=topic, partitions=(t.FetchPartition(partition=0, fetch_offset=0,
@@ -50,7 +51,7 @@ async def fetch_all(client: WireClient, topic: str) -> list[tuple[int, bytes]]:
 
 
 async def test_create_topics_beyond_kafkas_record_limit_fails_whole_and_creates_nothing(broker):
-    client = await WireClient.connect(broker.port)
+    client = await TrioClient.connect(broker.port)
     with trio.fail_after(5):
         # 2 topic records + 10,000 partition records: one more than Kafka's controller takes
         answer = await client.call(ApiKey.CREATE_TOPICS, 5, create(("a", 5_000), ("b", 5_000), ("a", 1)))
@@ -64,7 +65,7 @@ async def test_create_topics_beyond_kafkas_record_limit_fails_whole_and_creates_
 
 
 async def test_a_large_create_topics_does_not_stall_other_connections(broker):
-    member_client, creator = await WireClient.connect(broker.port), await WireClient.connect(broker.port)
+    member_client, creator = await TrioClient.connect(broker.port), await TrioClient.connect(broker.port)
     member, generation = await join_stable_member(member_client, "steady")
     created = trio.Event()
     outcome = []
@@ -89,7 +90,7 @@ async def test_a_large_create_topics_does_not_stall_other_connections(broker):
 
 async def test_a_full_disk_answers_kafka_storage_error_and_heals_without_restart(broker, caplog):
     caplog.set_level(logging.INFO)
-    client = await WireClient.connect(broker.port)
+    client = await TrioClient.connect(broker.port)
     assert (await client.call(ApiKey.CREATE_TOPICS, 5, create(("t", 1)))).topics[0].error_code == ErrorCode.NONE
     for value in (b"a", b"b"):
         assert (await produce(client, "t", batch([value]))).error_code == ErrorCode.NONE
@@ -123,7 +124,7 @@ async def test_start_up_survives_a_corrupt_producer_ids_file_and_a_shard_folder_
     b.wait_for_log(r"shard 7: offsets log failed")
     log = b.log_since_start()
     assert "producer_ids is unreadable" in log and "__consumer_offsets-7: cannot open the log" in log
-    client = await WireClient.connect(b.port)
+    client = await TrioClient.connect(b.port)
     await join_stable_member(client, group_on_shard(8, "healthy"))          # other shards serve
     join = JoinGroup(group_id=broken, session_timeout_ms=10_000, rebalance_timeout_ms=10_000,
                      member_id="", protocol_type="consumer",
@@ -136,7 +137,7 @@ async def test_start_up_survives_a_corrupt_producer_ids_file_and_a_shard_folder_
 
 async def test_clean_shutdown_skips_recovery_and_a_kill_recovers_the_tail(tmp_path, start_broker):
     b = start_broker({})
-    client = await WireClient.connect(b.port)
+    client = await TrioClient.connect(b.port)
     assert (await client.call(ApiKey.CREATE_TOPICS, 5, create(("t", 3)))).topics[0].error_code == ErrorCode.NONE
     assert (await produce(client, "t", batch([b"a"]))).error_code == ErrorCode.NONE
     await client.aclose()
@@ -145,14 +146,14 @@ async def test_clean_shutdown_skips_recovery_and_a_kill_recovers_the_tail(tmp_pa
     b.kill()
     b.start()
     assert "no clean shutdown recorded: recovering the active segment of 3" in b.log_since_start()
-    client = await WireClient.connect(b.port)
+    client = await TrioClient.connect(b.port)
     assert await fetch_all(client, "t") == [(0, b"a")]
     await client.aclose()
 
 
 async def test_a_kill_while_creating_a_topic_never_prevents_a_restart(tmp_path, start_broker):
     b = start_broker({})
-    client = await WireClient.connect(b.port)
+    client = await TrioClient.connect(b.port)
     await client.send(ApiKey.CREATE_TOPICS, 5, create(("big", 9_999)))
     deadline = time.monotonic() + 20
     while not (tmp_path / "data" / "big-100").exists():                 # well into the creation
@@ -163,7 +164,7 @@ async def test_a_kill_while_creating_a_topic_never_prevents_a_restart(tmp_path, 
     b.start()
     log = b.log_since_start()
     assert "recovered topic big" in log or "discarding partition(s)" in log
-    client = await WireClient.connect(b.port)
+    client = await TrioClient.connect(b.port)
     answer = await client.call(ApiKey.METADATA, 9, Metadata(topics=(Metadata.MetadataRequestTopic(name="big"),),
                                               allow_auto_topic_creation=False))
     topic = answer.topics[0]

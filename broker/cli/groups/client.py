@@ -1,6 +1,6 @@
 """The wire half of ``groupbroker groups``: blocking Kafka requests to any Kafka broker.
 
-A plain socket and our own codec, no trio: ApiVersions picks, per API, the highest version
+Our blocking client (broker/client/blocking.py), no trio: ApiVersions picks, per API, the highest version
 both sides speak; FindCoordinator locates a group; the functions here return plain data that
 the commands turn into Kafka's tables.
 """
@@ -8,18 +8,15 @@ the commands turn into Kafka's tables.
 from __future__ import annotations
 
 import logging
-import socket
-import struct
 from dataclasses import dataclass, field
-from itertools import count
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
-from protocol.exceptions import DecodeError
-from protocol.frames import FrameBuffer
-from protocol.header import decode_response, encode_request
+from protocol.exceptions import DecodeError, ProtocolError
 from protocol.messages import DATA, REQUESTS
 from protocol.payloads import decode_payload
+
+from broker.client.blocking import BlockingClient, ConnectionFailed
 
 log = logging.getLogger(__name__)
 
@@ -52,56 +49,14 @@ class Connection:
     def __init__(self, host: str, port: int, client_id: str = "groupbroker-cli", timeout: float = 30.0):
         self.address = f"{host}:{port}"
         try:
-            self.sock = socket.create_connection((host, port), timeout=timeout)
-        except OSError as e:
-            raise GroupsError(f"cannot connect to {self.address}: {e.strerror or e}") from None
-        self.client_id = client_id
-        self.frames = FrameBuffer()
-        self._correlation = count(1)
-        self.versions: dict[int, int] = {}
-        self._negotiate()
+            self.client = BlockingClient(host, port, client_id=client_id, timeout=timeout)
+            self.versions = self.client.negotiate()
+        except (ConnectionFailed, ProtocolError) as e:
+            raise GroupsError(str(e)) from None
+        log.debug("negotiated versions with %s: %s", self.address, self.versions)
 
     def close(self) -> None:
-        self.sock.close()
-
-    def _roundtrip(self, api_key: int, version: int, body) -> bytes:
-        correlation = next(self._correlation)
-        try:
-            self.sock.sendall(encode_request(api_key, version, correlation, body, self.client_id))
-            while (frame := self.frames.next_frame()) is None:
-                data = self.sock.recv(1 << 16)
-                if not data:
-                    raise GroupsError(f"{self.address} closed the connection")
-                self.frames.feed(data)
-        except OSError as e:
-            raise GroupsError(f"connection to {self.address} failed: {e}") from None
-        got, = struct.unpack_from(">i", frame, 0)
-        if got != correlation:
-            raise GroupsError(f"{self.address}: correlation id {got}, expected {correlation}")
-        return frame
-
-    def _negotiate(self) -> None:
-        """ApiVersions at our highest version; on UNSUPPORTED_VERSION retry at the broker's."""
-        ours = REQUESTS[ApiKey.API_VERSIONS]
-        version = ours.max_version
-        for _ in range(2):
-            frame = self._roundtrip(ApiKey.API_VERSIONS, version, _api_versions_body(version))
-            error, = struct.unpack_from(">h", frame, 4)
-            if error != ErrorCode.UNSUPPORTED_VERSION:
-                break
-            _, answer = decode_response(ApiKey.API_VERSIONS, 0, frame)
-            theirs = {k.api_key: k.max_version for k in answer.api_keys}
-            version = min(version, theirs.get(ApiKey.API_VERSIONS, 0))
-        _, answer = decode_response(ApiKey.API_VERSIONS, version, frame)
-        _check(answer.error_code, "ApiVersions")
-        for entry in answer.api_keys:
-            mine = REQUESTS.get(entry.api_key)
-            if mine is None:
-                continue
-            top = min(mine.max_version, entry.max_version)
-            if top >= max(mine.min_version, entry.min_version):
-                self.versions[entry.api_key] = top
-        log.debug("negotiated versions with %s: %s", self.address, self.versions)
+        self.client.close()
 
     def version(self, api_key: int) -> int:
         try:
@@ -113,18 +68,12 @@ class Connection:
     def call(self, api_key: int, build):
         """Send ``build(version)`` at the negotiated version; the decoded answer."""
         version = self.version(api_key)
-        frame = self._roundtrip(api_key, version, build(version))
         try:
-            return decode_response(api_key, version, frame)[1]
-        except DecodeError as e:
+            return self.client.call(api_key, version, build(version))
+        except ConnectionFailed as e:
+            raise GroupsError(str(e)) from None
+        except ProtocolError as e:        # DecodeError included
             raise GroupsError(f"bad {REQUESTS[api_key].name} answer from {self.address}: {e}") from None
-
-
-def _api_versions_body(version: int):
-    cls = REQUESTS[ApiKey.API_VERSIONS].cls
-    if version >= 3:
-        return cls(client_software_name="groupbroker-cli", client_software_version="1")
-    return cls()
 
 
 def parse_address(text: str) -> tuple[str, int]:
