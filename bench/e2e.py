@@ -26,7 +26,6 @@ import ctypes
 import glob
 import json
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -36,6 +35,10 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from broker.testing.launcher import BrokerProcess  # noqa: E402
+
 PY = sys.executable
 LOADGEN = str(REPO / "bench" / "loadgen.py")
 TOPIC = "bench-60"
@@ -51,28 +54,12 @@ def log(msg: str) -> None:
 
 # --- the two brokers -----------------------------------------------------------------------
 
-class OurBroker:
-    def __init__(self, workdir: str, overrides: dict):
-        self.data_dir = os.path.join(workdir, "data")
-        self.log_path = os.path.join(workdir, "broker.log")
-        cmd = [PY, "-m", "broker", "serve", "--host", "127.0.0.1", "--port", "0", "--data-dir", self.data_dir]
-        for k, v in overrides.items():
-            cmd += ["-o", f"{k}={v}"]
-        self.cmd = cmd
-        self._log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=self._log,
-                                     stdin=subprocess.DEVNULL)
-        line = self.proc.stdout.readline().decode()
-        m = re.match(r"^groupbroker listening on (\S+):(\d+)$", line.strip())
-        if not m:
-            self.proc.kill()
-            raise RuntimeError(f"broker did not start: {line!r}")
-        self.host, self.port = m.group(1), int(m.group(2))
-        assert self.host == "127.0.0.1"
+class OurBroker(BrokerProcess):
+    """Our broker for the benchmark: the shared launcher, plus its memory figures."""
 
-    @property
-    def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
+    def __init__(self, workdir: str, overrides: dict):
+        super().__init__(os.path.join(workdir, "data"), os.path.join(workdir, "broker.log"), overrides)
+        self.start()
 
     def status(self, key: str) -> int:
         """A /proc/<pid>/status memory figure, in kB."""
@@ -81,16 +68,6 @@ class OurBroker:
                 if line.startswith(key + ":"):
                     return int(line.split()[1])
         raise KeyError(key)
-
-    def stop(self) -> int:
-        self.proc.terminate()
-        try:
-            return self.proc.wait(20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            return -9
-        finally:
-            self._log.close()
 
 
 class MockCluster:
@@ -320,7 +297,7 @@ def main() -> int:
     ours = OurBroker(workdir, overrides)
     mock = MockCluster(initial_delay_ms=0)
     emit(f"groupbroker e2e benchmark ({'quick' if args.quick else 'full'}) on {os.cpu_count()} cores")
-    emit(f"ours: {' '.join(ours.cmd[1:])}  (pid {ours.proc.pid}) at {ours.bootstrap}")
+    emit(f"ours: python -m broker serve ({ours.overrides})  (pid {ours.proc.pid}) at {ours.bootstrap}")
     emit(f"mock: librdkafka {__import__('confluent_kafka').libversion()[0]} mock cluster, 1 broker at "
          f"{mock.bootstrap}, in this process; initial rebalance delay {mock.delay_note}")
     emit(f"consumers: session.timeout.ms={SESSION_MS}, heartbeat.interval.ms={HEARTBEAT_MS}; "

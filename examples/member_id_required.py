@@ -4,13 +4,16 @@ Since JoinGroup v4 a dynamic member (no group.instance.id) joining with an empty
 not added to the group: the coordinator answers MEMBER_ID_REQUIRED with a member id it
 generated, and the member must join again with that id. Clients do this silently, so the
 recipe shows it twice: through kafka-python's own log while a real KafkaConsumer joins, and
-with the two raw JoinGroup v5 requests (kafka-python's protocol classes over a plain socket).
+with the two raw JoinGroup v5 requests (groupbroker's own client over a plain socket).
 """
 
 import re
 
-from recipe import (ClientLog, NotReproduced, Wire, client, coordinator, make_topic, result, run,
+from recipe import (ClientLog, NotReproduced, client, connect, coordinator, make_topic, result, run,
                     settle, unique)
+
+from protocol import REQUESTS
+from protocol.api_keys import ApiKey
 
 MEMBER_ID_REQUIRED = 79
 ERROR_NAMES = {0: "NONE", MEMBER_ID_REQUIRED: "MEMBER_ID_REQUIRED"}
@@ -71,25 +74,25 @@ def recipe(broker) -> None:
 def _two_step_join(address: str, group: str, topic: str):
     """Join with member_id "" then with the id handed back; leave again. Both responses."""
     from kafka.coordinator.assignors.range import RangePartitionAssignor
-    from kafka.protocol.consumer import JoinGroupRequest, LeaveGroupRequest
+
+    join_cls, leave_cls = REQUESTS[ApiKey.JOIN_GROUP].cls, REQUESTS[ApiKey.LEAVE_GROUP].cls
 
     def join(member_id: str):
-        protocol = JoinGroupRequest.JoinGroupRequestProtocol(
+        protocol = join_cls.JoinGroupRequestProtocol(
             name="range", metadata=RangePartitionAssignor.metadata([topic]).encode())
-        return wire.send(JoinGroupRequest(group_id=group, session_timeout_ms=6000,
-                                          rebalance_timeout_ms=6000, member_id=member_id,
-                                          group_instance_id=None, protocol_type="consumer",
-                                          protocols=[protocol]), version=5)
+        return client.call(ApiKey.JOIN_GROUP, 5, join_cls(
+            group_id=group, session_timeout_ms=6000, rebalance_timeout_ms=6000, member_id=member_id,
+            group_instance_id=None, protocol_type="consumer", protocols=(protocol,)))
 
-    wire = Wire(address, client_id="raw")
+    client = connect(address, client_id="raw")
     try:
         first = join("")
         second = join(first.member_id) if first.member_id else first
         if second.error_code == 0:
-            wire.send(LeaveGroupRequest(group_id=group, members=[LeaveGroupRequest.MemberIdentity(
-                member_id=second.member_id, group_instance_id=None)]), version=3)
+            client.call(ApiKey.LEAVE_GROUP, 3, leave_cls(group_id=group, members=(
+                leave_cls.MemberIdentity(member_id=second.member_id, group_instance_id=None),)))
     finally:
-        wire.close()
+        client.close()
     return first, second
 
 

@@ -1,10 +1,10 @@
 """What the rebalance-error recipes share, so each recipe file holds only its scenario.
 
 * :class:`Broker`: a throwaway ``python -m broker serve --port 0`` with short group timeouts
-  (its stderr log kept in memory, because the broker logs every group-API error it answers),
-  or, with ``--bootstrap-server``, an existing broker whose log this process cannot see.
-* :class:`Wire`: one raw request/response over a socket, encoded by kafka-python's own
-  protocol classes, for errors that clients handle silently (e.g. MEMBER_ID_REQUIRED).
+  (its log read back, because the broker logs every group-API error it answers), or, with
+  ``--bootstrap-server``, an existing broker whose log this process cannot see.
+* :func:`connect`: one raw connection with our own client, for errors that clients handle
+  silently (e.g. MEMBER_ID_REQUIRED).
 * :class:`ClientLog`: a client's log records kept in memory, for errors the client only logs.
 * :func:`settle` and :class:`Polling`: kafka-python members driven so that they do not wedge.
 * :func:`run`: the command line, the broker's lifetime and the exit code. A recipe raises
@@ -16,10 +16,6 @@ from __future__ import annotations
 import argparse
 import logging
 import re
-import signal
-import socket
-import struct
-import subprocess
 import sys
 import tempfile
 import threading
@@ -28,7 +24,13 @@ import uuid
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-LISTENING = re.compile(r"^groupbroker listening on (\S+):(\d+)$")
+sys.path.insert(0, str(REPO))
+
+from broker.client.blocking import BlockingClient  # noqa: E402
+from broker.testing.launcher import BrokerProcess  # noqa: E402
+from protocol import REQUESTS  # noqa: E402
+from protocol.api_keys import ApiKey  # noqa: E402
+
 FAST = {"group.initial.rebalance.delay.ms": 0, "group.min.session.timeout.ms": 500,
         "groupbroker.offsets.fsync": "false"}
 
@@ -38,59 +40,36 @@ class NotReproduced(Exception):
 
 
 class Broker:
-    """A groupbroker subprocess for one recipe, or the broker at ``bootstrap``."""
+    """A groupbroker subprocess for one recipe (the project's launcher), or the broker at
+    ``bootstrap``."""
 
     def __init__(self, bootstrap: str | None = None, overrides: dict | None = None):
         self.external = bootstrap is not None
         self.bootstrap = bootstrap or ""
         self.overrides = {**FAST, **(overrides or {})}
-        self._lines: list[str] = []
-        self._lock = threading.Lock()
-        self._proc: subprocess.Popen | None = None
+        self._process: BrokerProcess | None = None
         self._tmp: tempfile.TemporaryDirectory | None = None
 
     def __enter__(self) -> Broker:
         if not self.external:
-            self._start()
+            self._tmp = tempfile.TemporaryDirectory(prefix="groupbroker-recipe-")
+            self._process = BrokerProcess(Path(self._tmp.name) / "data",
+                                          Path(self._tmp.name) / "broker.log", self.overrides).start()
+            self.bootstrap = self._process.bootstrap
         return self
 
     def __exit__(self, *exc) -> None:
-        if self._proc is not None:
-            self._proc.send_signal(signal.SIGTERM)
+        if self._process is not None:
             try:
-                self._proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait(5)
+                self._process.stop()
+            except AssertionError:                 # it ignored SIGTERM: it was killed
+                pass
         if self._tmp is not None:
             self._tmp.cleanup()
 
-    def _start(self) -> None:
-        self._tmp = tempfile.TemporaryDirectory(prefix="groupbroker-recipe-")
-        cmd = [sys.executable, "-m", "broker", "serve", "--host", "127.0.0.1", "--port", "0",
-               "--data-dir", self._tmp.name]
-        for key, value in self.overrides.items():
-            cmd += ["-o", f"{key}={value}"]
-        self._proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      stdin=subprocess.DEVNULL, text=True)
-        threading.Thread(target=self._read_log, daemon=True).start()
-        line = self._proc.stdout.readline().rstrip("\n")    # the broker prints this line once
-        match = LISTENING.match(line)
-        if not match:
-            self._proc.kill()
-            raise RuntimeError(f"groupbroker did not start (stdout {line!r}):\n"
-                               + "\n".join(self._lines[-20:]))
-        self.bootstrap = f"{match.group(1)}:{match.group(2)}"
-
-    def _read_log(self) -> None:
-        for line in self._proc.stderr:
-            with self._lock:
-                self._lines.append(line.rstrip("\n"))
-
     def log(self, pattern: str) -> list[str]:
         """This broker's log lines matching ``pattern`` (none for an external broker)."""
-        with self._lock:
-            lines = list(self._lines)
+        lines = self._process.log_text().splitlines() if self._process is not None else []
         return [line.split(": ", 1)[-1] for line in lines if re.search(pattern, line)]
 
     def show(self, group: str, pattern: str = "", expect: str | None = None) -> None:
@@ -105,45 +84,20 @@ class Broker:
             print(f"  broker| {line}", flush=True)
 
 
-class Wire:
-    """One connection to a broker: a kafka-python request object in, its response out."""
-
-    def __init__(self, address: str, client_id: str = "recipe"):
-        host, port = address.rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)), timeout=10)
-        self.client_id, self.correlation = client_id, 0
-
-    def send(self, request, version: int):
-        self.correlation += 1
-        request.with_header(correlation_id=self.correlation, client_id=self.client_id)
-        request.API_VERSION = version
-        self.sock.sendall(request.encode(version=version, header=True, framed=True))
-        size = struct.unpack(">i", self._read(4))[0]
-        response_class = request.header.get_response_class()
-        return response_class.decode(self._read(size), version=version, header=True)
-
-    def _read(self, n: int) -> bytes:
-        data = b""
-        while len(data) < n:
-            chunk = self.sock.recv(n - len(data))
-            if not chunk:
-                raise ConnectionError("the broker closed the connection")
-            data += chunk
-        return data
-
-    def close(self) -> None:
-        self.sock.close()
+def connect(address: str, client_id: str = "recipe") -> BlockingClient:
+    """One raw connection (our own client), for errors that clients handle silently."""
+    host, port = address.rsplit(":", 1)
+    return BlockingClient(host, int(port), client_id=client_id, timeout=10)
 
 
 def coordinator(bootstrap: str, group: str) -> str:
     """HOST:PORT of the group's coordinator (FindCoordinator v3, one key)."""
-    from kafka.protocol.metadata import FindCoordinatorRequest
-
-    wire = Wire(bootstrap)
+    request = REQUESTS[ApiKey.FIND_COORDINATOR].cls(key=group, key_type=0)
+    client = connect(bootstrap)
     try:
-        answer = wire.send(FindCoordinatorRequest(key=group, key_type=0), version=3)
+        answer = client.call(ApiKey.FIND_COORDINATOR, 3, request)
     finally:
-        wire.close()
+        client.close()
     if answer.error_code:
         raise RuntimeError(f"FindCoordinator({group}) failed with error code {answer.error_code}")
     return f"{answer.host}:{answer.port}"

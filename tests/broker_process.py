@@ -1,13 +1,10 @@
-"""Real processes for end-to-end tests: the broker (``python -m broker serve``) and Kafka clients.
+"""Kafka clients in their own processes for end-to-end tests (brokers come from
+broker/testing/launcher.py), and what the tests share to check what they saw.
 
-Standard library only at import time: the client half of this file also runs as a script
+Standard library only at import time: this file also runs as a script
 (``python broker_process.py consume|produce ...``) under another virtualenv (kafka-python
 2.0.2), where neither trio nor the broker is installed.
 
-* :class:`BrokerProcess` starts ``python -m broker serve --port 0`` on a data dir with ``-o``
-  overrides, waits for its one stdout line ``groupbroker listening on H:P``, sends its
-  stderr (the logs) to a file for assertions, and stops it with SIGTERM (expecting exit 0),
-  kills it, or restarts it on the same data dir (and, by default, the same port).
 * :class:`ConsumerProcess` runs the ``consume`` script: one group member with manual commits
   after each batch and before the next poll, reporting every event as a JSON line.
 """
@@ -17,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import select
 import signal
 import subprocess
 import sys
@@ -26,113 +22,6 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-LISTENING = re.compile(r"^groupbroker listening on (\S+):(\d+)$")
-
-
-class BrokerProcess:
-    def __init__(self, data_dir, log_path, overrides: dict | None = None, *,
-                 python: str = sys.executable, host: str = "127.0.0.1"):
-        self.data_dir, self.log_path = Path(data_dir), Path(log_path)
-        self.overrides = dict(overrides or {})
-        self.python, self.host = python, host
-        self.port: int | None = None
-        self.proc: subprocess.Popen | None = None
-        self.stdout_line: str | None = None
-        self.starts = 0
-
-    # --- lifecycle -------------------------------------------------------------------------
-    def start(self, port: int = 0, timeout: float = 20.0) -> BrokerProcess:
-        assert self.proc is None or self.proc.poll() is not None, "already running"
-        cmd = [self.python, "-m", "broker", "serve", "--host", self.host, "--port", str(port),
-               "--data-dir", str(self.data_dir)]
-        for key, value in self.overrides.items():
-            cmd += ["-o", f"{key}={value}"]
-        self.starts += 1
-        with open(self.log_path, "ab") as log:
-            log.write(f"=== start #{self.starts}: {' '.join(cmd)}\n".encode())
-            log.flush()
-            self.proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=log,
-                                         stdin=subprocess.DEVNULL)
-        line = _read_line(self.proc, timeout)
-        match = LISTENING.match(line.rstrip("\n"))
-        if not match:
-            self.kill()
-            raise RuntimeError(f"broker did not start: stdout {line!r}; log:\n{self.log_text()[-3000:]}")
-        self.stdout_line = line
-        self.port = int(match.group(2))
-        return self
-
-    @property
-    def bootstrap(self) -> str:
-        return f"{self.host}:{self.port}"
-
-    def running(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def stop(self, timeout: float = 15.0) -> int:
-        """SIGTERM, then wait; returns the exit code (the broker promises 0 within seconds)."""
-        if self.proc is None:
-            return 0
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            code = self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            raise AssertionError(f"broker ignored SIGTERM for {timeout}s")
-        rest = self.proc.stdout.read()
-        self.proc.stdout.close()
-        assert not rest, f"broker printed more than its one line on stdout: {rest!r}"
-        return code
-
-    def kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(10)
-        if self.proc is not None and self.proc.stdout and not self.proc.stdout.closed:
-            self.proc.stdout.close()
-
-    def restart(self, same_port: bool = True, timeout: float = 20.0) -> int:
-        """SIGTERM, then start again on the same data dir; returns the stop's exit code."""
-        code = self.stop()
-        self.start(self.port if same_port else 0, timeout)
-        return code
-
-    # --- logs -------------------------------------------------------------------------------
-    def log_text(self) -> str:
-        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
-
-    def log_since_start(self) -> str:
-        """The log of the current (last) start only."""
-        return self.log_text().rsplit("=== start #", 1)[-1]
-
-    def wait_for_log(self, pattern: str, timeout: float = 10.0, text=None) -> re.Match:
-        deadline = time.monotonic() + timeout
-        while True:
-            found = re.search(pattern, text() if text else self.log_text(), re.MULTILINE)
-            if found:
-                return found
-            if time.monotonic() > deadline:
-                raise AssertionError(f"no log line matching {pattern!r} within {timeout}s; "
-                                     f"log tail:\n{self.log_text()[-4000:]}")
-            time.sleep(0.05)
-
-
-def _read_line(proc: subprocess.Popen, timeout: float) -> str:
-    """The first stdout line, without blocking past ``timeout`` (the broker may never print)."""
-    deadline = time.monotonic() + timeout
-    fd = proc.stdout.fileno()
-    data = b""
-    while b"\n" not in data:
-        left = deadline - time.monotonic()
-        if left <= 0 or proc.poll() is not None and not select.select([fd], [], [], 0)[0]:
-            break
-        if select.select([fd], [], [], min(left, 0.1))[0]:
-            chunk = os.read(fd, 1)
-            if not chunk:
-                break
-            data += chunk
-    return data.decode(errors="replace")
 
 
 def wait_until(predicate, timeout: float, what: str, interval: float = 0.05):

@@ -4,7 +4,7 @@ import pytest
 
 from broker.config import BrokerConfig
 from broker.server.broker import Broker
-from broker_process import BrokerProcess
+from broker.testing.launcher import BrokerProcess
 
 pytest_plugins = ["pytester"]           # tests/test_pytest_plugin.py runs a user's test session
 

@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 from kafka import KafkaConsumer, TopicPartition
 
-from broker_process import (REPO, BrokerProcess, ConsumerProcess, check_exactly_once,
-                            committed_records, wait_until)
+from broker.testing.launcher import BrokerProcess
+from broker_process import REPO, ConsumerProcess, check_exactly_once, committed_records, wait_until
 from group_lifecycle import PARTITIONS as LIFECYCLE_PARTITIONS, Client, run_lifecycle
 from side_venv import side_python
 

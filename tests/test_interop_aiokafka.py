@@ -1,6 +1,6 @@
 """Issue 5 interop matrix: aiokafka 0.14.0 (asyncio) against ``groupbroker serve``.
 
-The broker is its own process (broker_process.BrokerProcess); the group members are
+The broker is its own process (broker.testing.launcher.BrokerProcess); the group members are
 AIOKafkaConsumers on one asyncio event loop, run with ``asyncio.run`` inside a plain sync test
 (the suite's pytest runs in trio mode; nothing here touches trio). Each member is a task that
 reads with ``getmany()`` and commits exactly what it read with ``commit({tp: offset})``

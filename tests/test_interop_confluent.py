@@ -1,6 +1,6 @@
 """Issue 5 interop matrix: confluent-kafka 2.16.0 (librdkafka 2.16) against ``groupbroker serve``.
 
-The broker is its own process (broker_process.BrokerProcess); the consumers are librdkafka
+The broker is its own process (broker.testing.launcher.BrokerProcess); the consumers are librdkafka
 instances in this process, all polled from the test's thread in turn (each ``consume()`` also
 serves that consumer's rebalance callbacks, so a rebalance only proceeds while we poll).
 

@@ -3,7 +3,8 @@ no lag_status rows behind, while the groups and topics still there keep theirs."
 
 from __future__ import annotations
 
-from broker_process import BrokerProcess, import_client
+from broker.testing.launcher import BrokerProcess
+from broker_process import import_client
 from pipeline.job import build_tables
 
 kafka = import_client("kafka")

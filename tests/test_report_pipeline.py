@@ -39,10 +39,11 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka.admin import NewTopic
 from kafka.errors import CommitFailedError, IllegalGenerationError
 
-from broker_process import REPO, BrokerProcess, require_tool, wait_until
+from broker.testing.launcher import BrokerProcess
+from broker.journal.segments import journal_dir, segments
+from broker_process import REPO, require_tool, wait_until
 from offsets_log.compaction import compact
 from offsets_log.fs import RealFS
-from broker.journal.segments import journal_dir, segments
 from offsets_log.log import ShardLog, shard_dir
 from offsets_log.records import Record
 from offsets_log.tools import records, shards
