@@ -21,7 +21,7 @@ test: $(STAMP)
 
 # The fuzz test of `make test`, for ten minutes (GROUPBROKER_FUZZ_SEED=N replays a run).
 fuzz: $(STAMP)
-	GROUPBROKER_FUZZ_SECONDS=$${GROUPBROKER_FUZZ_SECONDS:-600} $(VENV)/bin/python -m pytest tests/test_fuzz.py -s
+	GROUPBROKER_FUZZ_SECONDS=$${GROUPBROKER_FUZZ_SECONDS:-600} $(VENV)/bin/python -m pytest tests/integration/test_fuzz.py -s
 
 bench: $(STAMP)
 	$(VENV)/bin/python bench/codec.py

@@ -6,7 +6,7 @@ from broker.config import BrokerConfig
 from broker.server.broker import Broker
 from broker.testing.launcher import BrokerProcess
 
-pytest_plugins = ["pytester"]           # tests/test_pytest_plugin.py runs a user's test session
+pytest_plugins = ["pytester"]           # tests/integration/test_pytest_plugin.py runs a user's test session
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The interop matrix's non-Python clients (tests/test_interop_{kcat,kafkajs,sarama}.py):
+# The interop matrix's non-Python clients (tests/interop/test_interop_{kcat,kafkajs,sarama}.py):
 # kcat (librdkafka 2.0.2), Go with Debian's Sarama sources, and kafkajs from the lockfile.
 # Run as root by .ci/run before `make test`; in CI a missing client fails its test.
 set -euo pipefail
@@ -9,4 +9,4 @@ packages=(kcat golang-go golang-github-shopify-sarama-dev)
 command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
 bash .ci/apt-install "${packages[@]}"
 
-(cd tests/clients/kafkajs && npm ci --no-audit --no-fund --loglevel=error)
+(cd tests/interop/clients/kafkajs && npm ci --no-audit --no-fund --loglevel=error)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# librdkafka's own integration tests (tests/test_librdkafka_suite.py): librdkafka's source with its
+# librdkafka's own integration tests (tests/interop/test_librdkafka_suite.py): librdkafka's source with its
 # tests/ directory, as bundled in the npm package @confluentinc/kafka-javascript, built with its
 # test runner into a cache outside the repository (/opt/librdkafka-tests/<version>, and
 # /opt/librdkafka-tests/current pointing at it). Idempotent: a finished build made the same way

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The analytics report's system needs (tests/test_report_pipeline.py, tests/test_lag_rules.py):
+# The analytics report's system needs (tests/pipeline/test_report_pipeline.py, tests/pipeline/test_lag_rules.py):
 # Java 17+ for Spark in local mode, and Debian's Chromium, in which a test opens report.html.
 # Run as root by .ci/run before `make test`; in CI a missing Chromium fails its test.
 set -euo pipefail

@@ -1,0 +1,130 @@
+"""The rebalance-error recipes in examples/ are tests too: each runs as a script against its own
+groupbroker and must exit 0 having printed the error it reproduces, the generations involved
+and the broker's log line for the answer. A recipe that cannot reproduce its failure must exit
+non-zero without a RESULT line (checked against a broker where the failure cannot happen)."""
+
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.support.processes import REPO, import_client
+
+EXAMPLES = REPO / "examples"
+
+
+def run_example(name: str, *args: str, timeout: float = 60.0):
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, str(EXAMPLES / name), *args], cwd=REPO, capture_output=True,
+                          text=True, timeout=timeout)
+    return done, time.monotonic() - started
+
+
+def reproduced(name: str, *args: str) -> str:
+    """Run a recipe; it must exit 0 within about 10 s (15 s for a loaded machine); its stdout."""
+    done, took = run_example(name, *args)
+    assert done.returncode == 0, f"{name} exited {done.returncode}:\n{done.stdout}\n{done.stderr[-3000:]}"
+    assert took < 15, f"{name} took {took:.1f}s"
+    assert "NOT REPRODUCED" not in done.stdout
+    return done.stdout
+
+
+def found(pattern: str, text: str) -> re.Match:
+    match = re.search(pattern, text, re.MULTILINE)
+    assert match, f"no line matching {pattern!r} in:\n{text}"
+    return match
+
+
+def test_illegal_generation():
+    out = reproduced("illegal_generation.py")
+    gens = found(r"^RESULT: ILLEGAL_GENERATION reproduced: A committed with generation (\d+); "
+                 r"the group is in generation (\d+)$", out)
+    old, new = int(gens.group(1)), int(gens.group(2))
+    assert new == old + 1
+    found(r"committed with generation %d: CommitFailedError\(IllegalGenerationError\(\)\)" % old, out)
+    found(r"broker\| group \S+: OffsetCommit v\d+ from member worker-a-\S+ \(generation %d\) "
+          r"answered ILLEGAL_GENERATION$" % old, out)
+
+
+def test_rebalance_in_progress():
+    out = reproduced("rebalance_in_progress.py")
+    gens = found(r"^RESULT: REBALANCE_IN_PROGRESS reproduced: A's heartbeat in generation (\d+) was "
+                 r"refused; A rejoined and the group is in generation (\d+)$", out)
+    old, new = int(gens.group(1)), int(gens.group(2))
+    assert new > old
+    found(r"broker\| group \S+: Heartbeat v\d+ from member A-\S+ \(generation %d\) "
+          r"answered REBALANCE_IN_PROGRESS$" % old, out)
+    found(r"A rejoined \(same member id: True\) and is in generation %d .*B is in generation %d$"
+          % (new, new), out)
+
+
+def test_unknown_member_id():
+    out = reproduced("unknown_member_id.py")
+    gens = found(r"^RESULT: UNKNOWN_MEMBER_ID reproduced: A's member id from generation (\d+) was "
+                 r"unknown after its session expired; B alone formed generation (\d+); A came back "
+                 r"as a new member in generation (\d+)$", out)
+    first, alone, back = (int(g) for g in gens.groups())
+    assert first < alone < back
+    member = found(r"A \(member (\S+)\) and B share generation %d" % first, out).group(1)
+    found(r"HeartbeatResponse\(.*error_code=25\)", out)
+    found(r"broker\| group \S+: removed member %s \(session timeout expired\)$" % re.escape(member), out)
+    found(r"broker\| group \S+: \w+ v\d+ from member %s \(generation %d\) answered UNKNOWN_MEMBER_ID$"
+          % (re.escape(member), first), out)
+
+
+def test_fenced_instance_id():
+    import_client("confluent_kafka")
+    out = reproduced("fenced_instance_id.py")
+    gens = found(r"^RESULT: FENCED_INSTANCE_ID reproduced: C1 held worker-1 in generation (\d+); "
+                 r"C2 took it over in generation (\d+) \(no rebalance\)", out)
+    assert gens.group(1) == gens.group(2)
+    found(r"C1.poll\(\) returned KafkaError\{code=_FATAL,.*Static consumer fenced", out)
+    found(r"broker\| group \S+: Heartbeat v\d+ from member worker-1-\S+ \(generation %s\) "
+          r"answered FENCED_INSTANCE_ID$" % gens.group(1), out)
+
+
+def test_member_id_required():
+    out = reproduced("member_id_required.py")
+    found(r"Received JoinGroup response: .*error_code=79", out)
+    found(r"broker\| group kip394-client-\S+: JoinGroup v\d+ from a new member "
+          r"answered MEMBER_ID_REQUIRED$", out)
+    member = found(r"JoinGroup\(member_id=''\) -> error 79 \(MEMBER_ID_REQUIRED\), generation -1, "
+                   r"member_id '(raw-\S+)'$", out).group(1)
+    found(r"JoinGroup\(member_id='%s'\) -> error 0 \(NONE\), generation 1, leader '%s'$"
+          % (member, member), out)
+    found(r"^RESULT: MEMBER_ID_REQUIRED reproduced: the first JoinGroup got generation -1 and a "
+          r"member id; the retry with that id joined generation 1$", out)
+
+
+def test_inconsistent_group_protocol():
+    out = reproduced("inconsistent_group_protocol.py")
+    gen = found(r"^RESULT: INCONSISTENT_GROUP_PROTOCOL reproduced: B's JoinGroup was refused; the "
+                r"group stays in generation (\d+) with A alone$", out).group(1)
+    found(r"A \(assignors: range\) is in generation %s " % gen, out)
+    found(r"poll\(\) raised InconsistentGroupProtocolError", out)
+    found(r"broker\| group \S+: JoinGroup v\d+ from a new member "
+          r"answered INCONSISTENT_GROUP_PROTOCOL$", out)
+
+
+def test_recipe_against_an_existing_broker(broker):
+    """--bootstrap-server: no broker of its own (so no broker log), the error seen by the client."""
+    out = reproduced("member_id_required.py", "--bootstrap-server", broker.bootstrap)
+    found(r"^broker: %s \(external\)$" % re.escape(broker.bootstrap), out)
+    assert "broker|" not in out
+    found(r"JoinGroup\(member_id=''\) -> error 79 \(MEMBER_ID_REQUIRED\)", out)
+
+
+@pytest.fixture
+def full_broker(start_broker):
+    """A broker whose groups hold one member: a second member is refused GROUP_MAX_SIZE_REACHED,
+    which Kafka checks before the protocols."""
+    return start_broker({"group.initial.rebalance.delay.ms": 0, "group.max.size": 1})
+
+
+def test_recipe_that_does_not_reproduce_exits_non_zero(full_broker):
+    done, _ = run_example("inconsistent_group_protocol.py", "--bootstrap-server", full_broker.bootstrap)
+    assert done.returncode == 1, done.stdout + done.stderr[-3000:]
+    assert "RESULT:" not in done.stdout
+    found(r"^NOT REPRODUCED: B's poll\(\) raised GroupMaxSizeReachedError", done.stdout)

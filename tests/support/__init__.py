@@ -1,0 +1,1 @@
+"""What the tests share: our test drivers, client processes, harnesses and strategies."""
