@@ -20,6 +20,7 @@ def run_until_signalled(config: BrokerConfig) -> int:
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             async with trio.open_nursery() as nursery:
                 await nursery.start(broker.serve)
+                await broker.ready.wait()        # accepting already; announced once shards loaded
                 sys.stdout.write(f"groupbroker listening on {config.host}:{broker.port}\n")
                 sys.stdout.flush()
                 async for signum in signals:

@@ -1,6 +1,6 @@
 """Issue 4 acceptance: unmodified kafka-python 3.0.12 against ``groupbroker serve``, real sockets.
 
-The broker runs as its own process (``python -m broker serve``, see broker_process.py); the
+The broker runs as its own process (``python -m broker serve``, see broker/testing/launcher.py); the
 group members of the big scenario are processes too, so one can be SIGKILLed without leaving.
 Timeouts are shortened through Kafka's own config names so each test takes seconds.
 """
@@ -97,7 +97,7 @@ def test_stalled_consumer_commit_fails_after_rebalance(broker, static):
     thread = None
     stop_b = threading.Event()
     try:
-        a.partitions_for_topic(topic)       # see broker_process._consume: no metadata rejoin
+        a.partitions_for_topic(topic)       # see tests/support/processes.py _consume: no metadata rejoin
         a.subscribe([topic])
         consumed = 0
         deadline = time.monotonic() + 15

@@ -3,7 +3,7 @@ interop matrix: it runs the shared consumer-group lifecycle too (group_lifecycle
 
 kafka-python 2.0.2 cannot share a virtualenv with 3.0.12, so a session fixture builds one in
 the repo's ``.venv-kp2/`` (kept between runs, git-ignored by its own ``.gitignore``) and the
-clients run there as processes: broker_process.py doubles as their script.
+clients run there as processes: tests/support/processes.py doubles as their script.
 
 kafka-python 2.0.2 predates KIP-511/KIP-482 (flexible versions): it probes with ApiVersions v0,
 takes the broker for Kafka 2.4 and speaks old versions throughout. Observed with its DEBUG log:
@@ -29,7 +29,7 @@ from tests.support.side_venv import side_python
 
 KP2 = "2.0.2"
 VENV = Path(os.environ.get("GROUPBROKER_KP2_VENV", REPO / ".venv-kp2"))   # override: elsewhere
-HELPER = REPO / "tests" / "broker_process.py"
+HELPER = REPO / "tests" / "support" / "processes.py"
 PARTITIONS = 4
 
 

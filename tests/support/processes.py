@@ -2,7 +2,7 @@
 broker/testing/launcher.py), and what the tests share to check what they saw.
 
 Standard library only at import time: this file also runs as a script
-(``python broker_process.py consume|produce ...``) under another virtualenv (kafka-python
+(``python processes.py consume|produce ...``) under another virtualenv (kafka-python
 2.0.2), where neither trio nor the broker is installed.
 
 * :class:`ConsumerProcess` runs the ``consume`` script: one group member with manual commits
