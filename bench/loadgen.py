@@ -1,9 +1,10 @@
 """Wire-protocol load generator for bench/e2e.py (runs in its own process, prints one JSON line).
 
-It speaks Kafka directly on our codec (``protocol.header.encode_request`` /
-``decode_response``, ``protocol.frames.FrameBuffer``) over non-blocking sockets driven by a
-plain ``select.epoll`` loop, so the client costs as little CPU per request as Python allows.
-Every response is decoded and its correlation id and error codes checked.
+It speaks Kafka through the project's one client: each connection is a
+``broker.client.blocking.BlockingClient`` for the setup, then its socket goes non-blocking and
+a plain ``select.epoll`` loop drives its ``protocol.client.ClientSession`` (requests encoded
+once and re-sent with fresh correlation ids), so the client costs as little CPU per request as
+Python allows. Every response is decoded and its correlation id and error codes checked.
 
 Modes::
 
@@ -33,22 +34,21 @@ import os
 import resource
 import select
 import socket
-import struct
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from broker.client.blocking import BlockingClient  # noqa: E402
 from protocol import DATA, REQUESTS  # noqa: E402
-from protocol.frames import FrameBuffer  # noqa: E402
-from protocol.header import decode_response, encode_request  # noqa: E402
+from protocol.api_keys import ApiKey  # noqa: E402
+from protocol.errors import ErrorCode  # noqa: E402
 from protocol.payloads import encode_payload  # noqa: E402
 
 HOST = "127.0.0.1"
-JOIN, SYNC, HEARTBEAT, COMMIT = 11, 14, 12, 8
+JOIN, SYNC, HEARTBEAT, COMMIT = ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT, ApiKey.OFFSET_COMMIT
 JOIN_V, SYNC_V, HB_V, COMMIT_V = 3, 3, 4, 8
-_CORR = struct.Struct(">i")
 SESSION_MS = 600_000          # nothing may expire while a run lasts
 REBALANCE_MS = 600_000
 
@@ -91,38 +91,20 @@ def commit_body(group: str, topic: str, offset: int, partitions: int = 10):
               topics=(t(name=topic, partitions=parts),))
 
 
-def with_corr(template: bytes, corr: int) -> bytes:
-    """A pre-encoded request frame with another correlation id (bytes 8-12 of the frame)."""
-    return template[:8] + _CORR.pack(corr) + template[12:]
-
-
 class Conn:
-    __slots__ = ("sock", "frames", "out", "expect", "corr", "fd")
+    """One connection: the shared client for the setup, then its session and a send buffer
+    for the epoll loop."""
+
+    __slots__ = ("client", "session", "sock", "out", "fd", "sent")
 
     def __init__(self, port: int):
-        self.sock = socket.create_connection((HOST, port))
+        self.client = BlockingClient(HOST, port, client_id="loadgen")
+        self.session = self.client.session
+        self.sock = self.client.sock
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.frames = FrameBuffer()
         self.out = bytearray()
-        self.expect: list = []        # FIFO of (correlation id, api key, version, tag)
-        self.corr = 0
         self.fd = self.sock.fileno()
-
-    def next_corr(self) -> int:
-        self.corr = (self.corr + 1) & 0x7FFFFFFF
-        return self.corr
-
-    def call_blocking(self, api_key: int, version: int, body):
-        corr = self.next_corr()
-        self.sock.sendall(encode_request(api_key, version, corr, body, "loadgen"))
-        while (frame := self.frames.next_frame()) is None:
-            data = self.sock.recv(1 << 16)
-            if not data:
-                raise ConnectionError("closed by the broker")
-            self.frames.feed(data)
-        got, response = decode_response(api_key, version, frame)
-        assert got == corr, (got, corr)
-        return response
+        self.sent = 0                 # requests sent from templates (which template is next)
 
 
 def flush(ep, c) -> None:
@@ -137,14 +119,14 @@ def flush(ep, c) -> None:
     ep.modify(c.fd, select.EPOLLIN)
 
 
-def read_frames(c):
-    """The complete response frames that one read of the connection brings."""
+def read_responses(c):
+    """(api key, decoded response) of every answer that one read of the connection completes."""
     data = c.sock.recv(1 << 18)
     if not data:
         raise ConnectionError("broker closed a connection")
-    c.frames.feed(data)
-    while (frame := c.frames.next_frame()) is not None:
-        yield frame
+    c.session.feed(data)
+    while (awaited := c.session.awaited) is not None and (answer := c.session.next_response()) is not None:
+        yield awaited[1], answer[1]
 
 
 def cpu_seconds() -> float:
@@ -159,27 +141,23 @@ def setup_heartbeats(conns, port: int, tag: str, topic: str):
     templates = []
     # all joins first (they park until the initial delay is over), then all syncs
     for i, c in enumerate(conns):
-        c.sock.sendall(encode_request(JOIN, JOIN_V, c.next_corr(),
-                                      join_body(f"{tag}-hb-{i}", "", topic), "loadgen"))
+        c.client.send(JOIN, JOIN_V, join_body(f"{tag}-hb-{i}", "", topic))
     joined = []
-    for i, c in enumerate(conns):
-        while (frame := c.frames.next_frame()) is None:
-            c.frames.feed(c.sock.recv(1 << 16))
-        _, r = decode_response(JOIN, JOIN_V, frame)
+    for c in conns:
+        r = c.client.receive()
         assert r.error_code == 0 and r.leader == r.member_id, r
         joined.append((r.generation_id, r.member_id))
     for i, (c, (gen, member)) in enumerate(zip(conns, joined)):
-        r = c.call_blocking(SYNC, SYNC_V, sync_body(f"{tag}-hb-{i}", gen, member,
-                                                    [(member, assignment(topic, range(60)))]))
+        r = c.client.call(SYNC, SYNC_V, sync_body(f"{tag}-hb-{i}", gen, member,
+                                                  [(member, assignment(topic, range(60)))]))
         assert r.error_code == 0, r
-        templates.append([encode_request(HEARTBEAT, HB_V, 0, heartbeat_body(f"{tag}-hb-{i}", gen, member),
-                                         "loadgen")])
+        templates.append([c.session.template(HEARTBEAT, HB_V, heartbeat_body(f"{tag}-hb-{i}", gen, member))])
     return templates
 
 
 def setup_commits(conns, tag: str, topic: str):
-    return [[encode_request(COMMIT, COMMIT_V, 0, commit_body(f"{tag}-oc-{i}", topic, 1000 * k), "loadgen")
-             for k in range(64)] for i in range(len(conns))]
+    return [[c.session.template(COMMIT, COMMIT_V, commit_body(f"{tag}-oc-{i}", topic, 1000 * k))
+             for k in range(64)] for i, c in enumerate(conns)]
 
 
 def check(api_key: int, response) -> int:
@@ -191,7 +169,6 @@ def check(api_key: int, response) -> int:
 
 def run_rate(args) -> dict:
     api = HEARTBEAT if args.api == "heartbeat" else COMMIT
-    version = HB_V if api == HEARTBEAT else COMMIT_V
     conns = [Conn(args.port) for _ in range(args.conns)]
     tag = f"{args.tag}-{os.getpid()}"
     if api == HEARTBEAT:
@@ -209,9 +186,8 @@ def run_rate(args) -> dict:
     def fill(c, tmpl, n):
         chunks = []
         for _ in range(n):
-            corr = c.next_corr()
-            c.expect.append(corr)
-            chunks.append(with_corr(tmpl[corr % len(tmpl)], corr))
+            chunks.append(c.session.stamp(tmpl[c.sent % len(tmpl)])[1])
+            c.sent += 1
         c.out += b"".join(chunks)
         flush(ep, c)
 
@@ -245,10 +221,7 @@ def run_rate(args) -> dict:
             if not ev & (select.EPOLLIN | select.EPOLLHUP | select.EPOLLERR):
                 continue
             got = 0
-            for frame in read_frames(c):
-                corr, response = decode_response(api, version, frame)
-                want = c.expect.pop(0)
-                assert corr == want, (corr, want)
+            for _, response in read_responses(c):
                 bad = check(api, response)
                 if bad:
                     errors += 1
@@ -306,13 +279,13 @@ class Lane:
              (self.group, i))
 
     def outstanding(self) -> int:
-        return sum(len(c.expect) for c in self.conns)
+        return sum(c.session.in_flight for c in self.conns)
 
     def on_response(self, i: int, api: int, r, send) -> None:
         if api == JOIN:
             if r.error_code != 0:
                 self.stats["join_errors"] += 1
-                if r.error_code == 25:           # UNKNOWN_MEMBER_ID
+                if r.error_code == ErrorCode.UNKNOWN_MEMBER_ID:
                     self.member_ids[i] = ""
                 self.join(i, send)
                 return
@@ -342,7 +315,7 @@ class Lane:
                     self.hb_due[i] = time.perf_counter() + 0.02
                 return
             self.stats["sync_errors"] += 1
-            if r.error_code == 25:
+            if r.error_code == ErrorCode.UNKNOWN_MEMBER_ID:
                 self.member_ids[i] = ""
             if not self.complete:
                 self.join(i, send)
@@ -352,13 +325,13 @@ class Lane:
             if r.error_code == 0:
                 self.hb_due[i] = time.perf_counter() + 0.02
             else:
-                if r.error_code == 25:
+                if r.error_code == ErrorCode.UNKNOWN_MEMBER_ID:
                     self.member_ids[i] = ""
                 self.join(i, send)
 
     def timers(self, now: float, send) -> None:
         for i, due in list(self.hb_due.items()):
-            if due <= now and not self.conns[i].expect:
+            if due <= now and not self.conns[i].session.in_flight:
                 del self.hb_due[i]
                 send(self.conns[i], HEARTBEAT, HB_V, heartbeat_body(self.group, self.gen[i], self.member_ids[i]),
                      (self.group, i))
@@ -378,9 +351,7 @@ def run_groups(args) -> dict:
             where[c.fd] = (lane, i)
 
     def send(c, api, version, body, tag):
-        corr = c.next_corr()
-        c.expect.append((corr, api, version))
-        c.out += encode_request(api, version, corr, body, "loadgen")
+        c.out += c.session.request(api, version, body)[1]
         stats["requests"] += 1
         flush(ep, c)
 
@@ -399,10 +370,7 @@ def run_groups(args) -> dict:
                 flush(ep, c)
             if not ev & (select.EPOLLIN | select.EPOLLHUP | select.EPOLLERR):
                 continue
-            for frame in read_frames(c):
-                corr, api, version = c.expect.pop(0)
-                got, r = decode_response(api, version, frame)
-                assert got == corr
+            for api, r in read_responses(c):
                 lane.on_response(i, api, r, send)
             if lane.complete and not lane.outstanding():
                 built += 1

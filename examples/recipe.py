@@ -27,12 +27,11 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from broker.client.blocking import BlockingClient  # noqa: E402
-from broker.testing.launcher import BrokerProcess  # noqa: E402
+from broker.testing.launcher import TEST_DEFAULTS, BrokerProcess  # noqa: E402
 from protocol import REQUESTS  # noqa: E402
 from protocol.api_keys import ApiKey  # noqa: E402
 
-FAST = {"group.initial.rebalance.delay.ms": 0, "group.min.session.timeout.ms": 500,
-        "groupbroker.offsets.fsync": "false"}
+FAST = {**TEST_DEFAULTS, "groupbroker.offsets.fsync": "false"}
 
 
 class NotReproduced(Exception):

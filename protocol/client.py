@@ -9,6 +9,7 @@ API versions negotiated with the broker through ApiVersions.
 
 from __future__ import annotations
 
+import struct
 from collections import deque
 from itertools import count
 
@@ -18,6 +19,8 @@ from .exceptions import ProtocolError
 from .frames import FrameBuffer
 from .header import decode_response, encode_request
 from .messages import REQUESTS
+
+_HEAD = struct.Struct(">ihhi")      # a framed request's size, api key, api version, correlation id
 
 
 class ClientSession:
@@ -34,6 +37,17 @@ class ClientSession:
         data = encode_request(api_key, version, correlation, body, self.client_id)
         self._in_flight.append((correlation, api_key, version))
         return correlation, data
+
+    def template(self, api_key: int, version: int, body) -> bytes:
+        """A request encoded once, to send many times through :meth:`stamp` (load generators)."""
+        return encode_request(api_key, version, 0, body, self.client_id)
+
+    def stamp(self, template: bytes) -> tuple[int, bytes]:
+        """The correlation id and bytes of a :meth:`template` sent again (now in flight)."""
+        size, api_key, version, _ = _HEAD.unpack_from(template)
+        correlation = next(self._correlation)
+        self._in_flight.append((correlation, api_key, version))
+        return correlation, _HEAD.pack(size, api_key, version, correlation) + template[_HEAD.size:]
 
     def feed(self, data: bytes) -> None:
         self.frames.feed(data)
@@ -61,6 +75,11 @@ class ClientSession:
     @property
     def in_flight(self) -> int:
         return len(self._in_flight)
+
+    @property
+    def awaited(self) -> tuple[int, int, int] | None:
+        """(correlation id, api key, version) of the request the next response answers."""
+        return self._in_flight[0] if self._in_flight else None
 
     # --- versions ---------------------------------------------------------------------------
     @staticmethod

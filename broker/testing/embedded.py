@@ -21,18 +21,16 @@ from broker.config import BrokerConfig
 from broker.faults.control import ControlProxy
 from broker.faults.rules import Faults, RecordedRequest
 from broker.server.broker import Broker
+from broker.testing.launcher import TEST_DEFAULTS, kafka_props, wait_until_answering
 
 log = logging.getLogger("groupbroker.embedded")
-
-#: Fast settings for tests: no initial rebalance delay, short sessions allowed.
-TEST_DEFAULTS = {"group.initial.rebalance.delay.ms": "0", "group.min.session.timeout.ms": "500"}
 
 
 class EmbeddedBroker:
     def __init__(self, data_dir: str | Path, props: dict | None = None, *, host: str = "127.0.0.1",
                  port: int = 0, call_timeout_s: float = 30.0):
         self.data_dir = str(data_dir)
-        self.props = {**TEST_DEFAULTS, **(props or {})}
+        self.props = kafka_props({**TEST_DEFAULTS, **(props or {})})
         self.host, self.port = host, port
         self.call_timeout_s = call_timeout_s
         self.faults = ControlProxy(self._control)
@@ -47,7 +45,7 @@ class EmbeddedBroker:
         return f"{self.host}:{self.port}"
 
     def start(self) -> EmbeddedBroker:
-        """Start the broker; returns once it accepts and every shard is loaded."""
+        """Start the broker; returns once every shard is loaded and it answers ApiVersions."""
         config = BrokerConfig.build(self.props, host=self.host, port=self.port, data_dir=self.data_dir)
         started = concurrent.futures.Future()
         self.broker = Broker(config, self._faults)
@@ -56,6 +54,7 @@ class EmbeddedBroker:
         self._thread.start()
         started.result(timeout=self.call_timeout_s)
         self.port = self.broker.port          # the same port again on every restart
+        wait_until_answering(self.host, self.port, self.call_timeout_s)
         return self
 
     def stop(self, *, crash: bool = False) -> None:

@@ -2,9 +2,11 @@
 
 Tests, examples and benchmarks start brokers with :class:`BrokerProcess`: Kafka-named ``-o``
 overrides on a data dir, ready once the broker prints its one stdout line
-``groupbroker listening on H:P``, its stderr (the log) in a file to read back, stopped with
-SIGTERM (the broker promises exit 0), killed, or restarted on the same data dir (by default on
-the same port). The standard library only: no trio, no broker code in this process.
+``groupbroker listening on H:P`` and answers ApiVersions, its stderr (the log) in a file to read
+back, stopped with SIGTERM (the broker promises exit 0), killed, or restarted on the same data
+dir (by default on the same port). The embedded broker (in-process) takes its settings through
+:func:`kafka_props` and checks readiness with :func:`wait_until_answering` too. No trio and no
+server code in this process: the readiness check is our blocking client.
 """
 
 from __future__ import annotations
@@ -18,15 +20,47 @@ import sys
 import time
 from pathlib import Path
 
+from broker.client.blocking import BlockingClient, ConnectionFailed
+from protocol.exceptions import ProtocolError
+
 REPO = Path(__file__).resolve().parent.parent.parent
 LISTENING = re.compile(r"^groupbroker listening on (\S+):(\d+)$")
+
+#: Fast group settings for test brokers: no initial rebalance delay, short sessions allowed.
+TEST_DEFAULTS = {"group.initial.rebalance.delay.ms": "0", "group.min.session.timeout.ms": "500"}
+
+
+def kafka_props(settings: dict) -> dict[str, str]:
+    """Settings by Kafka's names as a properties file spells their values (``True`` is
+    ``true``, ``500`` is ``500``), for ``-o`` and for the embedded broker alike."""
+    return {key: str(value).lower() if isinstance(value, bool) else str(value)
+            for key, value in settings.items()}
+
+
+def wait_until_answering(host: str, port: int, timeout: float) -> None:
+    """Return once the broker at ``host:port`` answers ApiVersions; after ``timeout`` seconds
+    raise the last failure (:class:`ConnectionFailed` or a protocol error)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            client = BlockingClient(host, port, client_id="groupbroker-launcher",
+                                    timeout=max(deadline - time.monotonic(), 0.1))
+            try:
+                client.negotiate()
+            finally:
+                client.close()
+            return
+        except (ConnectionFailed, ProtocolError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 class BrokerProcess:
     def __init__(self, data_dir, log_path, overrides: dict | None = None, *,
                  python: str = sys.executable, host: str = "127.0.0.1"):
         self.data_dir, self.log_path = Path(data_dir), Path(log_path)
-        self.overrides = dict(overrides or {})
+        self.overrides = kafka_props(overrides or {})
         self.python, self.host = python, host
         self.port: int | None = None
         self.proc: subprocess.Popen | None = None
@@ -35,6 +69,7 @@ class BrokerProcess:
 
     # --- lifecycle -------------------------------------------------------------------------
     def start(self, port: int = 0, timeout: float = 20.0) -> BrokerProcess:
+        """Start it; returns once it answers (raises RuntimeError, with its log, if it does not)."""
         assert self.proc is None or self.proc.poll() is not None, "already running"
         cmd = [self.python, "-m", "broker", "serve", "--host", self.host, "--port", str(port),
                "--data-dir", str(self.data_dir)]
@@ -46,6 +81,7 @@ class BrokerProcess:
             log.flush()
             self.proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=log,
                                          stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + timeout
         line = _read_line(self.proc, timeout)
         match = LISTENING.match(line.rstrip("\n"))
         if not match:
@@ -53,6 +89,11 @@ class BrokerProcess:
             raise RuntimeError(f"broker did not start: stdout {line!r}; log:\n{self.log_text()[-3000:]}")
         self.stdout_line = line
         self.port = int(match.group(2))
+        try:
+            wait_until_answering(self.host, self.port, max(deadline - time.monotonic(), 1.0))
+        except (ConnectionFailed, ProtocolError) as e:
+            self.kill()
+            raise RuntimeError(f"broker does not answer: {e}; log:\n{self.log_text()[-3000:]}") from None
         return self
 
     @property

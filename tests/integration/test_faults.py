@@ -14,6 +14,7 @@ import trio
 from broker.config import BrokerConfig
 from broker.faults.rules import FaultError
 from broker.server.broker import Broker
+from broker.testing.launcher import TEST_DEFAULTS
 from coordinator.interventions import InterventionError
 from coordinator.routing import shard_for
 from offsets_log import tools
@@ -25,12 +26,11 @@ from tests.support.wire import join_stable_member
 
 E = ErrorCode
 Heartbeat, FindCoordinator, Produce = REQUESTS[ApiKey.HEARTBEAT].cls, REQUESTS[ApiKey.FIND_COORDINATOR].cls, REQUESTS[ApiKey.PRODUCE].cls
-FAST = {"group.initial.rebalance.delay.ms": "0", "group.min.session.timeout.ms": "500"}
 
 
 @pytest.fixture
 async def broker(serve_broker):
-    return await serve_broker(FAST)
+    return await serve_broker(TEST_DEFAULTS)
 
 
 async def heartbeat(client, group, member, generation, instance=None):
@@ -180,7 +180,7 @@ async def test_recording_lists_what_was_asked_and_answered(broker):
 
 
 def test_the_admin_endpoint_and_the_cli_drive_a_broker_in_another_process(start_broker, tmp_path):
-    b = start_broker({**FAST, "groupbroker.admin.port": 0})
+    b = start_broker({**TEST_DEFAULTS, "groupbroker.admin.port": 0})
     admin = re.search(r"admin endpoint listening on (\S+)", b.log_text()).group(1)
 
     def faults(*args, data_dir=b.data_dir):
@@ -201,7 +201,7 @@ def test_the_admin_endpoint_and_the_cli_drive_a_broker_in_another_process(start_
 
 
 def test_the_admin_endpoint_refuses_requests_without_its_token(start_broker, tmp_path):
-    b = start_broker({**FAST, "groupbroker.admin.port": 0})
+    b = start_broker({**TEST_DEFAULTS, "groupbroker.admin.port": 0})
     host, port = re.search(r"admin endpoint listening on (\S+):(\d+)", b.log_text()).groups()
     token_file = b.data_dir / "admin.token"
     assert token_file.stat().st_mode & 0o777 == 0o600               # readable by the broker's user only
@@ -224,7 +224,7 @@ def test_the_admin_endpoint_refuses_requests_without_its_token(start_broker, tmp
 
 async def test_faults_leave_the_offsets_log_intact(tmp_path):
     async with trio.open_nursery() as nursery:
-        broker = Broker(BrokerConfig.build(FAST, port=0, data_dir=str(tmp_path)))
+        broker = Broker(BrokerConfig.build(TEST_DEFAULTS, port=0, data_dir=str(tmp_path)))
         await nursery.start(broker.serve)
         await broker.ready.wait()
         client = await TrioClient.connect(broker.port)
