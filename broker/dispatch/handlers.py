@@ -16,10 +16,6 @@ from broker.data.plane import DataPlane
 from broker.faults.rules import ConnectionDropped, Faults, error_answer
 from broker.group_runtime.router import GroupRouter
 
-GROUP_APIS = (ApiKey.FIND_COORDINATOR, ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT,
-              ApiKey.LEAVE_GROUP, ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH, ApiKey.DESCRIBE_GROUPS,
-              ApiKey.LIST_GROUPS, ApiKey.DELETE_GROUPS, ApiKey.OFFSET_DELETE)
-
 
 @dataclass(slots=True)
 class Call:
@@ -43,7 +39,7 @@ class Handlers:
         self._groups: GroupRouter | None = None
 
     def serve_groups(self, groups: GroupRouter) -> None:
-        self.routes.update({key: groups.handle for key in GROUP_APIS})
+        self.routes.update({key: groups.handle for key in groups.routes})
         self._groups = groups
         assert set(self.routes) == SERVED_APIS, "the dispatch table and SERVED_APIS disagree"
 

@@ -32,7 +32,6 @@ _DELETE_TOPIC = RESPONSES[ApiKey.OFFSET_DELETE].cls.OffsetDeleteResponseTopic
 _RESULT_CLASSES = {
     ApiKey.OFFSET_COMMIT: (_COMMIT_TOPIC, _COMMIT_TOPIC.OffsetCommitResponsePartition),
     ApiKey.OFFSET_DELETE: (_DELETE_TOPIC, _DELETE_TOPIC.OffsetDeleteResponsePartition)}
-SINGLE_GROUP_APIS = (ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.LEAVE_GROUP)
 PIPELINED_APIS = (ApiKey.HEARTBEAT, ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_DELETE)
 
 
@@ -42,30 +41,47 @@ class GroupRouter:
         self.runners, self.node_id, self.advertised = runners, node_id, advertised
         self.partition_exists = partition_exists
         self._warned_transactions: set[tuple[str, str]] = set()
+        #: the group APIs, each with the way it reaches its shards
+        self.routes = {
+            ApiKey.FIND_COORDINATOR: self._find_coordinator,
+            ApiKey.JOIN_GROUP: self._single_group,
+            ApiKey.SYNC_GROUP: self._single_group,
+            ApiKey.LEAVE_GROUP: self._single_group,
+            ApiKey.HEARTBEAT: self._pipelined,
+            ApiKey.OFFSET_COMMIT: self._pipelined,
+            ApiKey.OFFSET_DELETE: self._pipelined,
+            ApiKey.OFFSET_FETCH: self._offset_fetch,
+            ApiKey.DESCRIBE_GROUPS: partial(self._split, field="groups", group_of=_itself,
+                                            result_field="groups"),
+            ApiKey.DELETE_GROUPS: partial(self._split, field="groups_names", group_of=_itself,
+                                          result_field="results"),
+            ApiKey.LIST_GROUPS: self._list_groups,
+        }
 
     def runner_for(self, group_id: str) -> ShardRunner:
         return self.runners[shard_for(group_id, len(self.runners))]
 
     async def handle(self, ctx, request):
-        key, v = ctx.api_key, ctx.version
-        if key == ApiKey.FIND_COORDINATOR:
-            return self.find_coordinator(v, request, ctx)
-        if self.pipelines(key, v):
-            ticket, finish = self.begin(ctx, request)
-            return finish(await ShardRunner.answer(ticket, ctx.barriers))
-        if key in SINGLE_GROUP_APIS:
-            return await self.runner_for(request.group_id).call(
-                key, v, request, client_id=ctx.client_id, client_host=ctx.client_host,
-                barriers=ctx.barriers)
-        if key == ApiKey.DESCRIBE_GROUPS:
-            return await self._split(ctx, request, "groups", lambda g: g, "groups")
-        if key == ApiKey.DELETE_GROUPS:
-            return await self._split(ctx, request, "groups_names", lambda g: g, "results")
-        if key == ApiKey.OFFSET_FETCH:
-            return await self._split(ctx, request, "groups", lambda g: g.group_id, "groups")
-        if key == ApiKey.LIST_GROUPS:
-            return await self._list_groups(ctx, request)
-        raise KeyError(f"api key {key} is not a group API")
+        return await self.routes[ctx.api_key](ctx, request)
+
+    async def _find_coordinator(self, ctx, request):
+        return self.find_coordinator(ctx.version, request, ctx)
+
+    async def _single_group(self, ctx, request):
+        """A request that may park in its shard (a JoinGroup or SyncGroup) or leaves a group."""
+        return await self.runner_for(request.group_id).call(
+            ctx.api_key, ctx.version, request, client_id=ctx.client_id,
+            client_host=ctx.client_host, barriers=ctx.barriers)
+
+    async def _pipelined(self, ctx, request):
+        ticket, finish = self.begin(ctx, request)
+        return finish(await ShardRunner.answer(ticket, ctx.barriers))
+
+    async def _offset_fetch(self, ctx, request):
+        """OffsetFetch names one group before v8 (pipelined), several from v8 on."""
+        if self.pipelines(ctx.api_key, ctx.version):
+            return await self._pipelined(ctx, request)
+        return await self._split(ctx, request, "groups", lambda g: g.group_id, "groups")
 
     @staticmethod
     def pipelines(api_key: int, version: int) -> bool:
@@ -182,6 +198,10 @@ class GroupRouter:
 
 def _unchanged(answer):
     return answer
+
+
+def _itself(group_id: str) -> str:
+    return group_id
 
 
 def _with_unknown_partitions(api_key: int, topics, answer):
