@@ -33,6 +33,11 @@ _RESULT_CLASSES = {
     ApiKey.OFFSET_COMMIT: (_COMMIT_TOPIC, _COMMIT_TOPIC.OffsetCommitResponsePartition),
     ApiKey.OFFSET_DELETE: (_DELETE_TOPIC, _DELETE_TOPIC.OffsetDeleteResponsePartition)}
 PIPELINED_APIS = (ApiKey.HEARTBEAT, ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_DELETE)
+#: every group API (the router's table is checked against it)
+GROUP_APIS = frozenset({ApiKey.FIND_COORDINATOR, ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP,
+                        ApiKey.LEAVE_GROUP, ApiKey.HEARTBEAT, ApiKey.OFFSET_COMMIT,
+                        ApiKey.OFFSET_DELETE, ApiKey.OFFSET_FETCH, ApiKey.DESCRIBE_GROUPS,
+                        ApiKey.DELETE_GROUPS, ApiKey.LIST_GROUPS})
 
 
 class GroupRouter:
@@ -57,6 +62,7 @@ class GroupRouter:
                                           result_field="results"),
             ApiKey.LIST_GROUPS: self._list_groups,
         }
+        assert set(self.routes) == GROUP_APIS, "the router's table and GROUP_APIS disagree"
 
     def runner_for(self, group_id: str) -> ShardRunner:
         return self.runners[shard_for(group_id, len(self.runners))]

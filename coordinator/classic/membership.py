@@ -179,7 +179,8 @@ def _new_member(ctx: RequestContext, req, member_id: str) -> Member:
                   join=Parked(ctx.token, ctx.version), is_new=True)
 
 
-def _add_member_and_rebalance(groups: ClassicGroupManager, out: CoordinatorResult, now: int, ctx: RequestContext, req, group: ClassicGroup,
+def _add_member_and_rebalance(groups: ClassicGroupManager, out: CoordinatorResult, now: int,
+                              ctx: RequestContext, req, group: ClassicGroup,
                               member_id: str) -> None:
     member = _new_member(ctx, req, member_id)
     if group.is_in(S.PREPARING_REBALANCE) and group.previous_state == S.EMPTY:
@@ -236,17 +237,20 @@ def _join_existing_member(groups: ClassicGroupManager, out: CoordinatorResult, n
     elif group.is_in(S.COMPLETING_REBALANCE):
         if _same_protocols(member, req):
             # It may have missed the JoinGroup answer: give it the current generation again.
-            out.reply(ctx.token, ApiKey.JOIN_GROUP, ctx.version, groups.join_response(group, member, ctx.version))
+            out.reply(ctx.token, ApiKey.JOIN_GROUP, ctx.version,
+                      groups.join_response(group, member, ctx.version))
         else:
             _update_member(member, ctx, req, parked=True)
-            groups.prepare_rebalance(out, group, now, f"{reason} with new protocols", Cause.METADATA_CHANGE)
+            groups.prepare_rebalance(out, group, now, f"{reason} with new protocols",
+                                     Cause.METADATA_CHANGE)
     elif group.is_in(S.STABLE):
         if member.member_id == group.leader_id or not _same_protocols(member, req):
             cause = Cause.LEADER_REJOIN if _same_protocols(member, req) else Cause.METADATA_CHANGE
             _update_member(member, ctx, req, parked=True)
             groups.prepare_rebalance(out, group, now, f"{reason} (leader or changed protocols)", cause)
         else:
-            out.reply(ctx.token, ApiKey.JOIN_GROUP, ctx.version, groups.join_response(group, member, ctx.version))
+            out.reply(ctx.token, ApiKey.JOIN_GROUP, ctx.version,
+                      groups.join_response(group, member, ctx.version))
     else:
         out.reply(ctx.token, ApiKey.JOIN_GROUP, ctx.version,
                   join_error(ctx.version, E.UNKNOWN_MEMBER_ID, req.member_id))
@@ -276,7 +280,8 @@ def _join_new_static_member(groups: ClassicGroupManager, out: CoordinatorResult,
         except RecordError as e:
             error = unstorable(ctx, f"group {safe(group.group_id)}: static member {safe(instance)} "
                                     f"cannot be stored ({e})")
-            return _static_rejoin_not_stored(groups, out, now, ctx, group, member, old_id, before, start, error)
+            return _static_rejoin_not_stored(groups, out, now, ctx, group, member, old_id, before,
+                                             start, error)
         if ctx.version >= 9 and was_leader:
             response = groups.join_response(group, member, ctx.version, skip_assignment=True)
         else:
@@ -285,7 +290,8 @@ def _join_new_static_member(groups: ClassicGroupManager, out: CoordinatorResult,
         out.reply(ctx.token, ApiKey.JOIN_GROUP, ctx.version, response)
     elif group.is_in(S.COMPLETING_REBALANCE):
         _update_member(member, ctx, req, parked=True)
-        groups.prepare_rebalance(out, group, now, f"static member {instance} replaced during CompletingRebalance")
+        groups.prepare_rebalance(out, group, now,
+                                 f"static member {instance} replaced during CompletingRebalance")
     elif group.is_in(S.PREPARING_REBALANCE):
         _update_member(member, ctx, req, parked=True)
         groups.maybe_complete_join(out, group, now)
@@ -294,7 +300,8 @@ def _join_new_static_member(groups: ClassicGroupManager, out: CoordinatorResult,
                   join_error(ctx.version, E.UNKNOWN_MEMBER_ID, new_id))
 
 
-def _static_rejoin_not_stored(groups: ClassicGroupManager, out: CoordinatorResult, now: int, ctx: RequestContext, group: ClassicGroup,
+def _static_rejoin_not_stored(groups: ClassicGroupManager, out: CoordinatorResult, now: int,
+                              ctx: RequestContext, group: ClassicGroup,
                               member: Member, old_id: str, before: tuple, start: int,
                               error: ErrorCode) -> None:
     """Kafka reverts a static member's replacement whose record cannot be written: the old
@@ -416,8 +423,8 @@ def _propagate_assignment(groups: ClassicGroupManager, out: CoordinatorResult, n
     try:
         out.persist([groups.group_record(group, assignments)])
     except RecordError as e:
-        return _assignment_not_stored(groups, out, now, group, unstorable(ctx, f"group {safe(group.group_id)}: "
-                                                                         f"the assignment cannot be stored ({e})"))
+        error = unstorable(ctx, f"group {safe(group.group_id)}: the assignment cannot be stored ({e})")
+        return _assignment_not_stored(groups, out, now, group, error)
     for m in group.members.values():
         m.assignment = assignments.get(m.member_id, b"")
     groups.transition(group, S.STABLE, now, "leader's assignment persisted")
@@ -427,7 +434,8 @@ def _propagate_assignment(groups: ClassicGroupManager, out: CoordinatorResult, n
     for m in group.members.values():
         if m.sync is not None:
             parked, m.sync = m.sync, None
-            out.reply(parked.token, ApiKey.SYNC_GROUP, parked.version, _sync_answer(group, m, parked.version))
+            out.reply(parked.token, ApiKey.SYNC_GROUP, parked.version,
+                      _sync_answer(group, m, parked.version))
             groups.schedule_session(group, m, now)
 
 

@@ -222,7 +222,7 @@ def test_every_data_plane_api_has_an_error_answer_at_every_version():
     Kafka's whole-request error shape, which must encode at every served version."""
     from broker.dispatch.api_versions import SERVED_APIS
     from broker.data.errors import whole_request_error
-    from broker.dispatch.handlers import GROUP_APIS
+    from broker.group_runtime.router import GROUP_APIS
     from protocol.header import encode_response
     for key in sorted(SERVED_APIS - set(GROUP_APIS) - {18}):
         request = REQUESTS[key]
