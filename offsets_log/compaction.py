@@ -70,7 +70,9 @@ def compact(shard_log: ShardLog, now_ms: int,
     except OSError:
         log.exception("%s: writing %s failed; old segments untouched", directory, cleaned)
         raise
-    with shard_log.lock:
+    # Appends go on during the swap: they touch only the active segment, which it never
+    # does. Readers of the whole log wait for it (they would find files half swapped).
+    with shard_log.swap_lock:
         try:
             fs.rename(cleaned, swap)
             fs.fsync_dir(directory)
@@ -81,8 +83,10 @@ def compact(shard_log: ShardLog, now_ms: int,
             fs.fsync_dir(directory)
         except OSError as e:
             # The segment set on disk is now between two states: only recovery sorts it out.
-            raise shard_log._fail("compaction swap failed", e) from e
-        shard_log.bases = [bases[0]] + [b for b in shard_log.bases if b >= end]
+            with shard_log.lock:
+                raise shard_log._fail("compaction swap failed", e) from e
+        with shard_log.lock:
+            shard_log.bases = [bases[0]] + [b for b in shard_log.bases if b >= end]
     result = CompactionResult(len(bases), len(frames), len(kept),
                               sum(map(len, buffers)), len(data))
     log.info("%s: compacted %d segments, %d -> %d records, %d -> %d bytes", directory,

@@ -139,8 +139,10 @@ def verify(directory: str, fs: FS | None = None) -> list[Problem]:
 class ShardLog:
     """Append-only, segmented, CRC-framed log of one ``__consumer_offsets`` shard.
 
-    Thread-safe: appends, rolls and segment swaps take one lock; fsync runs outside it so
-    appends continue while the disk works (that is what makes :class:`GroupCommit` pay off).
+    Thread-safe: appends and rolls take one lock; fsync runs outside it so appends continue
+    while the disk works (that is what makes :class:`GroupCommit` pay off). A compaction's
+    swap of the inactive segments takes ``swap_lock`` instead, so appends go on during it
+    too; reading the whole log waits for it.
     """
 
     def __init__(self, directory: str, fs: FS | None = None, *,
@@ -149,6 +151,7 @@ class ShardLog:
         self.directory, self.fs = directory, fs or RealFS()
         self.segment_bytes, self.durability = segment_bytes, durability
         self.lock = threading.RLock()
+        self.swap_lock = threading.Lock()       # held while compaction replaces inactive segments
         self._failed: str | None = None
         self.bases: list[int] = []
         self.next_offset = 0
@@ -302,11 +305,13 @@ class ShardLog:
     # reading ----------------------------------------------------------------------------
     def frames(self) -> Iterator[Frame]:
         """Every record frame in offset order (end markers skipped)."""
-        with self.lock:
-            self._check()
-            unread, self._unread = self._unread, None
-            fresh = unread is not None and unread[1:] == (tuple(self.bases), self.next_offset)
-            buffers = [] if fresh else [self.fs.read(self._path(b)) for b in self.bases]
+        with self.swap_lock:
+            with self.lock:
+                self._check()
+                unread, self._unread = self._unread, None
+                bases = tuple(self.bases)
+                fresh = unread is not None and unread[1:] == (bases, self.next_offset)
+            buffers = [] if fresh else [self.fs.read(self._path(b)) for b in bases]
         if fresh:
             yield from unread[0]                # nothing changed since recovery scanned it all
             return

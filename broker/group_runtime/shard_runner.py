@@ -151,6 +151,7 @@ class ShardRunner:
         self._dirty = trio.Event()                   # wakes the writer
         self._background: trio.Nursery | None = None  # where compaction runs
         self.compacting = False
+        self._compacted = trio.Event()               # set when the running compaction ends
 
     def now_ms(self) -> int:
         return int(self._epoch_ms + trio.current_time() * 1000)
@@ -359,6 +360,8 @@ class ShardRunner:
             await trio.sleep(self._retry_s)
             self._retry_s = min(self._retry_s * 2, RETRY_MAX_S)   # until a write works again
             self.failed, self.loaded = None, False
+            if self.compacting:                     # it works on the files the reopen recovers
+                await self._compacted.wait()
             try:
                 shard_log = await trio.to_thread.run_sync(self._reopen)
                 shard = self.shard.fresh()
@@ -456,7 +459,7 @@ class ShardRunner:
     async def _compact(self) -> None:
         """Compact the sealed segments in a worker thread, beside the appends (the log's lock
         covers the swap)."""
-        self.compacting = True
+        self.compacting, self._compacted = True, trio.Event()
         try:
             result = await trio.to_thread.run_sync(compact, self.log, self.now_ms())
             log.info("shard %d: compacted %s", self.shard.shard_id, result)
@@ -464,3 +467,4 @@ class ShardRunner:
             log.error("shard %d: compaction failed: %s", self.shard.shard_id, e)
         finally:
             self.compacting = False
+            self._compacted.set()

@@ -116,23 +116,34 @@ async def test_a_failed_fsync_turns_the_shard_away_instead_of_acknowledging(nurs
 
 
 class StallingFS(FakeFS):
-    """A disk on which a compaction stops at its cleaned segment's fsync until released."""
+    """A disk on which a compaction stops until released: at its cleaned segment's fsync
+    (``during="cleaning"``), or inside the swap of the old segments (``during="swap"``)."""
 
-    def __init__(self):
+    def __init__(self, during: str):
         super().__init__()
+        self.during = during
         self.compacting, self.release = threading.Event(), threading.Event()
 
+    def _stall(self) -> None:
+        self.compacting.set()
+        self.release.wait(30)
+
     def fsync(self, path: str) -> None:
-        if path.endswith(".cleaned"):
-            self.compacting.set()
-            self.release.wait(30)
+        if self.during == "cleaning" and path.endswith(".cleaned"):
+            self._stall()
         super().fsync(path)
 
+    def rename(self, src: str, dst: str) -> None:
+        super().rename(src, dst)
+        if self.during == "swap" and dst.endswith(".swap"):
+            self._stall()
 
-async def test_the_shard_answers_and_writes_while_its_log_compacts(nursery):
+
+@pytest.mark.parametrize("during", ["cleaning", "swap"])
+async def test_the_shard_answers_and_writes_while_its_log_compacts(nursery, during):
     """Compaction runs beside the shard: a commit is answered (and durable) while a
-    compaction is stuck on the disk, and the compaction then completes."""
-    fs = StallingFS()
+    compaction is stuck on the disk, even within its swap, and the compaction then completes."""
+    fs = StallingFS(during)
     runner = ShardRunner(Shard(SHARD), lambda: ShardLog(shard_dir("/data", SHARD), fs, segment_bytes=300),
                          compact_interval_s=0.05, wall_clock=lambda: 1e6)
     await nursery.start(runner.run)
