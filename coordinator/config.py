@@ -24,12 +24,47 @@ class CoordinatorConfig:
     #: The largest record batch a coordinator write may be: the offsets topic's
     #: max.message.bytes, which Kafka leaves at the broker's message.max.bytes.
     message_max_bytes: int = 1_048_588
+    # KIP-848 consumer groups (Kafka's GroupCoordinatorConfig)
+    group_consumer_session_timeout_ms: int = 45_000
+    group_consumer_min_session_timeout_ms: int = 45_000
+    group_consumer_max_session_timeout_ms: int = 60_000
+    group_consumer_heartbeat_interval_ms: int = 5_000
+    group_consumer_min_heartbeat_interval_ms: int = 5_000
+    group_consumer_max_heartbeat_interval_ms: int = 15_000
+    group_consumer_max_size: int = 2_147_483_647
+    #: the server-side assignors, the first one the default
+    group_consumer_assignors: str = "uniform,range"
 
     def __post_init__(self) -> None:
         if not 0 < self.message_max_bytes <= MAX_FRAME:
             # Recovery would refuse anything larger: never acknowledge such a record.
             raise ValueError(f"message.max.bytes must be between 1 and {MAX_FRAME} (the largest "
                              f"record the offsets log recovers), not {self.message_max_bytes}")
+        self._check_bounds("group.consumer.session.timeout.ms", self.group_consumer_session_timeout_ms,
+                           self.group_consumer_min_session_timeout_ms,
+                           self.group_consumer_max_session_timeout_ms)
+        self._check_bounds("group.consumer.heartbeat.interval.ms",
+                           self.group_consumer_heartbeat_interval_ms,
+                           self.group_consumer_min_heartbeat_interval_ms,
+                           self.group_consumer_max_heartbeat_interval_ms)
+        if self.group_consumer_heartbeat_interval_ms >= self.group_consumer_session_timeout_ms:
+            raise ValueError("group.consumer.heartbeat.interval.ms must be less than "
+                             "group.consumer.session.timeout.ms")
+        unknown = [a for a in self.consumer_assignors if a not in ("uniform", "range")]
+        if unknown or not self.consumer_assignors:
+            raise ValueError(f"group.consumer.assignors: unknown assignor(s) {unknown}; "
+                             "the built-in ones are uniform and range")
+
+    @staticmethod
+    def _check_bounds(name: str, value: int, low: int, high: int) -> None:
+        """Kafka's GroupCoordinatorConfig requires min <= value <= max."""
+        if not low <= value <= high:
+            raise ValueError(f"{name} ({value}) must be between {name.replace('.ms', '')} bounds "
+                             f"{low} and {high} (its .min and .max settings)")
+
+    @property
+    def consumer_assignors(self) -> tuple[str, ...]:
+        return tuple(a.strip() for a in self.group_consumer_assignors.split(",") if a.strip())
 
     @property
     def offsets_retention_ms(self) -> int:
@@ -44,5 +79,6 @@ class CoordinatorConfig:
     def from_properties(cls, props: dict[str, str]) -> CoordinatorConfig:
         """Build from ``server.properties``-style pairs; keys this class does not know are ignored."""
         names = cls.kafka_names()
-        values = {names[k]: int(v) for k, v in props.items() if k in names}
+        types = {f.name: type(f.default) for f in fields(cls)}
+        values = {names[k]: types[names[k]](v) for k, v in props.items() if k in names}
         return cls(**values)

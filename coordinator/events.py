@@ -27,6 +27,10 @@ class Event(enum.StrEnum):
     SYNC_COMPLETED = "sync_completed"          # the leader's assignment handed out: Stable
     OFFSETS_COMMITTED = "offsets_committed"    # an accepted OffsetCommit
     GROUP_DELETED = "group_deleted"            # removed with its offsets (``reason`` says why)
+    # KIP-848 consumer groups
+    GROUP_EPOCH_BUMPED = "group_epoch_bumped"  # a subscription, member or topic change: ``epoch``
+    TARGET_ASSIGNMENT = "target_assignment"    # the assignor ran for ``epoch``
+    MEMBER_RECONCILED = "member_reconciled"    # a member's epoch or assignment state moved
     TOPIC_DELETED = "topic_deleted"            # a topic deleted (written by the broker)
     ERROR = "error"                            # a group-API error answered (written by the broker)
     LOG_END_OFFSET = "log_end_offset"          # a periodic sample of a partition's end (broker)
@@ -57,3 +61,4 @@ class Expiry(enum.StrEnum):
     SESSION = "session_timeout"                # no heartbeat within session.timeout.ms
     REJOIN = "rebalance_timeout"               # did not rejoin before the join phase ended
     SYNC = "sync_timeout"                      # did not send SyncGroup before the sync timer
+    REVOCATION = "revocation_timeout"          # a consumer-protocol member did not revoke in time

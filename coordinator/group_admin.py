@@ -15,6 +15,7 @@ from protocol.logtext import safe
 from coordinator import responses as r
 from coordinator.actions import RequestContext
 from coordinator.classic.manager import S, ClassicGroupManager
+from coordinator.consumer.manager import ConsumerGroupManager
 from coordinator.events import Deletion, Event
 from coordinator.offsets import OffsetManager
 from coordinator.result import CoordinatorResult
@@ -23,18 +24,13 @@ log = logging.getLogger("groupbroker.coordinator")
 
 E = ErrorCode
 
-#: What a group resource allows with no authorizer (Kafka's AclEntry.supportedOperations(GROUP)):
-#: READ 3, DELETE 6, DESCRIBE 8, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, as a bit field.
-GROUP_OPERATIONS = sum(1 << op for op in (3, 6, 8, 10, 11))
-
-
 def describe_groups(groups: ClassicGroupManager, out: CoordinatorResult, now: int,
                     ctx: RequestContext, req) -> None:
     v = ctx.version
     groups = [_describe(groups, v, gid) for gid in req.groups]
     if v >= 3 and req.include_authorized_operations:
         # KafkaApis fills this in for every entry without an error, the unknown ("Dead") one too.
-        groups = [dataclasses.replace(g, authorized_operations=GROUP_OPERATIONS)
+        groups = [dataclasses.replace(g, authorized_operations=r.GROUP_OPERATIONS)
                   if g.error_code == E.NONE else g for g in groups]
     out.reply(ctx.token, ApiKey.DESCRIBE_GROUPS, v, r.DescribeGroupsResponse(groups=tuple(groups)))
 
@@ -61,28 +57,29 @@ def _describe(groups: ClassicGroupManager, v: int, group_id: str):
                              protocol_data=group.protocol_name if stable else "", members=members)
 
 
-def list_groups(groups: ClassicGroupManager, out: CoordinatorResult, now: int, ctx: RequestContext,
-                req) -> None:
+def list_groups(groups: ClassicGroupManager, consumer: ConsumerGroupManager, out: CoordinatorResult,
+                now: int, ctx: RequestContext, req) -> None:
     """Every group of the shard, filtered by state (case-insensitive, trimmed) and type."""
     states = {s.strip().lower() for s in req.states_filter}
     types = {t.lower() for t in req.types_filter}
     listed = r.ListGroupsResponse.ListedGroup
+    every = [(g, "classic") for g in groups.groups.values() if not g.is_in(S.DEAD)]
+    every += [(g, "consumer") for g in consumer.groups.values()]
     groups = tuple(
         listed(group_id=g.group_id, protocol_type=g.protocol_type, group_state=g.state.value,
-               group_type="classic")
-        for g in groups.groups.values()
-        if not g.is_in(S.DEAD) and (not states or g.state.value.lower() in states)
-        and (not types or "classic" in types))
+               group_type=kind)
+        for g, kind in every
+        if (not states or g.state.value.lower() in states) and (not types or kind in types))
     out.reply(ctx.token, ApiKey.LIST_GROUPS, ctx.version, r.ListGroupsResponse(error_code=E.NONE, groups=groups))
 
 
-def delete_groups(groups: ClassicGroupManager, offsets: OffsetManager, out: CoordinatorResult,
-                  now: int, ctx: RequestContext, req) -> None:
+def delete_groups(groups: ClassicGroupManager, consumer: ConsumerGroupManager, offsets: OffsetManager,
+                  out: CoordinatorResult, now: int, ctx: RequestContext, req) -> None:
     """GroupCoordinatorShard.deleteGroups: tombstones for every offset, then for the group."""
     result_cls = r.DeleteGroupsResponse.DeletableGroupResult
     results, records = [], []
     for group_id in req.groups_names:
-        group = groups.groups.get(group_id)
+        group = consumer.groups.get(group_id) or groups.groups.get(group_id)
         if not groups.owns(group_id):
             error = E.NOT_COORDINATOR
         elif group is None or group.is_in(S.DEAD):
@@ -93,7 +90,10 @@ def delete_groups(groups: ClassicGroupManager, offsets: OffsetManager, out: Coor
             error = E.NONE
             records += [OffsetCommitTombstone(group_id, topic, partition)
                         for topic, partition in sorted(offsets.offsets.get(group_id, {}))]
-            records.append(GroupMetadataTombstone(group_id))
+            if group_id in consumer.groups:
+                records += consumer.delete_records(group)
+            else:
+                records.append(GroupMetadataTombstone(group_id))
             out.note(now, Event.GROUP_DELETED, group, reason=Deletion.DELETE_GROUPS)
             log.info("group %s: deleted", safe(group_id))
         results.append(result_cls(group_id=group_id, error_code=error))

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 
 from offsets_log.errors import RecordError
 from offsets_log.records import (GroupMetadataTombstone, OffsetCommit, OffsetCommitTombstone,
-                                 Record, group_metadata_key, offset_commit_key,
-                                 offset_commit_record, tombstone)
+                                 encode_record, offset_commit_key, tombstone)
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.logtext import safe
@@ -45,19 +44,11 @@ def _metadata_too_large(text: str, limit: int) -> bool:
     return 2 * len(text) > limit and utf16_length(text) > limit
 
 
-def wire(record) -> Record:
-    """The log form of a typed offset record."""
-    if isinstance(record, OffsetCommit):
-        return offset_commit_record(record.group, record.topic, record.partition, record.offset,
-                                    record.leader_epoch, record.metadata, record.commit_ts,
-                                    record.expire_ts)
-    if isinstance(record, OffsetCommitTombstone):
-        return tombstone(offset_commit_key(record.group, record.topic, record.partition))
-    return tombstone(group_metadata_key(record.group))
-
-
-def is_subscribed(group: ClassicGroup, topic: str) -> bool:
-    """Kafka's ClassicGroup.isSubscribedToTopic: unknown subscriptions count for "consumer" groups."""
+def is_subscribed(group, topic: str) -> bool:
+    """Kafka's isSubscribedToTopic; for a classic group unknown subscriptions count for
+    "consumer" groups."""
+    if not isinstance(group, ClassicGroup):
+        return group.is_subscribed(topic)
     if group.subscribed_topics is None:
         return group.protocol_type == "consumer"
     return topic in group.subscribed_topics
@@ -94,14 +85,19 @@ class CommittedOffset:
 
 
 class OffsetManager:
-    def __init__(self, config: CoordinatorConfig, classic: ClassicGroupManager, timers: Timers):
-        self.config, self.classic, self.timers = config, classic, timers
+    """``consumer`` is the shard's ConsumerGroupManager: a group id names a classic group or a
+    consumer group, never both."""
+
+    def __init__(self, config: CoordinatorConfig, classic: ClassicGroupManager, consumer,
+                 timers: Timers):
+        self.config, self.classic, self.consumer, self.timers = config, classic, consumer, timers
         self.offsets: dict[str, dict[tuple[str, int], CommittedOffset]] = {}
 
     def replay(self, record) -> None:
         """Apply an offset record; a commit for an unknown group creates a "simple" group."""
         if isinstance(record, OffsetCommit):
-            self.classic.group_for_commit(record.group, record.commit_ts)
+            if record.group not in self.consumer.groups:
+                self.classic.group_for_commit(record.group, record.commit_ts)
             self.offsets.setdefault(record.group, {})[(record.topic, record.partition)] = \
                 CommittedOffset(record.offset, record.leader_epoch, record.metadata,
                                 record.commit_ts, record.expire_ts)
@@ -127,9 +123,12 @@ class OffsetManager:
 
     def apply(self, out: CoordinatorResult, records: list) -> None:
         """Persist typed records, then apply them to the shard's state exactly as a reload would."""
-        out.persist([wire(rec) for rec in records])
+        out.persist([encode_record(rec) for rec in records])
         for rec in records:
-            self.replay(rec)
+            if isinstance(rec, (OffsetCommit, OffsetCommitTombstone, GroupMetadataTombstone)):
+                self.replay(rec)
+            else:
+                self.consumer.replay(rec)
 
     # --- OffsetCommit -------------------------------------------------------------------------
     def offset_commit(self, out: CoordinatorResult, now: int, ctx: RequestContext, req) -> None:
@@ -152,18 +151,20 @@ class OffsetManager:
                                             p.committed_offset, p.committed_leader_epoch,
                                             p.committed_metadata or "", now, expire))
         try:
-            out.persist([wire(rec) for rec in records])     # before anything changes
+            out.persist([encode_record(rec) for rec in records])     # before anything changes
         except RecordError as e:
             error = unstorable(ctx, f"group {safe(req.group_id)}: the offsets cannot be stored ({e})")
             out.reply(ctx.token, ApiKey.OFFSET_COMMIT, v, r.offset_commit_error(req, error))
             return
-        if req.group_id not in self.classic.groups:
-            log.info("group %s: created as a simple group by a manual offset commit",
-                     safe(req.group_id))
-        group = self.classic.group_for_commit(req.group_id, now)
-        member = group.members.get(req.member_id)
-        if member is not None and group.is_in(S.STABLE, S.PREPARING_REBALANCE):
-            self.classic.schedule_session(group, member, now)      # commits keep a classic member alive
+        group = self.consumer.groups.get(req.group_id)
+        if group is None:
+            if req.group_id not in self.classic.groups:
+                log.info("group %s: created as a simple group by a manual offset commit",
+                         safe(req.group_id))
+            group = self.classic.group_for_commit(req.group_id, now)
+            member = group.members.get(req.member_id)
+            if member is not None and group.is_in(S.STABLE, S.PREPARING_REBALANCE):
+                self.classic.schedule_session(group, member, now)  # commits keep a classic member alive
         for rec in records:
             self.replay(rec)
         if out.journal and records:
@@ -179,6 +180,9 @@ class OffsetManager:
         if not self.classic.owns(req.group_id):
             return E.NOT_COORDINATOR
         generation = req.generation_id_or_member_epoch
+        consumer_group = self.consumer.groups.get(req.group_id)
+        if consumer_group is not None:
+            return self.consumer.validate_commit(consumer_group, req.member_id, generation, v)
         group = self.classic.groups.get(req.group_id)
         if group is None:
             if generation < 0:
@@ -204,13 +208,19 @@ class OffsetManager:
     def offset_fetch(self, out: CoordinatorResult, now: int, ctx: RequestContext, req) -> None:
         v = ctx.version
         answers = []
-        for group_id, topics in r.requested_topics(v, req):
+        members = ([(g.member_id, g.member_epoch) for g in req.groups] if v >= 9
+                   else [(None, -1)] * (len(req.groups) if v >= 8 else 1))
+        for (group_id, topics), (member_id, epoch) in zip(r.requested_topics(v, req), members):
             if group_id is None:
                 answers.append((group_id, [], E.INVALID_GROUP_ID))
             elif not self.classic.owns(group_id):
                 answers.append((group_id, [], E.NOT_COORDINATOR))
             else:
-                answers.append((group_id, self.committed(group_id, topics), E.NONE))
+                consumer_group = self.consumer.groups.get(group_id)
+                error = E.NONE if consumer_group is None else \
+                    self.consumer.validate_fetch(consumer_group, member_id, epoch)
+                answers.append((group_id, self.committed(group_id, topics) if error == E.NONE else [],
+                                error))
         if v >= 8:
             response = r.OffsetFetchResponse(groups=tuple(
                 r.offset_fetch_group(v, gid, parts, error) for gid, parts, error in answers))
@@ -226,7 +236,7 @@ class OffsetManager:
         -1 for every requested partition and fetchAllOffsets an empty list.
         """
         group = self.classic.groups.get(group_id)
-        known = group is not None and not group.is_in(S.DEAD)
+        known = group_id in self.consumer.groups or (group is not None and not group.is_in(S.DEAD))
         offsets = self.offsets.get(group_id, {}) if known else {}
         if topics is None:
             by_topic: dict[str, list] = {}
@@ -251,7 +261,7 @@ class OffsetManager:
             return fail(E.INVALID_GROUP_ID)
         if not self.classic.owns(req.group_id):
             return fail(E.NOT_COORDINATOR)
-        group = self.classic.groups.get(req.group_id)
+        group = self.consumer.groups.get(req.group_id) or self.classic.groups.get(req.group_id)
         if group is None or group.is_in(S.DEAD):
             return fail(E.GROUP_ID_NOT_FOUND)
         if not group.is_in(S.EMPTY) and group.protocol_type != "consumer":
@@ -290,6 +300,17 @@ class OffsetManager:
             records += [OffsetCommitTombstone(group_id, topic, partition) for topic, partition in expired]
             if len(expired) == len(offsets) and group.is_in(S.EMPTY):
                 records.append(GroupMetadataTombstone(group_id))
+                out.note(now, Event.GROUP_DELETED, group, reason=Deletion.OFFSETS_EXPIRED)
+            if expired:
+                log.info("group %s: %d offsets expired", safe(group_id), len(expired))
+        for group_id, group in list(self.consumer.groups.items()):
+            # ConsumerGroup.offsetExpirationCondition: each offset's own commit time
+            offsets = self.offsets.get(group_id, {})
+            expired = [key for key, c in offsets.items()
+                       if not group.is_subscribed(key[0]) and _expired(c, c.commit_ts, now, retention)]
+            records += [OffsetCommitTombstone(group_id, topic, partition) for topic, partition in expired]
+            if len(expired) == len(offsets) and group.is_empty():
+                records += self.consumer.delete_records(group)
                 out.note(now, Event.GROUP_DELETED, group, reason=Deletion.OFFSETS_EXPIRED)
             if expired:
                 log.info("group %s: %d offsets expired", safe(group_id), len(expired))

@@ -12,6 +12,10 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages import RESPONSES
 
+#: What a group resource allows with no authorizer (Kafka's AclEntry.supportedOperations(GROUP)):
+#: READ 3, DELETE 6, DESCRIBE 8, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, as a bit field.
+GROUP_OPERATIONS = sum(1 << op for op in (3, 6, 8, 10, 11))
+
 JoinGroupResponse = RESPONSES[ApiKey.JOIN_GROUP].cls
 SyncGroupResponse = RESPONSES[ApiKey.SYNC_GROUP].cls
 HeartbeatResponse = RESPONSES[ApiKey.HEARTBEAT].cls
@@ -22,6 +26,8 @@ DescribeGroupsResponse = RESPONSES[ApiKey.DESCRIBE_GROUPS].cls
 ListGroupsResponse = RESPONSES[ApiKey.LIST_GROUPS].cls
 DeleteGroupsResponse = RESPONSES[ApiKey.DELETE_GROUPS].cls
 OffsetDeleteResponse = RESPONSES[ApiKey.OFFSET_DELETE].cls
+ConsumerGroupHeartbeatResponse = RESPONSES[ApiKey.CONSUMER_GROUP_HEARTBEAT].cls
+ConsumerGroupDescribeResponse = RESPONSES[ApiKey.CONSUMER_GROUP_DESCRIBE].cls
 
 
 def join(version: int, error: ErrorCode, *, member_id: str = "", generation: int = -1,
@@ -113,6 +119,12 @@ def error_response(api_key: int, version: int, request, error: ErrorCode):
                                                   for g in request.groups_names))
     if api_key == ApiKey.OFFSET_DELETE:
         return OffsetDeleteResponse(error_code=error)
+    if api_key == ApiKey.CONSUMER_GROUP_HEARTBEAT:
+        return ConsumerGroupHeartbeatResponse(error_code=error)
+    if api_key == ApiKey.CONSUMER_GROUP_DESCRIBE:
+        described = ConsumerGroupDescribeResponse.DescribedGroup
+        return ConsumerGroupDescribeResponse(groups=tuple(
+            described(group_id=g, error_code=error) for g in request.group_ids))
     raise ValueError(f"api key {api_key} is not a group API")
 
 

@@ -17,13 +17,16 @@ type is a new manager beside the classic one, sharing the timers, the offsets an
 
 from __future__ import annotations
 
+import logging
 import uuid
 from functools import partial
 from typing import Callable
 
-from offsets_log.records import (GroupMetadata, GroupMetadataTombstone, OffsetCommit,
-                                 OffsetCommitTombstone, TypedRecord)
+from offsets_log.records import (ConsumerGroupRecord, GroupMetadata, GroupMetadataTombstone,
+                                 OffsetCommit, OffsetCommitTombstone, TypedRecord)
 from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+from protocol.logtext import safe
 
 from coordinator import group_admin
 from coordinator.actions import RequestContext
@@ -31,11 +34,15 @@ from coordinator.classic import membership
 from coordinator.classic.group import ClassicGroup
 from coordinator.classic.manager import ClassicGroupManager
 from coordinator.config import CoordinatorConfig
+from coordinator.consumer.manager import ConsumerGroupManager
 from coordinator.interventions import InterventionError
+from coordinator.metadata import MetadataImage
 from coordinator.offsets import CommittedOffset, OffsetManager
 from coordinator.result import CoordinatorResult, StepFailed
 from coordinator.routing import shard_for
 from coordinator.timers import Timers
+
+log = logging.getLogger("groupbroker.coordinator")
 
 
 class Shard:
@@ -47,10 +54,13 @@ class Shard:
         self.new_uuid = new_uuid
         self.timers = Timers()
         self.classic = ClassicGroupManager(shard_id, config, self.timers, new_uuid)
-        self.offset_manager = OffsetManager(config, self.classic, self.timers)
-        classic, offsets = self.classic, self.offset_manager
+        self.consumer = ConsumerGroupManager(shard_id, config, self.timers, self.classic)
+        self.offset_manager = OffsetManager(config, self.classic, self.consumer, self.timers)
+        classic, consumer, offsets = self.classic, self.consumer, self.offset_manager
         self._handlers = {
-            ApiKey.JOIN_GROUP: partial(membership.join_group, classic),
+            ApiKey.CONSUMER_GROUP_HEARTBEAT: consumer.heartbeat,
+            ApiKey.CONSUMER_GROUP_DESCRIBE: consumer.describe,
+            ApiKey.JOIN_GROUP: self._join_group,
             ApiKey.SYNC_GROUP: partial(membership.sync_group, classic),
             ApiKey.HEARTBEAT: partial(membership.heartbeat, classic),
             ApiKey.LEAVE_GROUP: partial(membership.leave_group, classic),
@@ -58,8 +68,8 @@ class Shard:
             ApiKey.OFFSET_FETCH: offsets.offset_fetch,
             ApiKey.OFFSET_DELETE: offsets.offset_delete,
             ApiKey.DESCRIBE_GROUPS: partial(group_admin.describe_groups, classic),
-            ApiKey.LIST_GROUPS: partial(group_admin.list_groups, classic),
-            ApiKey.DELETE_GROUPS: partial(group_admin.delete_groups, classic, offsets),
+            ApiKey.LIST_GROUPS: partial(group_admin.list_groups, classic, consumer),
+            ApiKey.DELETE_GROUPS: partial(group_admin.delete_groups, classic, consumer, offsets),
         }
 
     @property
@@ -70,6 +80,7 @@ class Shard:
     def config(self, config: CoordinatorConfig) -> None:
         """A new configuration applies to every manager at once (a config change)."""
         self._config = self.classic.config = self.offset_manager.config = config
+        self.consumer.config = config
 
     @property
     def groups(self) -> dict[str, ClassicGroup]:
@@ -78,6 +89,26 @@ class Shard:
     @property
     def offsets(self) -> dict[str, dict[tuple[str, int], CommittedOffset]]:
         return self.offset_manager.offsets
+
+    def on_metadata(self, image: MetadataImage) -> None:
+        """The topics changed (or the broker started): consumer groups see the new image."""
+        self.consumer.on_metadata(image)
+
+    def _join_group(self, out: CoordinatorResult, now: int, ctx: RequestContext, req) -> None:
+        """A classic JoinGroup naming a consumer group: an empty one gives way to a classic
+        group (Kafka deletes it first); a live one cannot take classic members yet."""
+        group = self.consumer.groups.get(req.group_id)
+        if group is not None:
+            if not group.is_empty():
+                log.warning("group %s: a classic-protocol member cannot join this consumer group "
+                            "(groups mixing both protocols are not supported yet)", safe(req.group_id))
+                out.reply(ctx.token, ApiKey.JOIN_GROUP, ctx.version, membership.join_error(
+                    ctx.version, ErrorCode.INCONSISTENT_GROUP_PROTOCOL, req.member_id))
+                return
+            log.info("group %s: the empty consumer group is replaced by a classic group",
+                     safe(req.group_id))
+            self.consumer.apply(out, self.consumer.delete_records(group))
+        membership.join_group(self.classic, out, now, ctx, req)
 
     def result(self) -> CoordinatorResult:
         """An empty result for one operation of this shard."""
@@ -122,13 +153,16 @@ class Shard:
 
     def fresh(self) -> Shard:
         """An empty shard like this one: what reloading from the log starts from."""
-        return type(self)(self.shard_id, self.config, new_uuid=self.new_uuid, journal=self.journal)
+        shard = type(self)(self.shard_id, self.config, new_uuid=self.new_uuid, journal=self.journal)
+        shard.on_metadata(self.consumer.image)
+        return shard
 
     def unload(self) -> CoordinatorResult:
         """Give up this state (Kafka's onUnloaded): every parked JoinGroup and SyncGroup is
         answered NOT_COORDINATOR, every group is Dead, no timer fires any more."""
         out = self.result()
         self.classic.unload(out)
+        self.consumer.unload()
         self.timers.clear()
         return out
 
@@ -153,10 +187,13 @@ class Shard:
             self.offset_manager.replay(record)
         elif isinstance(record, (GroupMetadata, GroupMetadataTombstone)):
             self.classic.replay(record)
+        elif isinstance(record, ConsumerGroupRecord):
+            self.consumer.replay(record)
 
     def loaded(self, now: int) -> CoordinatorResult:
         """After replay: members come back Stable with fresh session timers; start the sweep."""
         out = self.result()
         self.classic.loaded(out, now)
+        self.consumer.loaded(now)
         self.offset_manager.loaded(now)
         return out

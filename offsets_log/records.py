@@ -15,7 +15,7 @@ from functools import lru_cache
 from typing import NamedTuple, Sequence
 
 from protocol.exceptions import DecodeError, EncodeError
-from protocol.messages.offsets_records import RECORDS
+from protocol.messages.offsets_records import CONSUMER_GROUP_RECORDS as CG, RECORDS
 from protocol.payloads import decode_payload, encode_payload
 
 from .errors import RecordError
@@ -66,7 +66,32 @@ class GroupMetadataTombstone:
     group: str
 
 
-TypedRecord = OffsetCommit | OffsetCommitTombstone | GroupMetadata | GroupMetadataTombstone
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupRecord:
+    """A KIP-848 consumer-group record; ``value`` None is its tombstone.
+
+    ``type`` is the key version (see :data:`CONSUMER_GROUP_KEYS`); ``sub`` is the second key
+    field of the member records (the member id) and of the regex record (the expression).
+    """
+    type: int
+    group: str
+    sub: str | None
+    value: object | None
+
+
+TypedRecord = (OffsetCommit | OffsetCommitTombstone | GroupMetadata | GroupMetadataTombstone
+               | ConsumerGroupRecord)
+
+#: key version -> (key message, value message) of the consumer-group records
+CONSUMER_GROUP_KEYS = {
+    3: (CG.metadata_key, CG.metadata_value),
+    4: (CG.partition_metadata_key, CG.partition_metadata_value),
+    5: (CG.member_metadata_key, CG.member_metadata_value),
+    6: (CG.target_assignment_metadata_key, CG.target_assignment_metadata_value),
+    7: (CG.target_assignment_member_key, CG.target_assignment_member_value),
+    8: (CG.current_member_assignment_key, CG.current_member_assignment_value),
+    16: (CG.regular_expression_key, CG.regular_expression_value),
+}
 
 
 #: The longest STRING a record (or any Kafka message) can hold, in UTF-8 bytes: Kafka's
@@ -163,6 +188,31 @@ def group_metadata_record(group: str, *, protocol_type: str, generation: int,
                   _encode(RECORDS.group_metadata_value, GROUP_METADATA_VALUE_VERSION, value))
 
 
+def consumer_group_record(record: ConsumerGroupRecord) -> Record:
+    """The log form of a consumer-group record (every value is written at version 0)."""
+    key_msg, value_msg = CONSUMER_GROUP_KEYS[record.type]
+    fields = {"group_id": record.group}
+    if record.sub is not None:
+        fields["member_id" if record.type != 16 else "regular_expression"] = record.sub
+    key = _encode(key_msg, record.type, key_msg.cls(**fields))
+    return Record(key, None if record.value is None else _encode(value_msg, 0, record.value))
+
+
+def encode_record(record: TypedRecord) -> Record:
+    """The log form of a typed record (what the coordinator writes)."""
+    if isinstance(record, OffsetCommit):
+        return offset_commit_record(record.group, record.topic, record.partition, record.offset,
+                                    record.leader_epoch, record.metadata, record.commit_ts,
+                                    record.expire_ts)
+    if isinstance(record, OffsetCommitTombstone):
+        return tombstone(offset_commit_key(record.group, record.topic, record.partition))
+    if isinstance(record, GroupMetadataTombstone):
+        return tombstone(group_metadata_key(record.group))
+    if isinstance(record, ConsumerGroupRecord):
+        return consumer_group_record(record)
+    raise TypeError(f"no log form for {type(record).__name__}")
+
+
 def tombstone(key: bytes) -> Record:
     return Record(bytes(key), None)
 
@@ -198,4 +248,10 @@ def decode_record(key: bytes, value: bytes | None) -> TypedRecord:
             return GroupMetadataTombstone(k.group)
         version, v = _decode(RECORDS.group_metadata_value, value, "GroupMetadataValue")
         return GroupMetadata(k.group, v, version)
+    if key_version in CONSUMER_GROUP_KEYS:
+        key_msg, value_msg = CONSUMER_GROUP_KEYS[key_version]
+        _, k = _decode(key_msg, key, key_msg.name)
+        sub = getattr(k, "member_id", getattr(k, "regular_expression", None))
+        v = None if value is None else _decode(value_msg, value, value_msg.name)[1]
+        return ConsumerGroupRecord(key_version, k.group_id, sub, v)
     raise RecordError(f"unknown record type (key version {key_version})")

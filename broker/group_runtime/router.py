@@ -32,12 +32,14 @@ _DELETE_TOPIC = RESPONSES[ApiKey.OFFSET_DELETE].cls.OffsetDeleteResponseTopic
 _RESULT_CLASSES = {
     ApiKey.OFFSET_COMMIT: (_COMMIT_TOPIC, _COMMIT_TOPIC.OffsetCommitResponsePartition),
     ApiKey.OFFSET_DELETE: (_DELETE_TOPIC, _DELETE_TOPIC.OffsetDeleteResponsePartition)}
-PIPELINED_APIS = (ApiKey.HEARTBEAT, ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_DELETE)
+PIPELINED_APIS = (ApiKey.HEARTBEAT, ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_DELETE,
+                  ApiKey.CONSUMER_GROUP_HEARTBEAT)
 #: every group API (the router's table is checked against it)
 GROUP_APIS = frozenset({ApiKey.FIND_COORDINATOR, ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP,
                         ApiKey.LEAVE_GROUP, ApiKey.HEARTBEAT, ApiKey.OFFSET_COMMIT,
                         ApiKey.OFFSET_DELETE, ApiKey.OFFSET_FETCH, ApiKey.DESCRIBE_GROUPS,
-                        ApiKey.DELETE_GROUPS, ApiKey.LIST_GROUPS})
+                        ApiKey.DELETE_GROUPS, ApiKey.LIST_GROUPS,
+                        ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE})
 
 
 class GroupRouter:
@@ -61,6 +63,9 @@ class GroupRouter:
             ApiKey.DELETE_GROUPS: partial(self._split, field="groups_names", group_of=_itself,
                                           result_field="results"),
             ApiKey.LIST_GROUPS: self._list_groups,
+            ApiKey.CONSUMER_GROUP_HEARTBEAT: self._pipelined,
+            ApiKey.CONSUMER_GROUP_DESCRIBE: partial(self._split, field="group_ids", group_of=_itself,
+                                                    result_field="groups"),
         }
         assert set(self.routes) == GROUP_APIS, "the router's table and GROUP_APIS disagree"
 

@@ -32,6 +32,7 @@ import trio
 from coordinator.actions import Journal, Persist, Reply, RequestContext
 from coordinator.result import CoordinatorResult, StepFailed
 from coordinator.interventions import InterventionError
+from coordinator.metadata import EMPTY_IMAGE, MetadataImage
 from coordinator.recovery import load_shard
 from coordinator.responses import error_response, operation_failed
 from coordinator.shard import Shard
@@ -152,6 +153,8 @@ class ShardRunner:
         self._background: trio.Nursery | None = None  # where compaction runs
         self.compacting = False
         self._compacted = trio.Event()               # set when the running compaction ends
+        #: the topics as the coordinator must see them (the broker's topic store sets this)
+        self.metadata: Callable[[], MetadataImage] = lambda: EMPTY_IMAGE
 
     def now_ms(self) -> int:
         return int(self._epoch_ms + trio.current_time() * 1000)
@@ -310,6 +313,7 @@ class ShardRunner:
         coordinator), and the caller reloads the shard from its log.
         """
         try:
+            self.shard.on_metadata(self.metadata())
             actions += operation(now).actions
             return True
         except Exception as failure:  # a bug or an unwritable record: the state is rebuilt from the log

@@ -99,6 +99,8 @@ class Broker:
             self.port = listeners[0].socket.getsockname()[1]
             advertised = (cfg.advertised_host or cfg.host, cfg.advertised_port or self.port)
             self.handlers = Handlers(cfg, advertised, self._forget_topics, self.faults)
+            for runner in self.runners:
+                runner.metadata = self.handlers.data.store.metadata_image
             groups = GroupRouter(self.runners, cfg.node_id, advertised, self.handlers.data.has_partition)
             self.handlers.serve_groups(groups)
             shards.start_soon(self.handlers.data.retention_loop)

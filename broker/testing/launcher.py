@@ -27,7 +27,12 @@ REPO = Path(__file__).resolve().parent.parent.parent
 LISTENING = re.compile(r"^groupbroker listening on (\S+):(\d+)$")
 
 #: Fast group settings for test brokers: no initial rebalance delay, short sessions allowed.
-TEST_DEFAULTS = {"group.initial.rebalance.delay.ms": "0", "group.min.session.timeout.ms": "500"}
+TEST_DEFAULTS = {"group.initial.rebalance.delay.ms": "0", "group.min.session.timeout.ms": "500",
+                 # KIP-848 groups: heartbeats every 500 ms, sessions of 10 s
+                 "group.consumer.heartbeat.interval.ms": "500",
+                 "group.consumer.min.heartbeat.interval.ms": "100",
+                 "group.consumer.session.timeout.ms": "10000",
+                 "group.consumer.min.session.timeout.ms": "1000"}
 
 
 def kafka_props(settings: dict) -> dict[str, str]:

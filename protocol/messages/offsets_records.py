@@ -43,3 +43,79 @@ RECORDS = SimpleNamespace(
         F("assignment", "bytes"),
     ]}),
 )
+
+# KIP-848 consumer-group records: the key version is the record type (3-8, and 16 for a
+# resolved regular expression). Every value is flexible from version 0.
+_TOPIC_PARTITIONS = [F("topic_id", "uuid"), F("partitions", "[]int32")]
+
+
+def _group_key(name: str, version: str, *member_fields):
+    return Message(name, None, "data", version, "none", [F("group_id", "string"), *member_fields])
+
+
+CONSUMER_GROUP_RECORDS = SimpleNamespace(
+    metadata_key=_group_key("ConsumerGroupMetadataKey", "3"),
+    metadata_value=Message("ConsumerGroupMetadataValue", None, "data", "0", "0+", [
+        F("epoch", "int32"),
+    ]),
+    partition_metadata_key=_group_key("ConsumerGroupPartitionMetadataKey", "4"),
+    partition_metadata_value=Message("ConsumerGroupPartitionMetadataValue", None, "data", "0", "0+", [
+        F("topics", "[]TopicMetadata", fields=[
+            F("topic_id", "uuid"),
+            F("topic_name", "string"),
+            F("num_partitions", "int32"),
+            F("partition_metadata", "[]PartitionMetadata", fields=[
+                F("partition", "int32"),
+                F("racks", "[]string"),
+            ]),
+        ]),
+    ]),
+    member_metadata_key=_group_key("ConsumerGroupMemberMetadataKey", "5", F("member_id", "string")),
+    member_metadata_value=Message("ConsumerGroupMemberMetadataValue", None, "data", "0", "0+", [
+        F("instance_id", "string", nullable="0+"),
+        F("rack_id", "string", nullable="0+"),
+        F("client_id", "string"),
+        F("client_host", "string"),
+        F("subscribed_topic_names", "[]string"),
+        F("subscribed_topic_regex", "string", nullable="0+"),
+        F("rebalance_timeout_ms", "int32", default=-1),
+        F("server_assignor", "string", nullable="0+"),
+        F("classic_member_metadata", "ClassicMemberMetadata", nullable="0+", default=None,
+          tag=0, tagged="0+", fields=[
+              F("session_timeout_ms", "int32"),
+              F("supported_protocols", "[]ClassicProtocol", fields=[
+                  F("name", "string"),
+                  F("metadata", "bytes"),
+              ]),
+          ]),
+    ]),
+    target_assignment_metadata_key=_group_key("ConsumerGroupTargetAssignmentMetadataKey", "6"),
+    target_assignment_metadata_value=Message(
+        "ConsumerGroupTargetAssignmentMetadataValue", None, "data", "0", "0+", [
+            F("assignment_epoch", "int32"),
+        ]),
+    target_assignment_member_key=_group_key("ConsumerGroupTargetAssignmentMemberKey", "7",
+                                            F("member_id", "string")),
+    target_assignment_member_value=Message(
+        "ConsumerGroupTargetAssignmentMemberValue", None, "data", "0", "0+", [
+            F("topic_partitions", "[]TopicPartition", fields=_TOPIC_PARTITIONS),
+        ]),
+    current_member_assignment_key=_group_key("ConsumerGroupCurrentMemberAssignmentKey", "8",
+                                             F("member_id", "string")),
+    current_member_assignment_value=Message(
+        "ConsumerGroupCurrentMemberAssignmentValue", None, "data", "0", "0+", [
+            F("member_epoch", "int32"),
+            F("previous_member_epoch", "int32"),
+            F("state", "int8"),
+            F("assigned_partitions", "[]TopicPartitions"),
+            F("partitions_pending_revocation", "[]TopicPartitions"),
+        ], common={"TopicPartitions": _TOPIC_PARTITIONS}),
+    regular_expression_key=_group_key("ConsumerGroupRegularExpressionKey", "16",
+                                      F("regular_expression", "string")),
+    regular_expression_value=Message(
+        "ConsumerGroupRegularExpressionValue", None, "data", "0", "0+", [
+            F("topics", "[]string"),
+            F("version", "int64"),
+            F("timestamp", "int64"),
+        ]),
+)

@@ -22,8 +22,8 @@ def test_apis_lists_every_registered_api():
 
 
 def test_apis_lists_exactly_what_api_versions_advertises(broker):
-    """Not the codec's whole table: an API we can decode but do not serve (SaslHandshake,
-    ConsumerGroupHeartbeat until it is served) is not listed."""
+    """Not the codec's whole table: an API we can decode but do not serve (SaslHandshake)
+    is not listed."""
     from broker.cli.groups import Connection
     conn = Connection("127.0.0.1", broker.port)
     advertised = dict(conn.versions)

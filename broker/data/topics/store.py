@@ -24,6 +24,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from coordinator.metadata import EMPTY_IMAGE, MetadataImage, TopicImage
+
 from .errors import (InvalidPartitions, InvalidTopic, StorageError, TopicAlreadyExists,
                      UnknownTopicId, UnknownTopicOrPartition)
 from . import configs as topic_configs
@@ -92,6 +94,7 @@ class TopicStore:
         self.disk: Disk = log_config.pop("disk", None) or Disk()
         self._log_config = log_config
         self._topics: dict[str, Topic] = {}
+        self._image, self._image_of = EMPTY_IMAGE, None
         self._lock = threading.Lock()
         self._creating: set[str] = set()
         os.makedirs(self.data_dir, exist_ok=True)
@@ -101,6 +104,17 @@ class TopicStore:
         self.producer_ids = ProducerIds(self.data_dir, highest_in_use=highest)
 
     # -- queries ---------------------------------------------------------------------------
+
+    def metadata_image(self) -> MetadataImage:
+        """The topics as the group coordinator sees them; a new image after every change (the
+        topic map is replaced on each change, so comparing it by identity is enough)."""
+        topics = self._topics
+        image = self._image
+        if self._image_of is not topics:
+            image = MetadataImage({t.name: TopicImage(t.name, t.topic_id, len(t.partitions))
+                                   for t in topics.values()}, image.version + 1)
+            self._image, self._image_of = image, topics
+        return image
 
     def topics(self) -> list[Topic]:
         return sorted(self._topics.values(), key=lambda t: t.name)

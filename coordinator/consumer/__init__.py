@@ -1,0 +1,1 @@
+"""KIP-848 consumer groups: members heartbeat, the server assigns, members reconcile."""

@@ -1,0 +1,583 @@
+"""KIP-848 consumer groups (Kafka's GroupMetadataManager, consumer-protocol half).
+
+A member heartbeats (ConsumerGroupHeartbeat); the heartbeat may change its subscription,
+which bumps the group epoch; a group epoch above the assignment epoch makes the server-side
+assignor compute a new target assignment; then the member takes one step towards its target
+(:mod:`coordinator.consumer.reconciliation`). Every change is a record: a heartbeat builds its
+records from the state as it was, then persists and replays them, the same path recovery
+takes. Timers fence members whose session expires or who do not revoke in time.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+import re2
+
+from offsets_log.records import ConsumerGroupRecord, GroupMetadataTombstone, encode_record
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+from protocol.logtext import safe
+
+from coordinator import responses as r
+from coordinator.actions import RequestContext
+from coordinator.classic.state import GroupState as ClassicState
+from coordinator.config import CoordinatorConfig
+from coordinator.consumer import records as rec
+from coordinator.consumer.assignors import ASSIGNORS, PartitionAssignorError
+from coordinator.consumer.group import ConsumerGroup, GroupState, ResolvedRegex, TopicMetadata
+from coordinator.consumer.member import (EMPTY, LEAVE_GROUP_MEMBER_EPOCH,
+                                         LEAVE_GROUP_STATIC_MEMBER_EPOCH, ConsumerGroupMember,
+                                         MemberState, assignment_of)
+from coordinator.consumer.reconciliation import reconcile
+from coordinator.consumer.target import build_target, subscribed_topics
+from coordinator.errors import GroupError
+from coordinator.events import Event, Expiry
+from coordinator.metadata import EMPTY_IMAGE, MetadataImage
+from coordinator.result import CoordinatorResult
+from coordinator.routing import shard_for
+from coordinator.timers import Timers
+
+log = logging.getLogger("groupbroker.coordinator")
+
+E = ErrorCode
+HeartbeatResponse = r.ConsumerGroupHeartbeatResponse
+DescribeResponse = r.ConsumerGroupDescribeResponse
+#: ConsumerGroupHeartbeat v1 and later: the client generates its member id (KIP-1082)
+CLIENT_MEMBER_ID_VERSION = 1
+
+
+def validate_heartbeat(req, version: int, assignors: tuple[str, ...]) -> None:
+    """Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid, in its order."""
+    def invalid(message: str):
+        return GroupError(E.INVALID_REQUEST, message)
+
+    epoch = req.member_epoch
+    if (version >= CLIENT_MEMBER_ID_VERSION or epoch > 0 or epoch == LEAVE_GROUP_MEMBER_EPOCH) \
+            and not req.member_id.strip():
+        raise invalid("MemberId can't be empty.")
+    if not req.group_id.strip():
+        raise invalid("GroupId can't be empty.")
+    if req.instance_id is not None and not req.instance_id.strip():
+        raise invalid("InstanceId can't be empty.")
+    if req.rack_id is not None and not req.rack_id.strip():
+        raise invalid("RackId can't be empty.")
+    if epoch == 0:
+        if req.rebalance_timeout_ms == -1:
+            raise invalid("RebalanceTimeoutMs must be provided in first request.")
+        if req.topic_partitions is None or req.topic_partitions:
+            raise invalid("TopicPartitions must be empty when (re-)joining.")
+        if req.subscribed_topic_names is None and req.subscribed_topic_regex is None:
+            raise invalid("Either SubscribedTopicNames or SubscribedTopicRegex must be non-null "
+                          "when (re-)joining.")
+    elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+        if req.instance_id is None:
+            raise invalid("InstanceId can't be null.")
+    elif epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+        raise invalid("MemberEpoch is invalid.")
+    if req.server_assignor is not None and req.server_assignor not in assignors:
+        raise GroupError(E.UNSUPPORTED_ASSIGNOR, f"ServerAssignor {req.server_assignor} is not "
+                         f"supported. Supported assignors: {', '.join(assignors)}.")
+
+
+def _compile(regex: str):
+    """An RE2 pattern (Kafka uses RE2/J), or INVALID_REGULAR_EXPRESSION."""
+    try:
+        return re2.compile(regex)
+    except re2.error as e:
+        raise GroupError(E.INVALID_REGULAR_EXPRESSION,
+                         f"SubscribedTopicRegex `{regex}` is not a valid regular expression: {e}.") \
+            from None
+
+
+def _is_subset(owned, assigned) -> bool:
+    """Kafka's isSubset: every reported partition is in ``assigned`` (unknown: no)."""
+    if owned is None:
+        return False
+    return all(tp.topic_id in assigned and all(p in assigned[tp.topic_id] for p in tp.partitions)
+               for tp in owned)
+
+
+def _check_epoch(member: ConsumerGroupMember, received: int, owned) -> None:
+    """Kafka's throwIfConsumerGroupMemberEpochIsInvalid."""
+    if received > member.member_epoch:
+        raise GroupError(E.FENCED_MEMBER_EPOCH, "The consumer group member has a greater member "
+                         f"epoch ({received}) than the one known by the group coordinator "
+                         f"({member.member_epoch}). The member must abandon all its partitions and rejoin.")
+    if received < member.member_epoch and (received != member.previous_member_epoch
+                                           or not _is_subset(owned, member.assigned)):
+        raise GroupError(E.FENCED_MEMBER_EPOCH, "The consumer group member has a smaller member "
+                         f"epoch ({received}) than the one known by the group coordinator "
+                         f"({member.member_epoch}). The member must abandon all its partitions and rejoin.")
+
+
+class ConsumerGroupManager:
+    def __init__(self, shard_id: int, config: CoordinatorConfig, timers: Timers, classic):
+        self.shard_id, self.config, self.timers = shard_id, config, timers
+        self.classic = classic                    # a group id names one group of either type
+        self.groups: dict[str, ConsumerGroup] = {}
+        self.image: MetadataImage = EMPTY_IMAGE
+
+    def owns(self, group_id: str) -> bool:
+        return shard_for(group_id, self.config.offsets_topic_num_partitions) == self.shard_id
+
+    # --- metadata -----------------------------------------------------------------------------
+    def on_metadata(self, image: MetadataImage) -> None:
+        """Kafka's onNewMetadataImage: groups subscribed to a changed topic (or with regexes,
+        which may match a new topic) recompute their metadata at their next heartbeat."""
+        if image is self.image:
+            return
+        changed = image.changed_topics(self.image)
+        self.image = image
+        if not changed:
+            return
+        for group in self.groups.values():
+            if group.regex_members or any(t in changed for t in group.subscribed_topic_names()):
+                group.request_metadata_refresh()
+
+    def _subscription_metadata(self, names) -> dict[str, TopicMetadata]:
+        topics = self.image.topics
+        return {n: TopicMetadata(topics[n].topic_id, n, topics[n].num_partitions)
+                for n in sorted(names) if n in topics}
+
+    def _resolve(self, group: ConsumerGroup, regexes, now: int, records: list) -> bool:
+        """Match each regex against today's topics; True if any matched set changed."""
+        changed = False
+        for regex in sorted(regexes):
+            old = group.resolved.get(regex)
+            if old is not None and old.version == self.image.version:
+                continue
+            pattern = _compile(regex)
+            topics = frozenset(n for n in self.image.topics if pattern.fullmatch(n))
+            resolved = ResolvedRegex(topics, self.image.version, now)
+            records.append(rec.regex(group.group_id, regex, resolved))
+            changed = changed or old is None or old.topics != topics
+            group.resolved[regex] = resolved      # read below; the record replays the same
+        return changed
+
+    # --- ConsumerGroupHeartbeat ---------------------------------------------------------------
+    def heartbeat(self, out: CoordinatorResult, now: int, ctx: RequestContext, req) -> None:
+        try:
+            validate_heartbeat(req, ctx.version, self.config.consumer_assignors)
+            if not self.owns(req.group_id):
+                raise GroupError(E.NOT_COORDINATOR)
+            if req.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
+                response = self._leave(out, now, req)
+            else:
+                response = self._heartbeat(out, now, ctx, req)
+        except GroupError as e:
+            response = HeartbeatResponse(error_code=e.code, error_message=e.message)
+        out.reply(ctx.token, ApiKey.CONSUMER_GROUP_HEARTBEAT, ctx.version, response)
+
+    def _classic_group(self, group_id: str):
+        group = self.classic.groups.get(group_id)
+        return None if group is None or group.is_in(ClassicState.DEAD) else group
+
+    def _group(self, group_id: str, create: bool, records: list) -> ConsumerGroup:
+        """Kafka's getOrMaybeCreateConsumerGroup."""
+        group = self.groups.get(group_id)
+        if group is not None:
+            return group
+        classic = self._classic_group(group_id)
+        if classic is None:
+            if not create:
+                raise GroupError(E.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
+            return ConsumerGroup(group_id)
+        if create and classic.is_in(ClassicState.EMPTY):
+            # An empty classic group gives way to the consumer group (its tombstone first).
+            records.append(GroupMetadataTombstone(group_id))
+            log.info("group %s: the empty classic group is replaced by a consumer group", safe(group_id))
+            return ConsumerGroup(group_id)
+        # Converting a live classic group (online upgrade) is not done here yet: Kafka answers
+        # this way under group.consumer.migration.policy=disabled or downgrade.
+        log.warning("group %s: a consumer-protocol member cannot join this classic group while it "
+                    "has members (converting a live classic group is not supported)", safe(group_id))
+        raise GroupError(E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+
+    def _heartbeat(self, out: CoordinatorResult, now: int, ctx: RequestContext, req):
+        records: list = []
+        joining = req.member_epoch == 0
+        group = self._group(req.group_id, joining, records)
+        member_id = req.member_id or str(uuid.uuid4())
+        if len(group.members) >= self.config.group_consumer_max_size and \
+                (not req.member_id or req.member_id not in group.members):
+            raise GroupError(E.GROUP_MAX_SIZE_REACHED, "The consumer group has reached its maximum "
+                             f"capacity of {self.config.group_consumer_max_size} members.")
+        owned = req.topic_partitions
+        if req.instance_id is None:
+            member = group.members.get(member_id)
+            if member is None:
+                if not joining:
+                    raise GroupError(E.UNKNOWN_MEMBER_ID,
+                                     f"Member {member_id} is not a member of group {req.group_id}.")
+                member = ConsumerGroupMember(member_id)
+                log.info("group %s: member %s joins the consumer group", safe(group.group_id),
+                         safe(member_id))
+            _check_epoch(member, req.member_epoch, owned)
+        else:
+            member = self._static_member(group, member_id, req, joining, owned, records)
+
+        if req.subscribed_topic_regex:
+            _compile(req.subscribed_topic_regex)           # INVALID_REGULAR_EXPRESSION early
+        updated = member.replace(
+            instance_id=req.instance_id if req.instance_id is not None else member.instance_id,
+            rack_id=req.rack_id if req.rack_id is not None else member.rack_id,
+            rebalance_timeout_ms=req.rebalance_timeout_ms if req.rebalance_timeout_ms != -1
+            else member.rebalance_timeout_ms,
+            server_assignor=req.server_assignor if req.server_assignor is not None
+            else member.server_assignor,
+            subscribed_topic_names=frozenset(req.subscribed_topic_names)
+            if req.subscribed_topic_names is not None else member.subscribed_topic_names,
+            subscribed_topic_regex=(req.subscribed_topic_regex or None)
+            if req.subscribed_topic_regex is not None else member.subscribed_topic_regex,
+            client_id=ctx.client_id, client_host=ctx.client_host)
+
+        bump = False
+        if updated != member:
+            records.append(rec.member_subscription(group.group_id, updated))
+            bump = (updated.subscribed_topic_names != member.subscribed_topic_names
+                    or updated.subscribed_topic_regex != member.subscribed_topic_regex)
+        regexes = {m.subscribed_topic_regex for m in group.members.values()
+                   if m.subscribed_topic_regex and m.member_id != member.member_id}
+        if updated.subscribed_topic_regex:
+            regexes.add(updated.subscribed_topic_regex)
+        if regexes and (bump or group.metadata_expired(now)):
+            bump = self._resolve(group, regexes, now, records) or bump
+
+        group_epoch = group.group_epoch
+        metadata = group.subscription_metadata
+        if bump or group.metadata_expired(now):
+            metadata = self._subscription_metadata(group.subscribed_topic_names(member, updated))
+            if metadata != group.subscription_metadata:
+                records.append(rec.partition_metadata(group.group_id, metadata))
+                bump = True
+            if bump:
+                group_epoch += 1
+                records.append(rec.group_epoch(group.group_id, group_epoch))
+                log.info("group %s: group epoch bumped to %d", safe(group.group_id), group_epoch)
+                out.note(now, Event.GROUP_EPOCH_BUMPED, group, member_id, epoch=group_epoch)
+            group.metadata_refresh_deadline = 2**63
+            group.metadata_refresh_epoch = group_epoch
+
+        if group_epoch > group.assignment_epoch:
+            target = self._new_target(out, now, group, group_epoch, member, updated, metadata, records)
+            target_epoch = group_epoch
+        else:
+            target_epoch = group.assignment_epoch
+            target = group.target_of(updated.member_id, updated.instance_id)
+
+        reconciled = updated
+        if not updated.is_reconciled_to(target_epoch):
+            reconciled = reconcile(updated, target_epoch, target, group.current_partition_epoch, owned)
+            if reconciled != updated:
+                records.append(rec.current_assignment(group.group_id, reconciled))
+                if reconciled.state == MemberState.UNREVOKED_PARTITIONS:
+                    self._schedule_rebalance_timeout(group.group_id, reconciled, now)
+                else:
+                    self.timers.cancel(("consumer-rebalance", group.group_id, reconciled.member_id))
+                if reconciled.member_epoch != updated.member_epoch or reconciled.state != updated.state:
+                    out.note(now, Event.MEMBER_RECONCILED, group, reconciled.member_id,
+                             epoch=reconciled.member_epoch, state=reconciled.state.name)
+
+        self.apply(out, records, group)
+        self._schedule_session(group.group_id, reconciled.member_id, now)
+        full = joining or (req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None
+                           and owned is not None)
+        assignment = None
+        if full or reconciled.assigned != member.assigned:
+            tp = HeartbeatResponse.Assignment.TopicPartitions
+            assignment = HeartbeatResponse.Assignment(topic_partitions=tuple(
+                tp(topic_id=t, partitions=tuple(sorted(ps))) for t, ps in reconciled.assigned.items()))
+        return HeartbeatResponse(error_code=E.NONE, member_id=reconciled.member_id,
+                                 member_epoch=reconciled.member_epoch,
+                                 heartbeat_interval_ms=self.config.group_consumer_heartbeat_interval_ms,
+                                 assignment=assignment)
+
+    def _static_member(self, group: ConsumerGroup, member_id: str, req, joining: bool, owned,
+                       records: list) -> ConsumerGroupMember:
+        """Kafka's getOrMaybeSubscribeStaticConsumerGroupMember."""
+        existing = group.static_member(req.instance_id)
+        if joining:
+            if existing is None:
+                log.info("group %s: static member %s (instance %s) joins", safe(group.group_id),
+                         safe(member_id), safe(req.instance_id))
+                return group.members.get(member_id) or ConsumerGroupMember(member_id)
+            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                raise GroupError(E.UNRELEASED_INSTANCE_ID, f"Static member {member_id} with instance "
+                                 f"id {req.instance_id} cannot join the group because the instance id "
+                                 f"is owned by {existing.member_id} member.")
+            new = existing.replace(member_id=member_id, member_epoch=0, previous_member_epoch=0)
+            records += rec.member_tombstones(group.group_id, existing.member_id)
+            records += [rec.member_subscription(group.group_id, new),
+                        rec.target_member(group.group_id, member_id,
+                                          group.target.get(existing.member_id, EMPTY)),
+                        rec.current_assignment(group.group_id, new)]
+            log.info("group %s: static member (instance %s) rejoins as %s, replacing %s",
+                     safe(group.group_id), safe(req.instance_id), safe(member_id),
+                     safe(existing.member_id))
+            return new
+        if existing is None:
+            raise GroupError(E.UNKNOWN_MEMBER_ID, f"Instance id {req.instance_id} is unknown.")
+        if existing.member_id != member_id:
+            raise GroupError(E.FENCED_INSTANCE_ID, f"Static member {member_id} with instance id "
+                             f"{req.instance_id} was fenced by member {existing.member_id}.")
+        _check_epoch(existing, req.member_epoch, owned)
+        return existing
+
+    def _new_target(self, out, now: int, group: ConsumerGroup, epoch: int,
+                    member: ConsumerGroupMember, updated: ConsumerGroupMember, metadata, records):
+        name = group.preferred_assignor(member, updated) or self.config.consumer_assignors[0]
+        removed = None
+        if updated.instance_id is not None:
+            previous = group.static_members.get(updated.instance_id)
+            if previous is not None and previous != updated.member_id:
+                removed = previous
+        try:
+            assignment, target_records = build_target(group, epoch, ASSIGNORS[name], metadata,
+                                                      self.image, updated, removed)
+        except PartitionAssignorError as e:
+            message = f"Failed to compute a new target assignment for epoch {epoch}: {e}"
+            log.error("group %s: %s", safe(group.group_id), message)
+            raise GroupError(E.UNKNOWN_SERVER_ERROR, message) from None
+        records += target_records
+        log.info("group %s: new target assignment for epoch %d with the %s assignor",
+                 safe(group.group_id), epoch, name)
+        out.note(now, Event.TARGET_ASSIGNMENT, group, updated.member_id, epoch=epoch,
+                 assignor=name, members=len(assignment))
+        return assignment.get(updated.member_id, EMPTY)
+
+    def _leave(self, out: CoordinatorResult, now: int, req):
+        """Kafka's consumerGroupLeave."""
+        group = self.groups.get(req.group_id)
+        if group is None:
+            raise GroupError(E.GROUP_ID_NOT_FOUND, f"Consumer group {req.group_id} not found.")
+        if req.instance_id is None:
+            member = group.members.get(req.member_id)
+            if member is None:
+                raise GroupError(E.UNKNOWN_MEMBER_ID,
+                                 f"Member {req.member_id} is not a member of group {req.group_id}.")
+            log.info("group %s: member %s left the consumer group", safe(group.group_id),
+                     safe(req.member_id))
+        else:
+            member = group.static_member(req.instance_id)
+            if member is None:
+                raise GroupError(E.UNKNOWN_MEMBER_ID, f"Instance id {req.instance_id} is unknown.")
+            if member.member_id != req.member_id:
+                raise GroupError(E.FENCED_INSTANCE_ID, f"Static member {req.member_id} with instance "
+                                 f"id {req.instance_id} was fenced by member {member.member_id}.")
+            if req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                log.info("group %s: static member %s (instance %s) left temporarily",
+                         safe(group.group_id), safe(member.member_id), safe(req.instance_id))
+                leaving = member.replace(member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+                                         pending_revocation={})
+                self.apply(out, [rec.current_assignment(group.group_id, leaving)], group)
+                return HeartbeatResponse(error_code=E.NONE, member_id=member.member_id,
+                                         member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH)
+        self.fence(out, now, group, member)
+        return HeartbeatResponse(error_code=E.NONE, member_id=req.member_id,
+                                 member_epoch=req.member_epoch)
+
+    def fence(self, out: CoordinatorResult, now: int, group: ConsumerGroup,
+              member: ConsumerGroupMember, why: str | None = None) -> None:
+        """Kafka's consumerGroupFenceMember: the member's records go, the group epoch grows."""
+        records = rec.member_tombstones(group.group_id, member.member_id)
+        metadata = self._subscription_metadata(group.subscribed_topic_names(member, None))
+        if metadata != group.subscription_metadata:
+            records.append(rec.partition_metadata(group.group_id, metadata))
+        records.append(rec.group_epoch(group.group_id, group.group_epoch + 1))
+        self._cancel_timers(group.group_id, member.member_id)
+        if why:
+            out.note(now, Event.MEMBER_EXPIRED, group, member.member_id, reason=why)
+        else:
+            out.note(now, Event.MEMBER_LEFT, group, member.member_id)
+        self.apply(out, records, group)
+
+    # --- timers -------------------------------------------------------------------------------
+    def _schedule_session(self, group_id: str, member_id: str, now: int) -> None:
+        def expire(out: CoordinatorResult, at: int) -> None:
+            group = self.groups.get(group_id)
+            member = group.members.get(member_id) if group is not None else None
+            if member is not None:
+                log.info("group %s: member %s fenced: its session expired", safe(group_id),
+                         safe(member_id))
+                self.fence(out, at, group, member, Expiry.SESSION)
+        self.timers.schedule(("consumer-session", group_id, member_id),
+                             now + self.config.group_consumer_session_timeout_ms, expire)
+
+    def _schedule_rebalance_timeout(self, group_id: str, member: ConsumerGroupMember, now: int) -> None:
+        epoch, member_id = member.member_epoch, member.member_id
+
+        def expire(out: CoordinatorResult, at: int) -> None:
+            group = self.groups.get(group_id)
+            current = group.members.get(member_id) if group is not None else None
+            if current is not None and current.state == MemberState.UNREVOKED_PARTITIONS \
+                    and current.member_epoch == epoch:
+                log.info("group %s: member %s fenced: it did not revoke its partitions within its "
+                         "rebalance timeout", safe(group_id), safe(member_id))
+                self.fence(out, at, group, current, Expiry.REVOCATION)
+        self.timers.schedule(("consumer-rebalance", group_id, member_id),
+                             now + member.rebalance_timeout_ms, expire)
+
+    def _cancel_timers(self, group_id: str, member_id: str) -> None:
+        self.timers.cancel(("consumer-session", group_id, member_id))
+        self.timers.cancel(("consumer-rebalance", group_id, member_id))
+
+    # --- records ------------------------------------------------------------------------------
+    def apply(self, out: CoordinatorResult, records: list, group: ConsumerGroup | None = None) -> None:
+        """Persist the records, then replay them (a new group is materialized by its records)."""
+        out.persist([encode_record(r) for r in records])
+        for record in records:
+            if isinstance(record, ConsumerGroupRecord):
+                self.replay(record)
+            else:
+                self.classic.replay(record)
+
+    def replay(self, record: ConsumerGroupRecord) -> None:
+        """Kafka's GroupMetadataManager.replay for records 3-8 and 16."""
+        kind, group_id, value = record.type, record.group, record.value
+        group = self.groups.get(group_id)
+        if group is None:
+            if value is None:
+                return                              # a tombstone for a group already gone
+            group = self.groups[group_id] = ConsumerGroup(group_id)
+        if kind == rec.GROUP_EPOCH:
+            if value is None:
+                del self.groups[group_id]
+                return
+            group.group_epoch = value.epoch
+        elif kind == rec.PARTITION_METADATA:
+            group.subscription_metadata = {} if value is None else {
+                t.topic_name: TopicMetadata(t.topic_id, t.topic_name, t.num_partitions)
+                for t in value.topics}
+        elif kind == rec.MEMBER:
+            if value is None:
+                group.remove_member(record.sub)
+                return
+            old = group.members.get(record.sub) or ConsumerGroupMember(record.sub)
+            group.update_member(old.replace(
+                instance_id=value.instance_id, rack_id=value.rack_id, client_id=value.client_id,
+                client_host=value.client_host,
+                subscribed_topic_names=frozenset(value.subscribed_topic_names),
+                subscribed_topic_regex=value.subscribed_topic_regex or None,
+                rebalance_timeout_ms=value.rebalance_timeout_ms, server_assignor=value.server_assignor))
+        elif kind == rec.TARGET_EPOCH:
+            group.assignment_epoch = 0 if value is None else value.assignment_epoch
+        elif kind == rec.TARGET_MEMBER:
+            if value is None:
+                group.target.pop(record.sub, None)
+            else:
+                group.target[record.sub] = assignment_of(value.topic_partitions)
+        elif kind == rec.CURRENT:
+            old = group.members.get(record.sub) or ConsumerGroupMember(record.sub)
+            if value is None:
+                group.update_member(old.replace(
+                    member_epoch=LEAVE_GROUP_MEMBER_EPOCH, previous_member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
+                    state=MemberState.UNKNOWN, assigned={}, pending_revocation={}))
+            else:
+                group.update_member(old.replace(
+                    member_epoch=value.member_epoch, previous_member_epoch=value.previous_member_epoch,
+                    state=MemberState(value.state), assigned=assignment_of(value.assigned_partitions),
+                    pending_revocation=assignment_of(value.partitions_pending_revocation)))
+        elif kind == rec.REGEX:
+            if value is None:
+                group.resolved.pop(record.sub, None)
+            else:
+                group.resolved[record.sub] = ResolvedRegex(frozenset(value.topics), value.version,
+                                                           value.timestamp)
+        group.update_state()
+
+    def loaded(self, now: int) -> None:
+        """After replay: every member gets a fresh session, and a member still revoking a fresh
+        rebalance timeout (Kafka's onLoaded)."""
+        for group in self.groups.values():
+            for member in group.members.values():
+                self._schedule_session(group.group_id, member.member_id, now)
+                if member.state == MemberState.UNREVOKED_PARTITIONS:
+                    self._schedule_rebalance_timeout(group.group_id, member, now)
+
+    # --- admin --------------------------------------------------------------------------------
+    def describe(self, out: CoordinatorResult, now: int, ctx: RequestContext, req) -> None:
+        """ConsumerGroupDescribe (Kafka's consumerGroupDescribe)."""
+        described = DescribeResponse.DescribedGroup
+        groups = []
+        for group_id in req.group_ids:
+            group = self.groups.get(group_id)
+            if not self.owns(group_id):
+                groups.append(described(group_id=group_id, error_code=E.NOT_COORDINATOR))
+            elif group is None:
+                message = (f"Group {group_id} is not a consumer group."
+                           if self._classic_group(group_id) else f"Group {group_id} not found.")
+                groups.append(described(group_id=group_id, error_code=E.GROUP_ID_NOT_FOUND,
+                                        error_message=message))
+            else:
+                groups.append(self._described(ctx.version, group, req.include_authorized_operations))
+        out.reply(ctx.token, ApiKey.CONSUMER_GROUP_DESCRIBE, ctx.version,
+                  DescribeResponse(groups=tuple(groups)))
+
+    def _described(self, version: int, group: ConsumerGroup, operations: bool):
+        cls = DescribeResponse.DescribedGroup
+        member_cls = cls.Member
+        topics = self.image.by_id
+
+        def assignment(parts):
+            return DescribeResponse.Assignment(topic_partitions=tuple(
+                DescribeResponse.TopicPartitions(topic_id=t, topic_name=topics[t].name,
+                                                 partitions=tuple(sorted(ps)))
+                for t, ps in parts.items() if t in topics))
+
+        members = tuple(member_cls(
+            member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id,
+            member_epoch=m.member_epoch, client_id=m.client_id, client_host=m.client_host,
+            subscribed_topic_names=tuple(sorted(m.subscribed_topic_names)),
+            subscribed_topic_regex=m.subscribed_topic_regex,
+            assignment=assignment(m.assigned), target_assignment=assignment(group.target.get(m.member_id, EMPTY)),
+            member_type=1 if version >= 1 else -1)
+            for m in group.members.values())
+        return cls(error_code=E.NONE, group_id=group.group_id, group_state=group.state.value,
+                   group_epoch=group.group_epoch, assignment_epoch=group.assignment_epoch,
+                   assignor_name=group.preferred_assignor() or self.config.consumer_assignors[0],
+                   members=members,
+                   authorized_operations=r.GROUP_OPERATIONS if operations else -2147483648)
+
+    def delete_records(self, group: ConsumerGroup) -> list:
+        """Kafka's ConsumerGroup.createGroupTombstoneRecords, in its order."""
+        gid, members = group.group_id, sorted(group.members)
+        records = [rec.tombstone(rec.CURRENT, gid, m) for m in members]
+        records += [rec.tombstone(rec.TARGET_MEMBER, gid, m) for m in members]
+        records.append(rec.tombstone(rec.TARGET_EPOCH, gid))
+        records += [rec.tombstone(rec.MEMBER, gid, m) for m in members]
+        records += [rec.tombstone(rec.REGEX, gid, r) for r in sorted(group.resolved)]
+        records.append(rec.tombstone(rec.PARTITION_METADATA, gid))
+        records.append(rec.tombstone(rec.GROUP_EPOCH, gid))
+        return records
+
+    def validate_commit(self, group: ConsumerGroup, member_id: str, epoch: int, version: int) -> ErrorCode:
+        """Kafka's ConsumerGroup.validateOffsetCommit (non-transactional)."""
+        if epoch < 0 and not group.members:
+            return E.NONE
+        member = group.members.get(member_id)
+        if member is None:
+            return E.UNKNOWN_MEMBER_ID
+        if version < 9:
+            return E.UNSUPPORTED_VERSION
+        return E.NONE if epoch == member.member_epoch else E.STALE_MEMBER_EPOCH
+
+    def validate_fetch(self, group: ConsumerGroup, member_id: str | None, epoch: int) -> ErrorCode:
+        """Kafka's ConsumerGroup.validateOffsetFetch."""
+        if member_id is None and epoch < 0:
+            return E.NONE
+        member = group.members.get(member_id)
+        if member is None:
+            return E.UNKNOWN_MEMBER_ID
+        return E.NONE if epoch == member.member_epoch else E.STALE_MEMBER_EPOCH
+
+    def unload(self) -> None:
+        self.groups.clear()
+
+    @staticmethod
+    def states() -> list[str]:
+        return [s.value for s in GroupState]
+
+
+__all__ = ["ConsumerGroupManager", "subscribed_topics"]

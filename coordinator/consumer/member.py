@@ -1,0 +1,66 @@
+"""A member of a KIP-848 consumer group (Kafka's ConsumerGroupMember) and its assignment state."""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from dataclasses import dataclass, field
+from enum import IntEnum
+from types import MappingProxyType
+from typing import Mapping
+
+#: topic id -> partitions; never changed in place once built
+Assignment = Mapping[uuid.UUID, frozenset[int]]
+EMPTY: Assignment = MappingProxyType({})
+
+LEAVE_GROUP_MEMBER_EPOCH = -1
+LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
+
+
+class MemberState(IntEnum):
+    """Kafka's MemberState, with its record values."""
+    STABLE = 0
+    UNREVOKED_PARTITIONS = 1
+    UNRELEASED_PARTITIONS = 2
+    UNKNOWN = 127
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupMember:
+    member_id: str
+    instance_id: str | None = None
+    rack_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    subscribed_topic_names: frozenset[str] = frozenset()
+    subscribed_topic_regex: str | None = None
+    rebalance_timeout_ms: int = -1
+    server_assignor: str | None = None
+    member_epoch: int = 0
+    previous_member_epoch: int = -1
+    state: MemberState = MemberState.STABLE
+    assigned: Assignment = field(default_factory=dict)
+    pending_revocation: Assignment = field(default_factory=dict)
+
+    def replace(self, **changes) -> ConsumerGroupMember:
+        return dataclasses.replace(self, **changes)
+
+    def with_epoch(self, epoch: int, **changes) -> ConsumerGroupMember:
+        """Kafka's updateMemberEpoch: the old epoch becomes the previous one."""
+        return dataclasses.replace(self, member_epoch=epoch, previous_member_epoch=self.member_epoch,
+                                   **changes)
+
+    def is_reconciled_to(self, target_epoch: int) -> bool:
+        return self.state == MemberState.STABLE and self.member_epoch == target_epoch
+
+    def owned_partitions(self):
+        """(topic id, partition) of every partition it holds, revoking ones included."""
+        for assignment in (self.assigned, self.pending_revocation):
+            for topic_id, partitions in assignment.items():
+                for p in partitions:
+                    yield topic_id, p
+
+
+def assignment_of(topic_partitions) -> dict[uuid.UUID, frozenset[int]]:
+    """An assignment from wire/record ``TopicPartitions`` entries (empty lists dropped)."""
+    return {tp.topic_id: frozenset(tp.partitions) for tp in topic_partitions if tp.partitions}

@@ -1,0 +1,51 @@
+"""Computing a group's new target assignment (Kafka's TargetAssignmentBuilder)."""
+
+from __future__ import annotations
+
+from coordinator.consumer import records as rec
+from coordinator.consumer.assignors import MemberSpec, TopicSpec
+from coordinator.consumer.group import ConsumerGroup, TopicMetadata
+from coordinator.consumer.member import EMPTY, Assignment, ConsumerGroupMember
+from coordinator.metadata import MetadataImage
+
+
+def subscribed_topics(group: ConsumerGroup, member: ConsumerGroupMember) -> set[str]:
+    """The names a member subscribes to, its regex's resolved topics included."""
+    names = set(member.subscribed_topic_names)
+    if member.subscribed_topic_regex and member.subscribed_topic_regex in group.resolved:
+        names |= group.resolved[member.subscribed_topic_regex].topics
+    return names
+
+
+def build_target(group: ConsumerGroup, epoch: int, assignor, metadata: dict[str, TopicMetadata],
+                 image: MetadataImage, updated: ConsumerGroupMember | None = None,
+                 removed: str | None = None) -> tuple[dict[str, Assignment], list]:
+    """The new assignment of every member and the records that persist it (the changed
+    members' assignments, then the assignment epoch)."""
+    members = dict(group.members)
+    if removed is not None:
+        members.pop(removed, None)
+    if updated is not None:
+        members[updated.member_id] = updated
+    specs = {}
+    for member_id, member in members.items():
+        current = group.target.get(member_id, EMPTY)
+        if member is updated and member.instance_id is not None:
+            previous = group.static_members.get(member.instance_id)
+            if previous is not None and previous != member_id:
+                current = group.target.get(previous, EMPTY)   # a static member's replacement
+        ids = frozenset(image.topics[n].topic_id for n in subscribed_topics(group, member)
+                        if n in image.topics)
+        specs[member_id] = MemberSpec(rack_id=member.rack_id, instance_id=member.instance_id,
+                                      subscribed_topic_ids=ids, assigned=current)
+    topics = {t.topic_id: TopicSpec(name=t.name, num_partitions=t.num_partitions)
+              for t in metadata.values()}
+    assignment = assignor.assign(specs, topics)
+    records = []
+    for member_id in sorted(specs):
+        new = {t: frozenset(ps) for t, ps in assignment.get(member_id, {}).items() if ps}
+        assignment[member_id] = new
+        if new != group.target.get(member_id):
+            records.append(rec.target_member(group.group_id, member_id, new))
+    records.append(rec.target_epoch(group.group_id, epoch))
+    return assignment, records
