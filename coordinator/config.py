@@ -10,6 +10,9 @@ from offsets_log.segment import MAX_FRAME
 #: first JoinGroup is dropped after this long.
 NEW_MEMBER_JOIN_TIMEOUT_MS = 300_000
 
+#: Kafka's ConsumerGroupMigrationPolicy values (case-insensitive)
+MIGRATION_POLICIES = ("disabled", "upgrade", "downgrade", "bidirectional")
+
 
 @dataclass(frozen=True, slots=True)
 class CoordinatorConfig:
@@ -34,6 +37,9 @@ class CoordinatorConfig:
     group_consumer_max_size: int = 2_147_483_647
     #: the server-side assignors, the first one the default
     group_consumer_assignors: str = "uniform,range"
+    #: converting live groups between the protocols: disabled, upgrade (classic to consumer),
+    #: downgrade (consumer to classic) or bidirectional
+    group_consumer_migration_policy: str = "bidirectional"
 
     def __post_init__(self) -> None:
         if not 0 < self.message_max_bytes <= MAX_FRAME:
@@ -50,6 +56,9 @@ class CoordinatorConfig:
         if self.group_consumer_heartbeat_interval_ms >= self.group_consumer_session_timeout_ms:
             raise ValueError("group.consumer.heartbeat.interval.ms must be less than "
                              "group.consumer.session.timeout.ms")
+        if self.group_consumer_migration_policy.lower() not in MIGRATION_POLICIES:
+            raise ValueError(f"group.consumer.migration.policy must be one of "
+                             f"{', '.join(MIGRATION_POLICIES)}, not {self.group_consumer_migration_policy}")
         unknown = [a for a in self.consumer_assignors if a not in ("uniform", "range")]
         if unknown or not self.consumer_assignors:
             raise ValueError(f"group.consumer.assignors: unknown assignor(s) {unknown}; "
@@ -61,6 +70,14 @@ class CoordinatorConfig:
         if not low <= value <= high:
             raise ValueError(f"{name} ({value}) must be between {name.replace('.ms', '')} bounds "
                              f"{low} and {high} (its .min and .max settings)")
+
+    @property
+    def upgrade_enabled(self) -> bool:
+        return self.group_consumer_migration_policy.lower() in ("upgrade", "bidirectional")
+
+    @property
+    def downgrade_enabled(self) -> bool:
+        return self.group_consumer_migration_policy.lower() in ("downgrade", "bidirectional")
 
     @property
     def consumer_assignors(self) -> tuple[str, ...]:

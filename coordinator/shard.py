@@ -34,6 +34,7 @@ from coordinator.classic import membership
 from coordinator.classic.group import ClassicGroup
 from coordinator.classic.manager import ClassicGroupManager
 from coordinator.config import CoordinatorConfig
+from coordinator.consumer import classic_members
 from coordinator.consumer.manager import ConsumerGroupManager
 from coordinator.interventions import InterventionError
 from coordinator.metadata import MetadataImage
@@ -61,9 +62,9 @@ class Shard:
             ApiKey.CONSUMER_GROUP_HEARTBEAT: consumer.heartbeat,
             ApiKey.CONSUMER_GROUP_DESCRIBE: consumer.describe,
             ApiKey.JOIN_GROUP: self._join_group,
-            ApiKey.SYNC_GROUP: partial(membership.sync_group, classic),
-            ApiKey.HEARTBEAT: partial(membership.heartbeat, classic),
-            ApiKey.LEAVE_GROUP: partial(membership.leave_group, classic),
+            ApiKey.SYNC_GROUP: partial(self._classic_api, membership.sync_group, classic_members.sync),
+            ApiKey.HEARTBEAT: partial(self._classic_api, membership.heartbeat, classic_members.heartbeat),
+            ApiKey.LEAVE_GROUP: partial(self._classic_api, membership.leave_group, classic_members.leave),
             ApiKey.OFFSET_COMMIT: offsets.offset_commit,
             ApiKey.OFFSET_FETCH: offsets.offset_fetch,
             ApiKey.OFFSET_DELETE: offsets.offset_delete,
@@ -95,20 +96,29 @@ class Shard:
         self.consumer.on_metadata(image)
 
     def _join_group(self, out: CoordinatorResult, now: int, ctx: RequestContext, req) -> None:
-        """A classic JoinGroup naming a consumer group: an empty one gives way to a classic
-        group (Kafka deletes it first); a live one cannot take classic members yet."""
+        """Kafka's classicGroupJoin: a JoinGroup naming a consumer group with members joins it
+        as a classic member; an empty consumer group gives way to a classic group."""
         group = self.consumer.groups.get(req.group_id)
         if group is not None:
-            if not group.is_empty():
-                log.warning("group %s: a classic-protocol member cannot join this consumer group "
-                            "(groups mixing both protocols are not supported yet)", safe(req.group_id))
-                out.reply(ctx.token, ApiKey.JOIN_GROUP, ctx.version, membership.join_error(
-                    ctx.version, ErrorCode.INCONSISTENT_GROUP_PROTOCOL, req.member_id))
+            cfg = self.config
+            if not group.is_empty() and \
+                    cfg.group_min_session_timeout_ms <= req.session_timeout_ms <= cfg.group_max_session_timeout_ms:
+                classic_members.join(self.consumer, out, now, ctx, req, group)
                 return
-            log.info("group %s: the empty consumer group is replaced by a classic group",
-                     safe(req.group_id))
-            self.consumer.apply(out, self.consumer.delete_records(group))
+            if group.is_empty():
+                log.info("group %s: the empty consumer group is replaced by a classic group",
+                         safe(req.group_id))
+                self.consumer.apply(out, self.consumer.delete_records(group))
         membership.join_group(self.classic, out, now, ctx, req)
+
+    def _classic_api(self, for_classic: Callable, for_consumer: Callable, out: CoordinatorResult,
+                     now: int, ctx: RequestContext, req) -> None:
+        """SyncGroup, Heartbeat and LeaveGroup go to the group of whichever type it is."""
+        group = self.consumer.groups.get(req.group_id)
+        if group is None:
+            for_classic(self.classic, out, now, ctx, req)
+        else:
+            for_consumer(self.consumer, out, now, ctx, req, group)
 
     def result(self) -> CoordinatorResult:
         """An empty result for one operation of this shard."""

@@ -55,6 +55,8 @@ class ConsumerGroup:
         self.regex_members: Counter[str] = Counter()      # members per regular expression
         self.resolved: dict[str, ResolvedRegex] = {}
         self.server_assignors: Counter[str] = Counter()
+        self.classic_protocols: Counter[str] = Counter()  # classic members per protocol name
+        self.classic_member_count = 0
         #: when the subscription metadata must next be recomputed, and at which group epoch
         self.metadata_refresh_deadline = 0
         self.metadata_refresh_epoch = -1
@@ -90,13 +92,13 @@ class ConsumerGroup:
                 return self.target.get(previous, EMPTY)
         return self.target.get(member_id, EMPTY)
 
-    def subscribed_topic_names(self, old: ConsumerGroupMember | None = None,
+    def subscribed_topic_names(self, *gone: ConsumerGroupMember,
                                new: ConsumerGroupMember | None = None) -> Counter[str]:
-        """Subscribers per topic name (explicit names and resolved regexes) had ``old`` been
-        replaced by ``new`` (either may be None): Kafka's computeSubscribedTopicNames."""
+        """Subscribers per topic name (explicit names and resolved regexes) had the members
+        ``gone`` left and ``new`` joined: Kafka's computeSubscribedTopicNames."""
         names = Counter(self.subscribed_names)
         regexes = Counter(self.regex_members)
-        for member, sign in ((old, -1), (new, 1)):
+        for member, sign in [(m, -1) for m in gone] + [(new, 1)]:
             if member is None:
                 continue
             for name in member.subscribed_topic_names:
@@ -108,6 +110,15 @@ class ConsumerGroup:
                 for name in self.resolved[regex].topics:
                     names[name] += count
         return Counter({name: n for name, n in names.items() if n > 0})
+
+    def supports_classic_protocols(self, protocol_type: str, names: list[str]) -> bool:
+        """May a classic member with these protocols join? (Kafka's supportsClassicProtocols:
+        the "consumer" type, and a protocol every classic member has.)"""
+        if protocol_type != "consumer":
+            return False
+        if self.is_empty():
+            return bool(names)
+        return any(self.classic_protocols.get(n, 0) == self.classic_member_count for n in names)
 
     def is_subscribed(self, topic: str) -> bool:
         return topic in self.subscribed_topic_names()
@@ -157,7 +168,12 @@ class ConsumerGroup:
             self.regex_members[member.subscribed_topic_regex] += sign
         if member.server_assignor:
             self.server_assignors[member.server_assignor] += sign
-        for counter in (self.subscribed_names, self.regex_members, self.server_assignors):
+        if member.classic is not None:
+            self.classic_member_count += sign
+            for name, _ in member.classic.protocols:
+                self.classic_protocols[name] += sign
+        for counter in (self.subscribed_names, self.regex_members, self.server_assignors,
+                        self.classic_protocols):
             for key in [k for k, n in counter.items() if n <= 0]:
                 del counter[key]
 

@@ -11,11 +11,10 @@ takes. Timers fence members whose session expires or who do not revoke in time.
 from __future__ import annotations
 
 import logging
-import uuid
 
 import re2
 
-from offsets_log.records import ConsumerGroupRecord, GroupMetadataTombstone, encode_record
+from offsets_log.records import ConsumerGroupRecord, GroupMetadataTombstone, Record, encode_record
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.logtext import safe
@@ -24,13 +23,15 @@ from coordinator import responses as r
 from coordinator.actions import RequestContext
 from coordinator.classic.state import GroupState as ClassicState
 from coordinator.config import CoordinatorConfig
+from coordinator.consumer import classic_members
 from coordinator.consumer import records as rec
 from coordinator.consumer.assignors import ASSIGNORS, PartitionAssignorError
 from coordinator.consumer.group import ConsumerGroup, GroupState, ResolvedRegex, TopicMetadata
-from coordinator.consumer.member import (EMPTY, LEAVE_GROUP_MEMBER_EPOCH,
+from coordinator.consumer.member import (EMPTY, LEAVE_GROUP_MEMBER_EPOCH, ClassicMetadata,
                                          LEAVE_GROUP_STATIC_MEMBER_EPOCH, ConsumerGroupMember,
-                                         MemberState, assignment_of)
+                                         MemberState, assignment_of, new_member_id)
 from coordinator.consumer.reconciliation import reconcile
+from coordinator.consumer.replay import replay_into
 from coordinator.consumer.target import build_target, subscribed_topics
 from coordinator.errors import GroupError
 from coordinator.events import Event, Expiry
@@ -46,6 +47,8 @@ HeartbeatResponse = r.ConsumerGroupHeartbeatResponse
 DescribeResponse = r.ConsumerGroupDescribeResponse
 #: ConsumerGroupHeartbeat v1 and later: the client generates its member id (KIP-1082)
 CLIENT_MEMBER_ID_VERSION = 1
+#: a metadata refresh deadline that never comes (topic changes request refreshes instead)
+NEVER = 2**63
 
 
 def validate_heartbeat(req, version: int, assignors: tuple[str, ...]) -> None:
@@ -136,7 +139,7 @@ class ConsumerGroupManager:
             if group.regex_members or any(t in changed for t in group.subscribed_topic_names()):
                 group.request_metadata_refresh()
 
-    def _subscription_metadata(self, names) -> dict[str, TopicMetadata]:
+    def subscription_metadata(self, names) -> dict[str, TopicMetadata]:
         topics = self.image.topics
         return {n: TopicMetadata(topics[n].topic_id, n, topics[n].num_partitions)
                 for n in sorted(names) if n in topics}
@@ -174,8 +177,9 @@ class ConsumerGroupManager:
         group = self.classic.groups.get(group_id)
         return None if group is None or group.is_in(ClassicState.DEAD) else group
 
-    def _group(self, group_id: str, create: bool, records: list) -> ConsumerGroup:
-        """Kafka's getOrMaybeCreateConsumerGroup."""
+    def _group(self, out: CoordinatorResult, group_id: str, create: bool, records: list) -> ConsumerGroup:
+        """Kafka's getOrMaybeCreateConsumerGroup: a new group, or an empty classic group
+        replaced, or a live classic group converted (records added, nothing applied yet)."""
         group = self.groups.get(group_id)
         if group is not None:
             return group
@@ -189,21 +193,16 @@ class ConsumerGroupManager:
             records.append(GroupMetadataTombstone(group_id))
             log.info("group %s: the empty classic group is replaced by a consumer group", safe(group_id))
             return ConsumerGroup(group_id)
-        # Converting a live classic group (online upgrade) is not done here yet: Kafka answers
-        # this way under group.consumer.migration.policy=disabled or downgrade.
-        log.warning("group %s: a consumer-protocol member cannot join this classic group while it "
-                    "has members (converting a live classic group is not supported)", safe(group_id))
+        if create and classic_members.upgrade_allowed(self, classic):
+            return classic_members.to_consumer(self, out, classic, records)
         raise GroupError(E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
 
     def _heartbeat(self, out: CoordinatorResult, now: int, ctx: RequestContext, req):
         records: list = []
         joining = req.member_epoch == 0
-        group = self._group(req.group_id, joining, records)
-        member_id = req.member_id or str(uuid.uuid4())
-        if len(group.members) >= self.config.group_consumer_max_size and \
-                (not req.member_id or req.member_id not in group.members):
-            raise GroupError(E.GROUP_MAX_SIZE_REACHED, "The consumer group has reached its maximum "
-                             f"capacity of {self.config.group_consumer_max_size} members.")
+        group = self._group(out, req.group_id, joining, records)
+        self.check_group_size(group, req.member_id)
+        member_id = req.member_id or new_member_id()
         owned = req.topic_partitions
         if req.instance_id is None:
             member = group.members.get(member_id)
@@ -216,7 +215,8 @@ class ConsumerGroupManager:
                          safe(member_id))
             _check_epoch(member, req.member_epoch, owned)
         else:
-            member = self._static_member(group, member_id, req, joining, owned, records)
+            member = self.static_member(group, member_id, req.instance_id, joining,
+                                        req.member_epoch, owned, records)
 
         if req.subscribed_topic_regex:
             _compile(req.subscribed_topic_regex)           # INVALID_REGULAR_EXPRESSION early
@@ -231,8 +231,36 @@ class ConsumerGroupManager:
             if req.subscribed_topic_names is not None else member.subscribed_topic_names,
             subscribed_topic_regex=(req.subscribed_topic_regex or None)
             if req.subscribed_topic_regex is not None else member.subscribed_topic_regex,
-            client_id=ctx.client_id, client_host=ctx.client_host)
+            client_id=ctx.client_id, client_host=ctx.client_host, classic=None)
+        reconciled = self.step(out, now, group, member, updated, owned, records)
+        converted = req.group_id not in self.groups
+        self.apply(out, records, group)
+        if converted:                 # members of a converted classic group keep their sessions
+            for other in self.groups[req.group_id].members.values():
+                if other.uses_classic:
+                    self.schedule_session(req.group_id, other.member_id, now,
+                                          other.classic.session_timeout_ms)
+        self.schedule_session(group.group_id, reconciled.member_id, now)
+        full = joining or (req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None
+                           and owned is not None)
+        assignment = None
+        if full or reconciled.assigned != member.assigned:
+            tp = HeartbeatResponse.Assignment.TopicPartitions
+            assignment = HeartbeatResponse.Assignment(topic_partitions=tuple(
+                tp(topic_id=t, partitions=tuple(sorted(ps))) for t, ps in reconciled.assigned.items()))
+        return HeartbeatResponse(error_code=E.NONE, member_id=reconciled.member_id,
+                                 member_epoch=reconciled.member_epoch,
+                                 heartbeat_interval_ms=self.config.group_consumer_heartbeat_interval_ms,
+                                 assignment=assignment)
 
+    def step(self, out: CoordinatorResult, now: int, group: ConsumerGroup,
+             member: ConsumerGroupMember, updated: ConsumerGroupMember, owned,
+             records: list) -> ConsumerGroupMember:
+        """Kafka's three steps of a heartbeat (or of a classic member's JoinGroup): record the
+        member's change, bumping the group epoch if its subscription (or the subscribed topics)
+        changed; compute a new target assignment if the group epoch is ahead of it; move the
+        member one step towards its target. Adds the records; returns the reconciled member."""
+        member_id = updated.member_id
         bump = False
         if updated != member:
             records.append(rec.member_subscription(group.group_id, updated))
@@ -248,7 +276,7 @@ class ConsumerGroupManager:
         group_epoch = group.group_epoch
         metadata = group.subscription_metadata
         if bump or group.metadata_expired(now):
-            metadata = self._subscription_metadata(group.subscribed_topic_names(member, updated))
+            metadata = self.subscription_metadata(group.subscribed_topic_names(member, new=updated))
             if metadata != group.subscription_metadata:
                 records.append(rec.partition_metadata(group.group_id, metadata))
                 bump = True
@@ -257,7 +285,7 @@ class ConsumerGroupManager:
                 records.append(rec.group_epoch(group.group_id, group_epoch))
                 log.info("group %s: group epoch bumped to %d", safe(group.group_id), group_epoch)
                 out.note(now, Event.GROUP_EPOCH_BUMPED, group, member_id, epoch=group_epoch)
-            group.metadata_refresh_deadline = 2**63
+            group.metadata_refresh_deadline = NEVER
             group.metadata_refresh_epoch = group_epoch
 
         if group_epoch > group.assignment_epoch:
@@ -265,47 +293,48 @@ class ConsumerGroupManager:
             target_epoch = group_epoch
         else:
             target_epoch = group.assignment_epoch
-            target = group.target_of(updated.member_id, updated.instance_id)
+            target = group.target_of(member_id, updated.instance_id)
 
-        reconciled = updated
-        if not updated.is_reconciled_to(target_epoch):
-            reconciled = reconcile(updated, target_epoch, target, group.current_partition_epoch, owned)
-            if reconciled != updated:
-                records.append(rec.current_assignment(group.group_id, reconciled))
+        if updated.is_reconciled_to(target_epoch):
+            return updated
+        reconciled = reconcile(updated, target_epoch, target, group.current_partition_epoch, owned)
+        if reconciled != updated:
+            records.append(rec.current_assignment(group.group_id, reconciled))
+            if not reconciled.uses_classic:     # classic members have join and sync timers instead
                 if reconciled.state == MemberState.UNREVOKED_PARTITIONS:
                     self._schedule_rebalance_timeout(group.group_id, reconciled, now)
                 else:
-                    self.timers.cancel(("consumer-rebalance", group.group_id, reconciled.member_id))
-                if reconciled.member_epoch != updated.member_epoch or reconciled.state != updated.state:
-                    out.note(now, Event.MEMBER_RECONCILED, group, reconciled.member_id,
-                             epoch=reconciled.member_epoch, state=reconciled.state.name)
+                    self.timers.cancel(("consumer-rebalance", group.group_id, member_id))
+            if reconciled.member_epoch != updated.member_epoch or reconciled.state != updated.state:
+                out.note(now, Event.MEMBER_RECONCILED, group, member_id,
+                         epoch=reconciled.member_epoch, state=reconciled.state.name)
+        return reconciled
 
-        self.apply(out, records, group)
-        self._schedule_session(group.group_id, reconciled.member_id, now)
-        full = joining or (req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None
-                           and owned is not None)
-        assignment = None
-        if full or reconciled.assigned != member.assigned:
-            tp = HeartbeatResponse.Assignment.TopicPartitions
-            assignment = HeartbeatResponse.Assignment(topic_partitions=tuple(
-                tp(topic_id=t, partitions=tuple(sorted(ps))) for t, ps in reconciled.assigned.items()))
-        return HeartbeatResponse(error_code=E.NONE, member_id=reconciled.member_id,
-                                 member_epoch=reconciled.member_epoch,
-                                 heartbeat_interval_ms=self.config.group_consumer_heartbeat_interval_ms,
-                                 assignment=assignment)
+    def check_group_size(self, group: ConsumerGroup, member_id: str) -> None:
+        """Kafka's throwIfConsumerGroupIsFull: only a member already in the group may come in
+        once it holds group.consumer.max.size members."""
+        limit = self.config.group_consumer_max_size
+        if len(group.members) >= limit and (not member_id or member_id not in group.members):
+            raise GroupError(E.GROUP_MAX_SIZE_REACHED, "The consumer group has reached its maximum "
+                             f"capacity of {limit} members.")
 
-    def _static_member(self, group: ConsumerGroup, member_id: str, req, joining: bool, owned,
-                       records: list) -> ConsumerGroupMember:
-        """Kafka's getOrMaybeSubscribeStaticConsumerGroupMember."""
-        existing = group.static_member(req.instance_id)
+    def static_member(self, group: ConsumerGroup, member_id: str, instance_id: str, joining: bool,
+                      epoch: int, owned, records: list, *, classic: bool = False) -> ConsumerGroupMember:
+        """Kafka's getOrMaybeSubscribeStaticConsumerGroupMember: a rejoining instance replaces
+        its previous member (which a consumer-protocol member must have released with -2)."""
+        existing = group.static_member(instance_id)
         if joining:
             if existing is None:
                 log.info("group %s: static member %s (instance %s) joins", safe(group.group_id),
-                         safe(member_id), safe(req.instance_id))
+                         safe(member_id), safe(instance_id))
                 return group.members.get(member_id) or ConsumerGroupMember(member_id)
-            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            if not classic and not existing.uses_classic and \
+                    existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                log.info("group %s: static member %s cannot join: instance %s is held by member %s",
+                         safe(group.group_id), safe(member_id), safe(instance_id),
+                         safe(existing.member_id))
                 raise GroupError(E.UNRELEASED_INSTANCE_ID, f"Static member {member_id} with instance "
-                                 f"id {req.instance_id} cannot join the group because the instance id "
+                                 f"id {instance_id} cannot join the group because the instance id "
                                  f"is owned by {existing.member_id} member.")
             new = existing.replace(member_id=member_id, member_epoch=0, previous_member_epoch=0)
             records += rec.member_tombstones(group.group_id, existing.member_id)
@@ -314,15 +343,16 @@ class ConsumerGroupManager:
                                           group.target.get(existing.member_id, EMPTY)),
                         rec.current_assignment(group.group_id, new)]
             log.info("group %s: static member (instance %s) rejoins as %s, replacing %s",
-                     safe(group.group_id), safe(req.instance_id), safe(member_id),
+                     safe(group.group_id), safe(instance_id), safe(member_id),
                      safe(existing.member_id))
             return new
         if existing is None:
-            raise GroupError(E.UNKNOWN_MEMBER_ID, f"Instance id {req.instance_id} is unknown.")
+            raise GroupError(E.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
         if existing.member_id != member_id:
             raise GroupError(E.FENCED_INSTANCE_ID, f"Static member {member_id} with instance id "
-                             f"{req.instance_id} was fenced by member {existing.member_id}.")
-        _check_epoch(existing, req.member_epoch, owned)
+                             f"{instance_id} was fenced by member {existing.member_id}.")
+        if not classic:
+            _check_epoch(existing, epoch, owned)
         return existing
 
     def _new_target(self, out, now: int, group: ConsumerGroup, epoch: int,
@@ -380,13 +410,18 @@ class ConsumerGroupManager:
 
     def fence(self, out: CoordinatorResult, now: int, group: ConsumerGroup,
               member: ConsumerGroupMember, why: str | None = None) -> None:
-        """Kafka's consumerGroupFenceMember: the member's records go, the group epoch grows."""
+        """Kafka's consumerGroupFenceMember: the member's records go, the group epoch grows;
+        if only classic members remain, the group may become a classic group again."""
+        if classic_members.downgrade_allowed(self, group, member.member_id, leaving=True):
+            self.cancel_timers(group.group_id, member.member_id)
+            self.to_classic(out, now, group, leaving=member.member_id, rebalance=True)
+            return
         records = rec.member_tombstones(group.group_id, member.member_id)
-        metadata = self._subscription_metadata(group.subscribed_topic_names(member, None))
+        metadata = self.subscription_metadata(group.subscribed_topic_names(member))
         if metadata != group.subscription_metadata:
             records.append(rec.partition_metadata(group.group_id, metadata))
         records.append(rec.group_epoch(group.group_id, group.group_epoch + 1))
-        self._cancel_timers(group.group_id, member.member_id)
+        self.cancel_timers(group.group_id, member.member_id)
         if why:
             out.note(now, Event.MEMBER_EXPIRED, group, member.member_id, reason=why)
         else:
@@ -394,16 +429,23 @@ class ConsumerGroupManager:
         self.apply(out, records, group)
 
     # --- timers -------------------------------------------------------------------------------
-    def _schedule_session(self, group_id: str, member_id: str, now: int) -> None:
+    def schedule_session(self, group_id: str, member_id: str, now: int,
+                         timeout_ms: int | None = None) -> None:
+        """(Re)arm a member's session: group.consumer.session.timeout.ms, or for a classic
+        member the session timeout it joined with."""
+        timeout = self.config.group_consumer_session_timeout_ms if timeout_ms is None else timeout_ms
+        self.schedule_fence(("consumer-session", group_id, member_id), group_id, member_id,
+                            now + timeout, Expiry.SESSION)
+
+    def schedule_fence(self, key, group_id: str, member_id: str, deadline: int, why: str) -> None:
+        """At ``deadline``, fence the member if it is still in the group."""
         def expire(out: CoordinatorResult, at: int) -> None:
             group = self.groups.get(group_id)
             member = group.members.get(member_id) if group is not None else None
             if member is not None:
-                log.info("group %s: member %s fenced: its session expired", safe(group_id),
-                         safe(member_id))
-                self.fence(out, at, group, member, Expiry.SESSION)
-        self.timers.schedule(("consumer-session", group_id, member_id),
-                             now + self.config.group_consumer_session_timeout_ms, expire)
+                log.info("group %s: member %s fenced: %s", safe(group_id), safe(member_id), why)
+                self.fence(out, at, group, member, why)
+        self.timers.schedule(key, deadline, expire)
 
     def _schedule_rebalance_timeout(self, group_id: str, member: ConsumerGroupMember, now: int) -> None:
         epoch, member_id = member.member_epoch, member.member_id
@@ -419,9 +461,31 @@ class ConsumerGroupManager:
         self.timers.schedule(("consumer-rebalance", group_id, member_id),
                              now + member.rebalance_timeout_ms, expire)
 
-    def _cancel_timers(self, group_id: str, member_id: str) -> None:
-        self.timers.cancel(("consumer-session", group_id, member_id))
-        self.timers.cancel(("consumer-rebalance", group_id, member_id))
+    def cancel_timers(self, group_id: str, member_id: str) -> None:
+        for kind in ("consumer-session", "consumer-rebalance", "consumer-join", "consumer-sync"):
+            self.timers.cancel((kind, group_id, member_id))
+
+    # --- converting to a classic group ----------------------------------------------------------
+    def to_classic(self, out: CoordinatorResult, now: int, group: ConsumerGroup, *,
+                   leaving: str | None, rebalance: bool) -> None:
+        """Kafka's convertToClassicGroup: the consumer group's tombstones, then the classic
+        group's record; its members get classic sessions, and a rebalance starts if a member
+        left (a static replacement keeps the assignment)."""
+        classic = classic_members.classic_group_from(group, leaving, self.image, now)
+        for member_id in group.members:
+            self.cancel_timers(group.group_id, member_id)
+        records = self.delete_records(group) + [self.classic.group_record(classic)]
+        out.persist([encode_record(r) if not isinstance(r, Record) else r for r in records])
+        for record in records[:-1]:
+            self.replay(record)
+        self.classic.groups[group.group_id] = classic
+        log.info("group %s: the consumer group becomes a classic group (generation %d, %d members)",
+                 safe(group.group_id), classic.generation, len(classic.members))
+        for member in classic.members.values():
+            self.classic.schedule_session(classic, member, now)
+        if rebalance:
+            self.classic.prepare_rebalance(out, classic, now,
+                                           f"Downgrade group {group.group_id} from consumer to classic.")
 
     # --- records ------------------------------------------------------------------------------
     def apply(self, out: CoordinatorResult, records: list, group: ConsumerGroup | None = None) -> None:
@@ -434,65 +498,25 @@ class ConsumerGroupManager:
                 self.classic.replay(record)
 
     def replay(self, record: ConsumerGroupRecord) -> None:
-        """Kafka's GroupMetadataManager.replay for records 3-8 and 16."""
-        kind, group_id, value = record.type, record.group, record.value
-        group = self.groups.get(group_id)
+        """Kafka's GroupMetadataManager.replay for records 3-8 and 16: a group comes into being
+        with its first record and goes with its epoch's tombstone."""
+        group = self.groups.get(record.group)
         if group is None:
-            if value is None:
+            if record.value is None:
                 return                              # a tombstone for a group already gone
-            group = self.groups[group_id] = ConsumerGroup(group_id)
-        if kind == rec.GROUP_EPOCH:
-            if value is None:
-                del self.groups[group_id]
-                return
-            group.group_epoch = value.epoch
-        elif kind == rec.PARTITION_METADATA:
-            group.subscription_metadata = {} if value is None else {
-                t.topic_name: TopicMetadata(t.topic_id, t.topic_name, t.num_partitions)
-                for t in value.topics}
-        elif kind == rec.MEMBER:
-            if value is None:
-                group.remove_member(record.sub)
-                return
-            old = group.members.get(record.sub) or ConsumerGroupMember(record.sub)
-            group.update_member(old.replace(
-                instance_id=value.instance_id, rack_id=value.rack_id, client_id=value.client_id,
-                client_host=value.client_host,
-                subscribed_topic_names=frozenset(value.subscribed_topic_names),
-                subscribed_topic_regex=value.subscribed_topic_regex or None,
-                rebalance_timeout_ms=value.rebalance_timeout_ms, server_assignor=value.server_assignor))
-        elif kind == rec.TARGET_EPOCH:
-            group.assignment_epoch = 0 if value is None else value.assignment_epoch
-        elif kind == rec.TARGET_MEMBER:
-            if value is None:
-                group.target.pop(record.sub, None)
-            else:
-                group.target[record.sub] = assignment_of(value.topic_partitions)
-        elif kind == rec.CURRENT:
-            old = group.members.get(record.sub) or ConsumerGroupMember(record.sub)
-            if value is None:
-                group.update_member(old.replace(
-                    member_epoch=LEAVE_GROUP_MEMBER_EPOCH, previous_member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
-                    state=MemberState.UNKNOWN, assigned={}, pending_revocation={}))
-            else:
-                group.update_member(old.replace(
-                    member_epoch=value.member_epoch, previous_member_epoch=value.previous_member_epoch,
-                    state=MemberState(value.state), assigned=assignment_of(value.assigned_partitions),
-                    pending_revocation=assignment_of(value.partitions_pending_revocation)))
-        elif kind == rec.REGEX:
-            if value is None:
-                group.resolved.pop(record.sub, None)
-            else:
-                group.resolved[record.sub] = ResolvedRegex(frozenset(value.topics), value.version,
-                                                           value.timestamp)
-        group.update_state()
+            group = self.groups[record.group] = ConsumerGroup(record.group)
+        if record.type == rec.GROUP_EPOCH and record.value is None:
+            del self.groups[record.group]
+            return
+        replay_into(group, record)
 
     def loaded(self, now: int) -> None:
         """After replay: every member gets a fresh session, and a member still revoking a fresh
         rebalance timeout (Kafka's onLoaded)."""
         for group in self.groups.values():
             for member in group.members.values():
-                self._schedule_session(group.group_id, member.member_id, now)
+                self.schedule_session(group.group_id, member.member_id, now,
+                                      member.classic.session_timeout_ms if member.uses_classic else None)
                 if member.state == MemberState.UNREVOKED_PARTITIONS:
                     self._schedule_rebalance_timeout(group.group_id, member, now)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import uuid
 from dataclasses import dataclass, field
@@ -26,6 +27,19 @@ class MemberState(IntEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class ClassicMetadata:
+    """What a member that joined with the classic protocol (JoinGroup) keeps: its session
+    timeout and its protocols, in preference order (Kafka's ClassicMemberMetadata)."""
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+
+    @property
+    def protocol_name(self) -> str:
+        """The protocol named in its join answers (Kafka takes the first it sent)."""
+        return self.protocols[0][0]
+
+
+@dataclass(frozen=True, slots=True)
 class ConsumerGroupMember:
     member_id: str
     instance_id: str | None = None
@@ -41,6 +55,7 @@ class ConsumerGroupMember:
     state: MemberState = MemberState.STABLE
     assigned: Assignment = field(default_factory=dict)
     pending_revocation: Assignment = field(default_factory=dict)
+    classic: ClassicMetadata | None = None       # set while it uses the classic protocol
 
     def replace(self, **changes) -> ConsumerGroupMember:
         return dataclasses.replace(self, **changes)
@@ -49,6 +64,10 @@ class ConsumerGroupMember:
         """Kafka's updateMemberEpoch: the old epoch becomes the previous one."""
         return dataclasses.replace(self, member_epoch=epoch, previous_member_epoch=self.member_epoch,
                                    **changes)
+
+    @property
+    def uses_classic(self) -> bool:
+        return self.classic is not None
 
     def is_reconciled_to(self, target_epoch: int) -> bool:
         return self.state == MemberState.STABLE and self.member_epoch == target_epoch
@@ -59,6 +78,11 @@ class ConsumerGroupMember:
             for topic_id, partitions in assignment.items():
                 for p in partitions:
                     yield topic_id, p
+
+
+def new_member_id() -> str:
+    """A member id as Kafka makes one (Uuid.randomUuid().toString(): 22 URL-safe base64 chars)."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
 
 
 def assignment_of(topic_partitions) -> dict[uuid.UUID, frozenset[int]]:

@@ -37,7 +37,11 @@ def member_subscription(group_id: str, m: ConsumerGroupMember) -> ConsumerGroupR
         instance_id=m.instance_id, rack_id=m.rack_id, client_id=m.client_id,
         client_host=m.client_host, subscribed_topic_names=tuple(sorted(m.subscribed_topic_names)),
         subscribed_topic_regex=m.subscribed_topic_regex, rebalance_timeout_ms=m.rebalance_timeout_ms,
-        server_assignor=m.server_assignor)
+        server_assignor=m.server_assignor, classic_member_metadata=None if m.classic is None else
+        _value(MEMBER).ClassicMemberMetadata(
+            session_timeout_ms=m.classic.session_timeout_ms,
+            supported_protocols=tuple(_value(MEMBER).ClassicMemberMetadata.ClassicProtocol(
+                name=name, metadata=meta) for name, meta in m.classic.protocols)))
     return ConsumerGroupRecord(MEMBER, group_id, m.member_id, value)
 
 
