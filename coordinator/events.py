@@ -45,6 +45,9 @@ class Cause(enum.StrEnum):
     SYNC_TIMEOUT = "sync_timeout"              # members did not send SyncGroup in time
     LEADER_REJOIN = "leader_rejoin"            # the leader rejoined a Stable group
     METADATA_CHANGE = "metadata_change"        # a member rejoined with other protocols/metadata
+    #                                            (a consumer-group member changed its subscription)
+    TOPICS_CHANGED = "topics_changed"          # a subscribed topic was created, deleted or grew
+    REVOCATION_TIMEOUT = "revocation_timeout"  # a consumer-group member did not revoke in time
     FORCED = "forced"                          # the coordinator's own decision (group.max.size
     #                                            after loading, a static replacement mid-sync,
     #                                            fault injection)

@@ -138,7 +138,7 @@ class Shard:
         that does not apply raises InterventionError before it changes anything."""
         out = self.result()
         try:
-            return fault(self.classic, out, now, *args), out
+            return fault(self, out, now, *args), out
         except InterventionError:
             raise
         except Exception as e:       # the driver answers what was decided and reloads the shard

@@ -34,7 +34,7 @@ from coordinator.consumer.reconciliation import reconcile
 from coordinator.consumer.replay import replay_into
 from coordinator.consumer.target import build_target, subscribed_topics
 from coordinator.errors import GroupError
-from coordinator.events import Event, Expiry
+from coordinator.events import Cause, Event, Expiry
 from coordinator.metadata import EMPTY_IMAGE, MetadataImage
 from coordinator.result import CoordinatorResult
 from coordinator.routing import shard_for
@@ -121,6 +121,9 @@ class ConsumerGroupManager:
         self.classic = classic                    # a group id names one group of either type
         self.groups: dict[str, ConsumerGroup] = {}
         self.image: MetadataImage = EMPTY_IMAGE
+        # fault injection (coordinator/interventions.py); soft state, gone on reload
+        self.fenced_once: dict[tuple[str, str], int] = {}   # (group, member) -> epoch it had
+        self.held_revocations: set[str] = set()             # groups whose revocations are held
 
     def owns(self, group_id: str) -> bool:
         return shard_for(group_id, self.config.offsets_topic_num_partitions) == self.shard_id
@@ -207,6 +210,12 @@ class ConsumerGroupManager:
         if req.instance_id is None:
             member = group.members.get(member_id)
             if member is None:
+                epoch = self.fenced_once.pop((req.group_id, member_id), None)
+                if epoch is not None and not joining:
+                    raise GroupError(E.FENCED_MEMBER_EPOCH, "The consumer group member has a smaller "
+                                     f"member epoch ({req.member_epoch}) than the one known by the group "
+                                     f"coordinator ({epoch + 1}). The member must abandon all its "
+                                     "partitions and rejoin.")
                 if not joining:
                     raise GroupError(E.UNKNOWN_MEMBER_ID,
                                      f"Member {member_id} is not a member of group {req.group_id}.")
@@ -261,6 +270,11 @@ class ConsumerGroupManager:
         changed; compute a new target assignment if the group epoch is ahead of it; move the
         member one step towards its target. Adds the records; returns the reconciled member."""
         member_id = updated.member_id
+        if out.journal and member_id not in group.members:
+            out.note(now, Event.MEMBER_JOINED, group, member_id, instance_id=updated.instance_id,
+                     client_id=updated.client_id, client_host=updated.client_host,
+                     protocol="classic" if updated.uses_classic else "consumer")
+        cause = Cause.NEW_MEMBER if member_id not in group.members else Cause.METADATA_CHANGE
         bump = False
         if updated != member:
             records.append(rec.member_subscription(group.group_id, updated))
@@ -279,12 +293,14 @@ class ConsumerGroupManager:
             metadata = self.subscription_metadata(group.subscribed_topic_names(member, new=updated))
             if metadata != group.subscription_metadata:
                 records.append(rec.partition_metadata(group.group_id, metadata))
+                cause = cause if bump else Cause.TOPICS_CHANGED
                 bump = True
             if bump:
                 group_epoch += 1
                 records.append(rec.group_epoch(group.group_id, group_epoch))
                 log.info("group %s: group epoch bumped to %d", safe(group.group_id), group_epoch)
-                out.note(now, Event.GROUP_EPOCH_BUMPED, group, member_id, epoch=group_epoch)
+                out.note(now, Event.GROUP_EPOCH_BUMPED, group, member_id, epoch=group_epoch,
+                         cause=cause)
             group.metadata_refresh_deadline = NEVER
             group.metadata_refresh_epoch = group_epoch
 
@@ -297,6 +313,8 @@ class ConsumerGroupManager:
 
         if updated.is_reconciled_to(target_epoch):
             return updated
+        if group.group_id in self.held_revocations and updated.state == MemberState.UNREVOKED_PARTITIONS:
+            owned = None            # fault injection: its revocation is not taken
         reconciled = reconcile(updated, target_epoch, target, group.current_partition_epoch, owned)
         if reconciled != updated:
             records.append(rec.current_assignment(group.group_id, reconciled))
@@ -307,7 +325,8 @@ class ConsumerGroupManager:
                     self.timers.cancel(("consumer-rebalance", group.group_id, member_id))
             if reconciled.member_epoch != updated.member_epoch or reconciled.state != updated.state:
                 out.note(now, Event.MEMBER_RECONCILED, group, member_id,
-                         epoch=reconciled.member_epoch, state=reconciled.state.name)
+                         epoch=reconciled.member_epoch, previous_epoch=updated.member_epoch,
+                         target_epoch=target_epoch, state=reconciled.state.name)
         return reconciled
 
     def check_group_size(self, group: ConsumerGroup, member_id: str) -> None:
@@ -426,6 +445,9 @@ class ConsumerGroupManager:
             out.note(now, Event.MEMBER_EXPIRED, group, member.member_id, reason=why)
         else:
             out.note(now, Event.MEMBER_LEFT, group, member.member_id)
+        out.note(now, Event.GROUP_EPOCH_BUMPED, group, member.member_id, epoch=group.group_epoch + 1,
+                 cause=Cause.MEMBER_LEFT if why is None else
+                 Cause.SESSION_EXPIRY if why == Expiry.SESSION else Cause.REVOCATION_TIMEOUT)
         self.apply(out, records, group)
 
     # --- timers -------------------------------------------------------------------------------
@@ -598,6 +620,8 @@ class ConsumerGroupManager:
 
     def unload(self) -> None:
         self.groups.clear()
+        self.fenced_once.clear()
+        self.held_revocations.clear()
 
     @staticmethod
     def states() -> list[str]:
