@@ -115,6 +115,13 @@ def _check_epoch(member: ConsumerGroupMember, received: int, owned) -> None:
                          f"({member.member_epoch}). The member must abandon all its partitions and rejoin.")
 
 
+def _epoch_error(member: ConsumerGroupMember, epoch: int) -> ErrorCode:
+    """Kafka's validateMemberEpoch: a classic member's generation is its member epoch."""
+    if epoch == member.member_epoch:
+        return E.NONE
+    return E.ILLEGAL_GENERATION if member.uses_classic else E.STALE_MEMBER_EPOCH
+
+
 class ConsumerGroupManager:
     def __init__(self, shard_id: int, config: CoordinatorConfig, timers: Timers, classic):
         self.shard_id, self.config, self.timers = shard_id, config, timers
@@ -599,15 +606,16 @@ class ConsumerGroupManager:
         return records
 
     def validate_commit(self, group: ConsumerGroup, member_id: str, epoch: int, version: int) -> ErrorCode:
-        """Kafka's ConsumerGroup.validateOffsetCommit (non-transactional)."""
+        """Kafka's ConsumerGroup.validateOffsetCommit (non-transactional): a consumer-protocol
+        member commits with v9+ and its member epoch; a classic member with its generation."""
         if epoch < 0 and not group.members:
             return E.NONE
         member = group.members.get(member_id)
         if member is None:
             return E.UNKNOWN_MEMBER_ID
-        if version < 9:
+        if not member.uses_classic and version < 9:
             return E.UNSUPPORTED_VERSION
-        return E.NONE if epoch == member.member_epoch else E.STALE_MEMBER_EPOCH
+        return _epoch_error(member, epoch)
 
     def validate_fetch(self, group: ConsumerGroup, member_id: str | None, epoch: int) -> ErrorCode:
         """Kafka's ConsumerGroup.validateOffsetFetch."""
@@ -616,7 +624,7 @@ class ConsumerGroupManager:
         member = group.members.get(member_id)
         if member is None:
             return E.UNKNOWN_MEMBER_ID
-        return E.NONE if epoch == member.member_epoch else E.STALE_MEMBER_EPOCH
+        return _epoch_error(member, epoch)
 
     def unload(self) -> None:
         self.groups.clear()
