@@ -574,9 +574,9 @@ class ConsumerGroupManager:
         topics = self.image.by_id
 
         def assignment(parts):
-            return DescribeResponse.Assignment(topic_partitions=tuple(
-                DescribeResponse.TopicPartitions(topic_id=t, topic_name=topics[t].name,
-                                                 partitions=tuple(sorted(ps)))
+            return member_cls.Assignment(topic_partitions=tuple(
+                member_cls.Assignment.TopicPartitions(topic_id=t, topic_name=topics[t].name,
+                                                      partitions=tuple(sorted(ps)))
                 for t, ps in parts.items() if t in topics))
 
         members = tuple(member_cls(
