@@ -25,7 +25,6 @@ from typing import Callable
 from offsets_log.records import (ConsumerGroupRecord, GroupMetadata, GroupMetadataTombstone,
                                  OffsetCommit, OffsetCommitTombstone, TypedRecord)
 from protocol.api_keys import ApiKey
-from protocol.errors import ErrorCode
 from protocol.logtext import safe
 
 from coordinator import group_admin

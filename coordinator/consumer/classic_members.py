@@ -118,7 +118,7 @@ def join(mgr, out: CoordinatorResult, now: int, ctx: RequestContext, req, group:
                               owned_partitions(subscription, mgr.image), records)
         downgrade = replaced is not None and replaced != member_id and \
             downgrade_allowed(mgr, group, replaced, leaving=False)
-        mgr.apply(out, records, group)
+        mgr.apply(out, records)
         if downgrade:
             mgr.to_classic(out, now, mgr.groups[group.group_id], leaving=None, rebalance=False)
         else:
@@ -242,7 +242,7 @@ def leave(mgr, out: CoordinatorResult, now: int, ctx: RequestContext, req, group
         if metadata != group.subscription_metadata:
             records.append(rec.partition_metadata(group.group_id, metadata))
         records.append(rec.group_epoch(group.group_id, group.group_epoch + 1))
-        mgr.apply(out, records, group)
+        mgr.apply(out, records)
     out.reply(ctx.token, ApiKey.LEAVE_GROUP, v, r.leave(v, results))
 
 

@@ -92,10 +92,12 @@ class ConsumerGroup:
                 return self.target.get(previous, EMPTY)
         return self.target.get(member_id, EMPTY)
 
-    def subscribed_topic_names(self, *gone: ConsumerGroupMember,
-                               new: ConsumerGroupMember | None = None) -> Counter[str]:
+    def subscribed_topic_names(self, *gone: ConsumerGroupMember, new: ConsumerGroupMember | None = None,
+                               resolved: dict[str, ResolvedRegex] | None = None) -> Counter[str]:
         """Subscribers per topic name (explicit names and resolved regexes) had the members
-        ``gone`` left and ``new`` joined: Kafka's computeSubscribedTopicNames."""
+        ``gone`` left and ``new`` joined (Kafka's computeSubscribedTopicNames); ``resolved``
+        replaces the group's regex resolutions (newer ones not yet recorded)."""
+        resolved = self.resolved if resolved is None else resolved
         names = Counter(self.subscribed_names)
         regexes = Counter(self.regex_members)
         for member, sign in [(m, -1) for m in gone] + [(new, 1)]:
@@ -106,8 +108,8 @@ class ConsumerGroup:
             if member.subscribed_topic_regex:
                 regexes[member.subscribed_topic_regex] += sign
         for regex, count in regexes.items():
-            if count > 0 and regex in self.resolved:
-                for name in self.resolved[regex].topics:
+            if count > 0 and regex in resolved:
+                for name in resolved[regex].topics:
                     names[name] += count
         return Counter({name: n for name, n in names.items() if n > 0})
 

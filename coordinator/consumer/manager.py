@@ -26,13 +26,13 @@ from coordinator.config import CoordinatorConfig
 from coordinator.consumer import classic_members
 from coordinator.consumer import records as rec
 from coordinator.consumer.assignors import ASSIGNORS, PartitionAssignorError
-from coordinator.consumer.group import ConsumerGroup, GroupState, ResolvedRegex, TopicMetadata
-from coordinator.consumer.member import (EMPTY, LEAVE_GROUP_MEMBER_EPOCH, ClassicMetadata,
+from coordinator.consumer.group import ConsumerGroup, ResolvedRegex, TopicMetadata
+from coordinator.consumer.member import (EMPTY, LEAVE_GROUP_MEMBER_EPOCH,
                                          LEAVE_GROUP_STATIC_MEMBER_EPOCH, ConsumerGroupMember,
-                                         MemberState, assignment_of, new_member_id)
+                                         MemberState, new_member_id)
 from coordinator.consumer.reconciliation import reconcile
 from coordinator.consumer.replay import replay_into
-from coordinator.consumer.target import build_target, subscribed_topics
+from coordinator.consumer.target import build_target
 from coordinator.errors import GroupError
 from coordinator.events import Cause, Event, Expiry
 from coordinator.metadata import EMPTY_IMAGE, MetadataImage
@@ -154,20 +154,21 @@ class ConsumerGroupManager:
         return {n: TopicMetadata(topics[n].topic_id, n, topics[n].num_partitions)
                 for n in sorted(names) if n in topics}
 
-    def _resolve(self, group: ConsumerGroup, regexes, now: int, records: list) -> bool:
-        """Match each regex against today's topics; True if any matched set changed."""
-        changed = False
+    def _resolve(self, group: ConsumerGroup, regexes, now: int,
+                 records: list) -> tuple[bool, dict[str, ResolvedRegex]]:
+        """Match each regex not yet matched on today's topics (a full match, as Kafka's);
+        whether any matched set changed, and every regex's resolution after this."""
+        changed, resolved = False, dict(group.resolved)
         for regex in sorted(regexes):
             old = group.resolved.get(regex)
             if old is not None and old.version == self.image.version:
                 continue
             pattern = _compile(regex)
             topics = frozenset(n for n in self.image.topics if pattern.fullmatch(n))
-            resolved = ResolvedRegex(topics, self.image.version, now)
-            records.append(rec.regex(group.group_id, regex, resolved))
+            resolved[regex] = ResolvedRegex(topics, self.image.version, now)
+            records.append(rec.regex(group.group_id, regex, resolved[regex]))
             changed = changed or old is None or old.topics != topics
-            group.resolved[regex] = resolved      # read below; the record replays the same
-        return changed
+        return changed, resolved
 
     # --- ConsumerGroupHeartbeat ---------------------------------------------------------------
     def heartbeat(self, out: CoordinatorResult, now: int, ctx: RequestContext, req) -> None:
@@ -250,7 +251,7 @@ class ConsumerGroupManager:
             client_id=ctx.client_id, client_host=ctx.client_host, classic=None)
         reconciled = self.step(out, now, group, member, updated, owned, records)
         converted = req.group_id not in self.groups
-        self.apply(out, records, group)
+        self.apply(out, records)
         if converted:                 # members of a converted classic group keep their sessions
             for other in self.groups[req.group_id].members.values():
                 if other.uses_classic:
@@ -291,13 +292,16 @@ class ConsumerGroupManager:
                    if m.subscribed_topic_regex and m.member_id != member.member_id}
         if updated.subscribed_topic_regex:
             regexes.add(updated.subscribed_topic_regex)
+        resolved = group.resolved
         if regexes and (bump or group.metadata_expired(now)):
-            bump = self._resolve(group, regexes, now, records) or bump
+            changed, resolved = self._resolve(group, regexes, now, records)
+            bump = bump or changed
 
         group_epoch = group.group_epoch
         metadata = group.subscription_metadata
         if bump or group.metadata_expired(now):
-            metadata = self.subscription_metadata(group.subscribed_topic_names(member, new=updated))
+            metadata = self.subscription_metadata(
+                group.subscribed_topic_names(member, new=updated, resolved=resolved))
             if metadata != group.subscription_metadata:
                 records.append(rec.partition_metadata(group.group_id, metadata))
                 cause = cause if bump else Cause.TOPICS_CHANGED
@@ -312,7 +316,8 @@ class ConsumerGroupManager:
             group.metadata_refresh_epoch = group_epoch
 
         if group_epoch > group.assignment_epoch:
-            target = self._new_target(out, now, group, group_epoch, member, updated, metadata, records)
+            target = self._new_target(out, now, group, group_epoch, member, updated, metadata,
+                                      resolved, records)
             target_epoch = group_epoch
         else:
             target_epoch = group.assignment_epoch
@@ -381,8 +386,8 @@ class ConsumerGroupManager:
             _check_epoch(existing, epoch, owned)
         return existing
 
-    def _new_target(self, out, now: int, group: ConsumerGroup, epoch: int,
-                    member: ConsumerGroupMember, updated: ConsumerGroupMember, metadata, records):
+    def _new_target(self, out, now: int, group: ConsumerGroup, epoch: int, member: ConsumerGroupMember,
+                    updated: ConsumerGroupMember, metadata, resolved, records):
         name = group.preferred_assignor(member, updated) or self.config.consumer_assignors[0]
         removed = None
         if updated.instance_id is not None:
@@ -391,7 +396,7 @@ class ConsumerGroupManager:
                 removed = previous
         try:
             assignment, target_records = build_target(group, epoch, ASSIGNORS[name], metadata,
-                                                      self.image, updated, removed)
+                                                      self.image, resolved, updated, removed)
         except PartitionAssignorError as e:
             message = f"Failed to compute a new target assignment for epoch {epoch}: {e}"
             log.error("group %s: %s", safe(group.group_id), message)
@@ -427,7 +432,7 @@ class ConsumerGroupManager:
                          safe(group.group_id), safe(member.member_id), safe(req.instance_id))
                 leaving = member.replace(member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
                                          pending_revocation={})
-                self.apply(out, [rec.current_assignment(group.group_id, leaving)], group)
+                self.apply(out, [rec.current_assignment(group.group_id, leaving)])
                 return HeartbeatResponse(error_code=E.NONE, member_id=member.member_id,
                                          member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH)
         self.fence(out, now, group, member)
@@ -455,7 +460,7 @@ class ConsumerGroupManager:
         out.note(now, Event.GROUP_EPOCH_BUMPED, group, member.member_id, epoch=group.group_epoch + 1,
                  cause=Cause.MEMBER_LEFT if why is None else
                  Cause.SESSION_EXPIRY if why == Expiry.SESSION else Cause.REVOCATION_TIMEOUT)
-        self.apply(out, records, group)
+        self.apply(out, records)
 
     # --- timers -------------------------------------------------------------------------------
     def schedule_session(self, group_id: str, member_id: str, now: int,
@@ -517,7 +522,7 @@ class ConsumerGroupManager:
                                            f"Downgrade group {group.group_id} from consumer to classic.")
 
     # --- records ------------------------------------------------------------------------------
-    def apply(self, out: CoordinatorResult, records: list, group: ConsumerGroup | None = None) -> None:
+    def apply(self, out: CoordinatorResult, records: list) -> None:
         """Persist the records, then replay them (a new group is materialized by its records)."""
         out.persist([encode_record(r) for r in records])
         for record in records:
@@ -631,9 +636,4 @@ class ConsumerGroupManager:
         self.fenced_once.clear()
         self.held_revocations.clear()
 
-    @staticmethod
-    def states() -> list[str]:
-        return [s.value for s in GroupState]
 
-
-__all__ = ["ConsumerGroupManager", "subscribed_topics"]

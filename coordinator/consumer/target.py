@@ -4,21 +4,22 @@ from __future__ import annotations
 
 from coordinator.consumer import records as rec
 from coordinator.consumer.assignors import MemberSpec, TopicSpec
-from coordinator.consumer.group import ConsumerGroup, TopicMetadata
+from coordinator.consumer.group import ConsumerGroup, ResolvedRegex, TopicMetadata
 from coordinator.consumer.member import EMPTY, Assignment, ConsumerGroupMember
 from coordinator.metadata import MetadataImage
 
 
-def subscribed_topics(group: ConsumerGroup, member: ConsumerGroupMember) -> set[str]:
+def subscribed_topics(member: ConsumerGroupMember, resolved: dict[str, ResolvedRegex]) -> set[str]:
     """The names a member subscribes to, its regex's resolved topics included."""
     names = set(member.subscribed_topic_names)
-    if member.subscribed_topic_regex and member.subscribed_topic_regex in group.resolved:
-        names |= group.resolved[member.subscribed_topic_regex].topics
+    if member.subscribed_topic_regex and member.subscribed_topic_regex in resolved:
+        names |= resolved[member.subscribed_topic_regex].topics
     return names
 
 
 def build_target(group: ConsumerGroup, epoch: int, assignor, metadata: dict[str, TopicMetadata],
-                 image: MetadataImage, updated: ConsumerGroupMember | None = None,
+                 image: MetadataImage, resolved: dict[str, ResolvedRegex],
+                 updated: ConsumerGroupMember | None = None,
                  removed: str | None = None) -> tuple[dict[str, Assignment], list]:
     """The new assignment of every member and the records that persist it (the changed
     members' assignments, then the assignment epoch)."""
@@ -34,7 +35,7 @@ def build_target(group: ConsumerGroup, epoch: int, assignor, metadata: dict[str,
             previous = group.static_members.get(member.instance_id)
             if previous is not None and previous != member_id:
                 current = group.target.get(previous, EMPTY)   # a static member's replacement
-        ids = frozenset(image.topics[n].topic_id for n in subscribed_topics(group, member)
+        ids = frozenset(image.topics[n].topic_id for n in subscribed_topics(member, resolved)
                         if n in image.topics)
         specs[member_id] = MemberSpec(rack_id=member.rack_id, instance_id=member.instance_id,
                                       subscribed_topic_ids=ids, assigned=current)
