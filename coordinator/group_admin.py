@@ -24,10 +24,10 @@ log = logging.getLogger("groupbroker.coordinator")
 
 E = ErrorCode
 
-def describe_groups(groups: ClassicGroupManager, out: CoordinatorResult, now: int,
-                    ctx: RequestContext, req) -> None:
+def describe_groups(groups: ClassicGroupManager, consumer: ConsumerGroupManager, out: CoordinatorResult,
+                    now: int, ctx: RequestContext, req) -> None:
     v = ctx.version
-    groups = [_describe(groups, v, gid) for gid in req.groups]
+    groups = [_describe(groups, consumer, v, gid) for gid in req.groups]
     if v >= 3 and req.include_authorized_operations:
         # KafkaApis fills this in for every entry without an error, the unknown ("Dead") one too.
         groups = [dataclasses.replace(g, authorized_operations=r.GROUP_OPERATIONS)
@@ -35,15 +35,18 @@ def describe_groups(groups: ClassicGroupManager, out: CoordinatorResult, now: in
     out.reply(ctx.token, ApiKey.DESCRIBE_GROUPS, v, r.DescribeGroupsResponse(groups=tuple(groups)))
 
 
-def _describe(groups: ClassicGroupManager, v: int, group_id: str):
-    """GroupMetadataManager.describeGroups: metadata and assignments only for a Stable group."""
+def _describe(groups: ClassicGroupManager, consumer: ConsumerGroupManager, v: int, group_id: str):
+    """GroupMetadataManager.describeGroups: metadata and assignments only for a Stable group;
+    a consumer group is not described here (ConsumerGroupDescribe describes it)."""
     if not groups.owns(group_id):
         return r.described_group(v, group_id, E.NOT_COORDINATOR)
     group = groups.groups.get(group_id)
     if group is None or group.is_in(S.DEAD):
         if v >= 6:                              # KIP-1043
+            message = (f"Group {group_id} is not a classic group." if group_id in consumer.groups
+                       else f"Group {group_id} not found.")
             return r.described_group(v, group_id, E.GROUP_ID_NOT_FOUND, state=S.DEAD.value,
-                                     error_message=f"Group {group_id} not found.")
+                                     error_message=message)
         return r.described_group(v, group_id, state=S.DEAD.value)
     stable = group.is_in(S.STABLE)
     member_cls = r.DescribeGroupsResponse.DescribedGroup.DescribedGroupMember

@@ -67,7 +67,7 @@ class Shard:
             ApiKey.OFFSET_COMMIT: offsets.offset_commit,
             ApiKey.OFFSET_FETCH: offsets.offset_fetch,
             ApiKey.OFFSET_DELETE: offsets.offset_delete,
-            ApiKey.DESCRIBE_GROUPS: partial(group_admin.describe_groups, classic),
+            ApiKey.DESCRIBE_GROUPS: partial(group_admin.describe_groups, classic, consumer),
             ApiKey.LIST_GROUPS: partial(group_admin.list_groups, classic, consumer),
             ApiKey.DELETE_GROUPS: partial(group_admin.delete_groups, classic, consumer, offsets),
         }
