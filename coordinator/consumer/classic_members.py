@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 
+from offsets_log.errors import RecordError
 from offsets_log.records import GroupMetadataTombstone
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -25,6 +26,7 @@ from protocol.payloads import decode_payload, encode_payload
 from coordinator import responses as r
 from coordinator.actions import RequestContext
 from coordinator.classic.group import ClassicGroup, Member
+from coordinator.classic.membership import unstorable
 from coordinator.classic.state import GroupState as ClassicState
 from coordinator.consumer import records as rec
 from coordinator.consumer.group import ConsumerGroup
@@ -130,6 +132,9 @@ def join(mgr, out: CoordinatorResult, now: int, ctx: RequestContext, req, group:
             protocol_type=PROTOCOL_TYPE, protocol_name=protocols[0][0]))
     except GroupError as e:
         out.reply(ctx.token, ApiKey.JOIN_GROUP, v, r.join(v, e.code, member_id=req.member_id))
+    except RecordError as e:        # its records cannot be written: nothing was applied
+        error = unstorable(ctx, f"group {safe(group.group_id)}: the member's records cannot be stored ({e})")
+        out.reply(ctx.token, ApiKey.JOIN_GROUP, v, r.join(v, error, member_id=req.member_id))
 
 
 def _classic_member(group: ConsumerGroup, member_id: str, instance_id: str | None) -> ConsumerGroupMember:

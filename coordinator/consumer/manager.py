@@ -14,6 +14,7 @@ import logging
 
 import re2
 
+from offsets_log.errors import RecordError
 from offsets_log.records import ConsumerGroupRecord, GroupMetadataTombstone, Record, encode_record
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -21,6 +22,7 @@ from protocol.logtext import safe
 
 from coordinator import responses as r
 from coordinator.actions import RequestContext
+from coordinator.classic.membership import unstorable
 from coordinator.classic.state import GroupState as ClassicState
 from coordinator.config import CoordinatorConfig
 from coordinator.consumer import classic_members
@@ -182,6 +184,9 @@ class ConsumerGroupManager:
                 response = self._heartbeat(out, now, ctx, req)
         except GroupError as e:
             response = HeartbeatResponse(error_code=e.code, error_message=e.message)
+        except RecordError as e:    # its records cannot be written: nothing was applied
+            response = HeartbeatResponse(error_code=unstorable(
+                ctx, f"group {safe(req.group_id)}: the member's records cannot be stored ({e})"))
         out.reply(ctx.token, ApiKey.CONSUMER_GROUP_HEARTBEAT, ctx.version, response)
 
     def _classic_group(self, group_id: str):
