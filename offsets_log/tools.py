@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import os
 import re
-from typing import Iterator
+from typing import Callable, Iterator
 
 from .compaction import DEFAULT_DELETE_RETENTION_MS, CompactionResult, compact
 from .errors import RecordError
@@ -46,8 +46,10 @@ def records(data_dir: str, shard: int, fs: FS | None = None) -> Iterator[tuple[F
                 yield f, e
 
 
-def dump(data_dir: str, shard: int | None = None, fs: FS | None = None) -> Iterator[str]:
-    """One readable line per record: shard, offset, append time, decoded record."""
+def dump(data_dir: str, shard: int | None = None, fs: FS | None = None,
+         describe: Callable[[TypedRecord], str] = repr) -> Iterator[str]:
+    """One readable line per record: shard, offset, append time, the decoded record as
+    ``describe`` writes it."""
     fs = fs or RealFS()
     for n in shards(data_dir, fs, shard):
         directory = shard_dir(data_dir, n)
@@ -55,7 +57,7 @@ def dump(data_dir: str, shard: int | None = None, fs: FS | None = None) -> Itera
             log.warning("%s has problems; dumping the valid prefix only", directory)
         for f, typed in records(data_dir, n, fs):
             text = (f"undecodable ({typed}): key={f.key.hex()}" if isinstance(typed, RecordError)
-                    else repr(typed))
+                    else describe(typed))
             yield f"shard={n} offset={f.offset} append_ms={f.append_ms} {text}"
 
 

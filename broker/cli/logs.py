@@ -1,20 +1,39 @@
-"""``groupbroker log dump|verify|compact``: offline tools for a stopped broker's data dir."""
+"""``groupbroker log dump|verify|compact``: offline tools for a stopped broker's data dir.
+
+``dump`` prints one line per offsets-log record. Offset commits and classic group metadata
+print as their decoded form; the KIP-848 consumer-group records (key types 3-8 and 16) print
+as ``ConsumerGroupCurrentMemberAssignment(group='g', member='m', member_epoch=3, ...)`` with
+Kafka's record and field names, topic ids as Kafka prints a Uuid (22 characters of URL-safe
+base64) after the topic's name where the dump knows it (``orders(Xy3R...):0,1,2``), and their
+tombstones as ``...Tombstone(group='g', member='m')``.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import os
+import re
 import sys
 import time
+import uuid
+from typing import Iterator
 
+from broker.data.topics.store import read_metadata
 from broker.data.topics.verify import verify_topics
+from coordinator.consumer.member import MemberState
 from offsets_log import tools
+from offsets_log.records import CONSUMER_GROUP_KEYS, ConsumerGroupRecord
+from protocol.uuids import kafka_uuid
 
 
 def add_parser(commands) -> None:
     log_cmd = commands.add_parser("log", help="offline tools for the logs of a data dir")
     log_cmd.add_argument("action", choices=("dump", "verify", "compact"),
-                         help="dump: one line per offsets-log record; verify: report torn or "
-                              "corrupt records in the offsets logs and every topic partition "
-                              "(exit 1 if any); compact: compact every shard (broker stopped)")
+                         help="dump: one line per offsets-log record (consumer-group records "
+                              "with Kafka's record names, topic ids as Kafka prints them); "
+                              "verify: report torn or corrupt records in the offsets logs and "
+                              "every topic partition (exit 1 if any); compact: compact every "
+                              "shard (broker stopped)")
     log_cmd.add_argument("data_dir")
     log_cmd.add_argument("--shard", type=int, help="only this offsets-log shard (0-49), no topics")
 
@@ -22,7 +41,7 @@ def add_parser(commands) -> None:
 def run(args) -> int:
     out = sys.stdout
     if args.action == "dump":
-        for line in tools.dump(args.data_dir, args.shard):
+        for line in dump(args.data_dir, args.shard):
             out.write(line + "\n")
         return 0
     if args.action == "verify":
@@ -39,3 +58,79 @@ def run(args) -> int:
     for shard, result in results.items():
         out.write(f"shard {shard}: {result}\n")
     return 0
+
+
+# --------------------------------------------------------------------------- dump
+
+def dump(data_dir: str, shard: int | None = None) -> Iterator[str]:
+    """offsets_log.tools.dump's lines, the consumer-group records written readably."""
+    names = topic_names(data_dir)
+    return tools.dump(data_dir, shard, describe=lambda typed: consumer_group_text(typed, names)
+                      if isinstance(typed, ConsumerGroupRecord) else repr(typed))
+
+
+_PARTITION_DIR = re.compile(r"(.+)-0\Z")
+
+
+def topic_names(data_dir: str) -> dict[uuid.UUID, str]:
+    """Topic id -> name of the topics in the data dir (from their partition-0 metadata)."""
+    names = {}
+    try:
+        entries = os.listdir(data_dir)
+    except OSError:
+        return names
+    for entry in entries:
+        m = _PARTITION_DIR.match(entry)
+        if m is None:
+            continue
+        try:
+            topic_id, _ = read_metadata(os.path.join(data_dir, entry))
+        except (OSError, KeyError, ValueError):
+            continue
+        names[topic_id] = m.group(1)
+    return names
+
+
+def consumer_group_text(record: ConsumerGroupRecord, names: dict[uuid.UUID, str]) -> str:
+    """One consumer-group record (or its tombstone) on one line. ``names`` learns the topic
+    names a partition-metadata record carries, for the records after it."""
+    name = CONSUMER_GROUP_KEYS[record.type][1].name.removesuffix("Value")
+    key = [f"group={record.group!r}"]
+    if record.sub is not None:
+        key.append(f"{'regular_expression' if record.type == 16 else 'member'}={record.sub!r}")
+    if record.value is None:
+        return f"{name}Tombstone({', '.join(key)})"
+    for topic in getattr(record.value, "topics", ()):
+        if hasattr(topic, "topic_name"):
+            names.setdefault(topic.topic_id, topic.topic_name)
+    fields = [f"{f.name}={_text(f.name, getattr(record.value, f.name), names)}"
+              for f in dataclasses.fields(record.value)]
+    return f"{name}({', '.join(key + fields)})"
+
+
+def _topic(topic_id: uuid.UUID, names: dict[uuid.UUID, str]) -> str:
+    name = names.get(topic_id)
+    return kafka_uuid(topic_id) if name is None else f"{name}({kafka_uuid(topic_id)})"
+
+
+def _text(field: str, value, names: dict[uuid.UUID, str]) -> str:
+    if field == "state" and isinstance(value, int):
+        try:
+            return MemberState(value).name
+        except ValueError:
+            return str(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_text("", v, names) for v in value) + "]"
+    if isinstance(value, uuid.UUID):
+        return _topic(value, names)
+    if isinstance(value, (bytes, bytearray)):
+        return f"<{len(value)} bytes>"
+    if dataclasses.is_dataclass(value):
+        if hasattr(value, "topic_id") and hasattr(value, "partitions"):        # topic partitions
+            return f"{_topic(value.topic_id, names)}:{','.join(str(p) for p in value.partitions)}"
+        if hasattr(value, "topic_id") and hasattr(value, "num_partitions"):    # partition metadata
+            racks = "".join(f" {p.partition}:{list(p.racks)}" for p in value.partition_metadata)
+            return f"{value.topic_name}({kafka_uuid(value.topic_id)}):{value.num_partitions} partitions{racks}"
+        return "(" + ", ".join(f"{f.name}={_text(f.name, getattr(value, f.name), names)}"
+                               for f in dataclasses.fields(value)) + ")"
+    return repr(value)

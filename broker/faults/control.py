@@ -69,25 +69,49 @@ class BrokerControl:
         return [rule.describe() for rule in self.faults.rules]
 
     async def op_clear(self) -> str:
-        """Remove every request-fault rule and make every shard available again."""
+        """Remove every request-fault rule, release held revocations and make every shard
+        available again."""
         cleared = self.faults.clear()
         restored = [r.shard.shard_id for r in self.broker.runners if r.unavailable is not None]
         for shard in restored:
             self._set_unavailable(shard, None)
-        return f"cleared {cleared} rule(s); shards made available: {restored or 'none'}"
+        released = []
+        for runner in self.broker.runners:
+            for group in sorted(runner.shard.consumer.held_revocations):
+                await runner.intervene(interventions.hold_revocations, group, False)
+                released.append(group)
+        held = f"; revocations released: {released}" if released else ""
+        return f"cleared {cleared} rule(s){held}; shards made available: {restored or 'none'}"
 
     # --- coordinator faults ------------------------------------------------------------------
     async def op_force_rebalance(self, group: str) -> str:
-        """Start a rebalance of GROUP, as a membership change would."""
+        """Start a rebalance of GROUP, as a membership change would (a consumer group's
+        group epoch is bumped)."""
         return await self._runner(group).intervene(interventions.force_rebalance, group)
 
     async def op_expire_member(self, group: str, member: str) -> str:
-        """End MEMBER's session now, as a missed session timeout would."""
+        """End MEMBER's session now, as a missed session timeout would (either group type)."""
         return await self._runner(group).intervene(interventions.expire_member, group, member)
 
     async def op_fence_instance(self, group: str, instance: str) -> str:
-        """Fence the static member with group.instance.id INSTANCE (FENCED_INSTANCE_ID)."""
+        """Fence the static member with group.instance.id INSTANCE: a new incarnation takes
+        it and the old member gets FENCED_INSTANCE_ID (either group type)."""
         return await self._runner(group).intervene(interventions.fence_instance, group, instance)
+
+    async def op_fence_member(self, group: str, member: str) -> str:
+        """Fence consumer-group MEMBER as a missed rebalance timeout does: it is removed, its
+        next heartbeat is answered FENCED_MEMBER_EPOCH and it rejoins (consumer groups only)."""
+        return await self._runner(group).intervene(interventions.fence_member, group, member)
+
+    async def op_hold_revocations(self, group: str) -> str:
+        """Hold GROUP's revocations: a member that must give up partitions stays revoking
+        whatever it reports, so their new owners wait and its rebalance timeout can fence it
+        (consumer groups only; undone by release-revocations or clear)."""
+        return await self._runner(group).intervene(interventions.hold_revocations, group, True)
+
+    async def op_release_revocations(self, group: str) -> str:
+        """Let GROUP's members complete their revocations again (undoes hold-revocations)."""
+        return await self._runner(group).intervene(interventions.hold_revocations, group, False)
 
     async def op_shard_unavailable(self, group: str | None = None, shard: int | None = None,
                                    error="COORDINATOR_LOAD_IN_PROGRESS") -> str:
@@ -138,9 +162,19 @@ class BrokerControl:
 
 
 def operations() -> dict[str, str]:
-    """Operation name -> one-line help (from the docstrings)."""
-    return {name[3:].replace("_", "-"): (getattr(BrokerControl, name).__doc__ or "").split("\n")[0]
+    """Operation name -> its help: the first paragraph of its docstring, on one line."""
+    return {name[3:].replace("_", "-"):
+            " ".join((getattr(BrokerControl, name).__doc__ or "").split("\n\n")[0].split())
             for name in dir(BrokerControl) if name.startswith("op_")}
+
+
+def parameters(op: str) -> inspect.Signature:
+    """The parameters of an operation (without ``self``), for command lines and usage lines."""
+    method = getattr(BrokerControl, f"op_{op.replace('-', '_')}", None)
+    if method is None:
+        raise FaultError(f"unknown operation {op!r}; known: {', '.join(operations())}")
+    signature = inspect.signature(method)
+    return signature.replace(parameters=list(signature.parameters.values())[1:])
 
 
 class ControlProxy:

@@ -28,7 +28,8 @@ log = logging.getLogger("groupbroker.faults")
 #: Group APIs whose failure answer the coordinator knows how to build.
 _GROUP_APIS = (ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP,
                ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH, ApiKey.DESCRIBE_GROUPS,
-               ApiKey.LIST_GROUPS, ApiKey.DELETE_GROUPS, ApiKey.OFFSET_DELETE)
+               ApiKey.LIST_GROUPS, ApiKey.DELETE_GROUPS, ApiKey.OFFSET_DELETE,
+               ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE)
 #: Data-plane APIs with a whole-request failure answer here.
 _DATA_APIS = (ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.LIST_OFFSETS, ApiKey.FIND_COORDINATOR,
               ApiKey.INIT_PRODUCER_ID)
@@ -94,7 +95,13 @@ class FaultRule:
 
 @dataclass(frozen=True)
 class RecordedRequest:
-    """One request as the broker received and answered it."""
+    """One request as the broker received and answered it.
+
+    ``generation`` is the generation id a classic request carries (an OffsetCommit's
+    ``generation_id_or_member_epoch``, which is a member epoch from a consumer-protocol
+    member); a ConsumerGroupHeartbeat has ``member_epoch``, the epoch it sent (0 joins, -1 and
+    -2 leave), and ``answered_member_epoch``, the epoch its answer gave (Kafka answers an
+    error with 0)."""
     api: str
     api_key: int
     version: int
@@ -103,6 +110,8 @@ class RecordedRequest:
     member: str | None
     generation: int | None
     error: str                          # the first error code in the answer, "NONE" if none
+    member_epoch: int | None = None
+    answered_member_epoch: int | None = None
 
 
 class Faults:
@@ -153,10 +162,15 @@ class Faults:
     def record(self, ctx, body, response) -> None:
         groups = groups_of(ctx.api_key, body)
         generation = getattr(body, "generation_id", getattr(body, "generation_id_or_member_epoch", None))
+        member_epoch = answered = None
+        if ctx.api_key == ApiKey.CONSUMER_GROUP_HEARTBEAT:
+            member_epoch = body.member_epoch
+            answered = getattr(response, "member_epoch", None)
         self.recorded.append(RecordedRequest(
             API_TABLE[ctx.api_key].name, ctx.api_key, ctx.version, ctx.client_id,
             next(iter(groups), None) if len(groups) == 1 else None,
-            getattr(body, "member_id", None), generation, first_error(response).name))
+            getattr(body, "member_id", None), generation, first_error(response).name,
+            member_epoch, answered))
 
 
 def groups_of(key: int, body) -> tuple[str, ...]:
@@ -169,6 +183,8 @@ def groups_of(key: int, body) -> tuple[str, ...]:
         return (body.group_id,)
     if key == ApiKey.DELETE_GROUPS:
         return tuple(body.groups_names)
+    if key == ApiKey.CONSUMER_GROUP_DESCRIBE:
+        return tuple(body.group_ids)
     if key in (ApiKey.OFFSET_FETCH, ApiKey.DESCRIBE_GROUPS):
         return tuple(g if isinstance(g, str) else g.group_id for g in body.groups)
     return ()

@@ -595,7 +595,7 @@ class ConsumerGroupManager:
             subscribed_topic_names=tuple(sorted(m.subscribed_topic_names)),
             subscribed_topic_regex=m.subscribed_topic_regex,
             assignment=assignment(m.assigned), target_assignment=assignment(group.target.get(m.member_id, EMPTY)),
-            member_type=1 if version >= 1 else -1)
+            member_type=(0 if m.uses_classic else 1) if version >= 1 else -1)
             for m in group.members.values())
         return cls(error_code=E.NONE, group_id=group.group_id, group_state=group.state.value,
                    group_epoch=group.group_epoch, assignment_epoch=group.assignment_epoch,

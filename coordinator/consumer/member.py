@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import uuid
 from dataclasses import dataclass, field
 from enum import IntEnum
 from types import MappingProxyType
 from typing import Mapping
+
+from protocol.uuids import kafka_uuid
 
 #: topic id -> partitions; never changed in place once built
 Assignment = Mapping[uuid.UUID, frozenset[int]]
@@ -82,7 +83,7 @@ class ConsumerGroupMember:
 
 def new_member_id() -> str:
     """A member id as Kafka makes one (Uuid.randomUuid().toString(): 22 URL-safe base64 chars)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    return kafka_uuid(uuid.uuid4())
 
 
 def assignment_of(topic_partitions) -> dict[uuid.UUID, frozenset[int]]:

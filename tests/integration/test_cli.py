@@ -54,6 +54,68 @@ def test_log_dump_prints_one_line_per_record(data_dir):
     assert "offset=102," in lines[2] and lines[2].startswith("shard=37 offset=2 ")
 
 
+CONSUMER_GROUP_RECORDS = ("ConsumerGroupMetadata", "ConsumerGroupPartitionMetadata",
+                          "ConsumerGroupMemberMetadata", "ConsumerGroupTargetAssignmentMetadata",
+                          "ConsumerGroupTargetAssignmentMember", "ConsumerGroupCurrentMemberAssignment",
+                          "ConsumerGroupRegularExpression")
+
+
+def test_log_dump_prints_the_records_of_a_consumer_group(start_broker):
+    """A confluent-kafka member (group.protocol=consumer, a regex subscription) joins, consumes
+    and leaves, the group is deleted; `log dump` of the stopped broker's data dir shows every
+    consumer-group record type (3-8, 16) and its tombstone, one readable line each."""
+    import base64
+    import re
+    from broker.data.topics.store import read_metadata
+    from broker.testing.launcher import TEST_DEFAULTS
+    from tests.support.processes import import_client, wait_until
+    ck = import_client("confluent_kafka")
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    b = start_broker({**TEST_DEFAULTS, "groupbroker.offsets.fsync": "false"})
+    admin = AdminClient({"bootstrap.servers": b.bootstrap})
+    for future in admin.create_topics([NewTopic("dump-orders", 2, 1)], operation_timeout=10).values():
+        future.result(15)
+    consumer = ck.Consumer({"bootstrap.servers": b.bootstrap, "group.id": "dumped", "client.id": "dumper",
+                            "group.protocol": "consumer", "auto.offset.reset": "earliest"})
+    try:
+        consumer.subscribe(["^dump-.*"])
+
+        def assigned():
+            consumer.poll(0.1)
+            return len(consumer.assignment()) == 2
+        wait_until(assigned, 20, "the member's assignment")
+        member = consumer.memberid()
+    finally:
+        consumer.close()                                            # leaves: the member's tombstones
+    for future in admin.delete_consumer_groups(["dumped"], request_timeout=10).values():
+        future.result(15)                                           # the group's tombstones
+    del admin
+    assert b.stop() == 0
+
+    out = run("log", "dump", str(b.data_dir))
+    assert out.returncode == 0, out.stderr
+    lines = [line.split(" ", 3)[3] for line in out.stdout.splitlines() if "(group='dumped'" in line]
+    kinds = {line.split("(", 1)[0] for line in lines}
+    assert kinds == {*CONSUMER_GROUP_RECORDS, *(k + "Tombstone" for k in CONSUMER_GROUP_RECORDS)}, kinds
+    topic_id, _ = read_metadata(str(b.data_dir / "dump-orders-0"))
+    uuid = base64.urlsafe_b64encode(topic_id.bytes).rstrip(b"=").decode()      # as Kafka prints a Uuid
+    assert len(uuid) == 22
+    assert f"ConsumerGroupPartitionMetadata(group='dumped', topics=[dump-orders({uuid}):2 partitions])" in lines
+    assert f"ConsumerGroupTargetAssignmentMember(group='dumped', member='{member}', " \
+           f"topic_partitions=[dump-orders({uuid}):0,1])" in lines
+    assert any(re.fullmatch(rf"ConsumerGroupCurrentMemberAssignment\(group='dumped', member='{re.escape(member)}', "
+                            rf"member_epoch=\d+, previous_member_epoch=-?\d+, state=STABLE, "
+                            rf"assigned_partitions=\[dump-orders\({uuid}\):0,1\], "
+                            rf"partitions_pending_revocation=\[\]\)", line) for line in lines), lines
+    assert any(line.startswith(f"ConsumerGroupMemberMetadata(group='dumped', member='{member}', instance_id=None, ")
+               and "client_id='dumper'" in line and "subscribed_topic_regex='" in line for line in lines), lines
+    assert any(re.fullmatch(r"ConsumerGroupRegularExpression\(group='dumped', regular_expression='.*\^dump-\.\*.*', "
+                            r"topics=\['dump-orders'\], version=\d+, timestamp=\d+\)", line) for line in lines), lines
+    assert "ConsumerGroupMetadataTombstone(group='dumped')" in lines
+    assert f"ConsumerGroupCurrentMemberAssignmentTombstone(group='dumped', member='{member}')" in lines
+
+
 def test_log_verify_passes_a_sound_dir_and_names_a_flipped_byte(data_dir):
     assert run("log", "verify", str(data_dir)).returncode == 0
     segment = data_dir / "__consumer_offsets-37" / ("0" * 20 + ".log")

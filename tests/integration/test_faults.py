@@ -22,6 +22,8 @@ from protocol import REQUESTS
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from broker.client.trio_stream import TrioClient
+from tests.support.consumer_wire import Member, create_topic, describe, group_state, heartbeat as cg_heartbeat
+from tests.support.processes import import_client, wait_until
 from tests.support.wire import join_stable_member
 
 E = ErrorCode
@@ -179,6 +181,121 @@ async def test_recording_lists_what_was_asked_and_answered(broker):
     assert await broker.control.execute("recorded") == []
 
 
+# --- consumer groups (KIP-848): members driven with ConsumerGroupHeartbeat v1 -------------------
+
+async def test_consumer_group_force_rebalance_expire_member_and_fence_instance(broker):
+    client = await TrioClient.connect(broker.port)
+    await create_topic(client, "cg-orders", 2)
+    m = Member(client, "cg", "member-one", ["cg-orders"])
+    assert ((await m.join()).error_code, m.epoch) == (E.NONE, 1)
+
+    outcome = await broker.control.execute("force_rebalance", group="cg")
+    assert outcome == "group cg: group epoch bumped to 2; members reconcile on their next heartbeat"
+    answer = await m.beat()                   # the same partitions, at the new epoch
+    assert (answer.error_code, answer.member_epoch) == (E.NONE, 2)
+    assert await group_state(client, "cg") == ("consumer", "Stable")
+
+    assert await broker.control.execute("expire_member", group="cg", member=m.member_id) == \
+        f"member {m.member_id} of group cg expired"
+    assert (await m.beat()).error_code == E.UNKNOWN_MEMBER_ID
+    assert await group_state(client, "cg") == ("consumer", "Empty")
+    with pytest.raises(InterventionError, match="Empty"):
+        await broker.control.execute("force_rebalance", group="cg")
+
+    static = Member(client, "cg", "static-one", ["cg-orders"], instance="i-1")
+    assert (await static.join()).error_code == E.NONE
+    outcome = await broker.control.execute("fence_instance", group="cg", instance="i-1")
+    assert outcome.startswith(f"static member i-1 of group cg: {static.member_id} fenced, now ")
+    assert (await static.beat()).error_code == E.FENCED_INSTANCE_ID
+    successor = Member(client, "cg", outcome.rpartition(" now ")[2], ["cg-orders"], instance="i-1")
+    successor.epoch, successor.assigned = static.epoch, static.assigned
+    assert (await successor.beat()).error_code == E.NONE         # the new incarnation holds the instance
+    with pytest.raises(InterventionError, match="no static member"):
+        await broker.control.execute("fence_instance", group="cg", instance="i-2")
+
+
+async def test_a_fenced_consumer_group_member_gets_fenced_member_epoch_and_rejoins(broker):
+    client = await TrioClient.connect(broker.port)
+    await create_topic(client, "cg-fenced", 3)
+    m = Member(client, "fenced", "member-one", ["cg-fenced"])
+    await m.join()
+    outcome = await broker.control.execute("fence_member", group="fenced", member=m.member_id)
+    assert outcome == (f"member {m.member_id} of group fenced fenced at epoch 1; its next heartbeat "
+                       "gets FENCED_MEMBER_EPOCH")
+    assert (await m.beat()).error_code == E.FENCED_MEMBER_EPOCH
+    assert await group_state(client, "fenced") == ("consumer", "Empty")
+    m.epoch, m.assigned = 0, {}
+    rejoined = await m.join()                  # the same member id rejoins with epoch 0
+    assert (rejoined.error_code, rejoined.member_epoch) == (E.NONE, 3)
+    assert sorted(p for ps in m.assigned.values() for p in ps) == [0, 1, 2]
+
+    with pytest.raises(InterventionError, match="has no member 'nobody'"):
+        await broker.control.execute("fence_member", group="fenced", member="nobody")
+    await join_stable_member(client, "classic")
+    for op, args in (("fence_member", {"member": "x"}), ("hold_revocations", {}), ("release_revocations", {})):
+        with pytest.raises(InterventionError, match="'classic' is a classic group: this fault applies "
+                                                    "to consumer groups"):
+            await broker.control.execute(op, group="classic", **args)
+    with pytest.raises(InterventionError, match="'nowhere' is not a group"):
+        await broker.control.execute("hold_revocations", group="nowhere")
+
+
+async def test_held_revocations_keep_the_new_owner_waiting_until_released(broker):
+    client = await TrioClient.connect(broker.port)
+    await create_topic(client, "cg-held", 2)
+    first, second = (Member(client, "held", f"member-{n}", ["cg-held"]) for n in ("one", "two"))
+    await first.join()
+    assert sum(len(ps) for ps in first.assigned.values()) == 2
+    assert await broker.control.execute("hold_revocations", group="held") == "group held: revocations held"
+
+    await second.join()                       # epoch 2: one partition must move from first to second
+    answer = await first.beat()               # told to revoke one: it gives it up at once
+    assert (answer.member_epoch, sum(len(ps) for ps in first.assigned.values())) == (1, 1)
+    for _ in range(3):                        # but the coordinator does not take the revocation
+        assert (await first.beat()).member_epoch == 1
+        assert ((await second.beat()).member_epoch, second.assigned) == (2, {})
+    assert await group_state(client, "held") == ("consumer", "Reconciling")
+
+    assert await broker.control.execute("release_revocations", group="held") == \
+        "group held: revocations released"
+    assert (await first.beat()).member_epoch == 2
+    assert ((await second.beat()).member_epoch, sum(len(ps) for ps in second.assigned.values())) == (2, 1)
+    assert await group_state(client, "held") == ("consumer", "Stable")
+
+    await broker.control.execute("hold_revocations", group="held")      # clear releases it too
+    assert "revocations released: ['held']" in await broker.control.execute("clear")
+
+
+async def test_recording_keeps_the_member_epochs_of_consumer_group_heartbeats(broker):
+    client = await TrioClient.connect(broker.port, client_id="kip848")
+    await create_topic(client, "cg-rec", 1)
+    await broker.control.execute("record")
+    m = Member(client, "rec848", "member-one", ["cg-rec"])
+    await m.join()
+    await m.beat()
+    assert (await cg_heartbeat(client, "rec848", m.member_id, 7)).error_code == E.FENCED_MEMBER_EPOCH
+    await cg_heartbeat(client, "rec848", m.member_id, -1)                  # leaves
+    recorded = [r for r in await broker.control.execute("recorded", clear=True)
+                if r["api"] == "ConsumerGroupHeartbeat"]
+    assert [(r["member_epoch"], r["answered_member_epoch"], r["error"]) for r in recorded] == [
+        (0, 1, "NONE"), (1, 1, "NONE"), (7, 0, "FENCED_MEMBER_EPOCH"), (-1, -1, "NONE")]
+    assert {(r["group"], r["member"], r["generation"], r["version"], r["client_id"]) for r in recorded} == \
+        {("rec848", m.member_id, None, 1, "kip848")}
+
+
+async def test_consumer_group_apis_take_injected_errors(broker):
+    client = await TrioClient.connect(broker.port)
+    await create_topic(client, "cg-err", 1)
+    await broker.control.execute("fail", api="ConsumerGroupHeartbeat", error="COORDINATOR_NOT_AVAILABLE",
+                                 group="err848")
+    await broker.control.execute("fail", api="ConsumerGroupDescribe", error="NOT_COORDINATOR", group="err848")
+    assert (await describe(client, "err848")).error_code == E.NOT_COORDINATOR
+    assert (await describe(client, "err848")).error_code == E.GROUP_ID_NOT_FOUND     # the real answer
+    m = Member(client, "err848", "member-one", ["cg-err"])
+    assert (await m.join()).error_code == E.COORDINATOR_NOT_AVAILABLE
+    assert (await m.join()).error_code == E.NONE
+
+
 def test_the_admin_endpoint_and_the_cli_drive_a_broker_in_another_process(start_broker, tmp_path):
     b = start_broker({**TEST_DEFAULTS, "groupbroker.admin.port": 0})
     admin = re.search(r"admin endpoint listening on (\S+)", b.log_text()).group(1)
@@ -198,6 +315,62 @@ def test_the_admin_endpoint_and_the_cli_drive_a_broker_in_another_process(start_
     unreachable = subprocess.run([sys.executable, "-m", "broker", "faults", "--admin", "127.0.0.1:1",
                                   "--data-dir", str(b.data_dir), "rules"], capture_output=True, text=True, timeout=30)
     assert unreachable.returncode == 1 and "cannot reach" in unreachable.stderr
+
+
+def test_the_cli_fences_a_real_consumer_protocol_member_which_rejoins(start_broker):
+    """confluent-kafka with group.protocol=consumer against `groupbroker serve`: the consumer-group
+    faults from the shell (positional arguments), and the recorded member epochs."""
+    ck = import_client("confluent_kafka")
+    from confluent_kafka.admin import AdminClient, NewTopic
+    b = start_broker({**TEST_DEFAULTS, "groupbroker.admin.port": 0, "groupbroker.offsets.fsync": "false"})
+    admin = re.search(r"admin endpoint listening on (\S+)", b.log_text()).group(1)
+
+    def faults(*args):
+        done = subprocess.run([sys.executable, "-m", "broker", "faults", "--admin", admin,
+                               "--data-dir", str(b.data_dir), *args], capture_output=True, text=True, timeout=30)
+        return done.returncode, done.stdout.strip(), done.stderr.strip()
+
+    topics = AdminClient({"bootstrap.servers": b.bootstrap})      # kept alive until created
+    for future in topics.create_topics([NewTopic("shell-orders", 2, 1)], operation_timeout=10).values():
+        future.result(15)
+    consumer = ck.Consumer({"bootstrap.servers": b.bootstrap, "group.id": "shell", "group.protocol": "consumer",
+                            "client.id": "shell-consumer", "auto.offset.reset": "earliest"})
+    try:
+        consumer.subscribe(["shell-orders"])
+
+        def assigned():
+            consumer.poll(0.1)
+            return len(consumer.assignment()) == 2
+        wait_until(assigned, 20, "the consumer's assignment")
+        member = consumer.memberid()
+        assert faults("record") == (0, "recording on", "")
+
+        code, out, _ = faults("fence-member", "shell", member)
+        assert (code, out) == (0, f"member {member} of group shell fenced at epoch 1; its next heartbeat "
+                                  "gets FENCED_MEMBER_EPOCH")
+
+        def rejoined():
+            consumer.poll(0.1)
+            recorded = json.loads(faults("recorded")[1])
+            return [(r["member_epoch"], r["answered_member_epoch"], r["error"]) for r in recorded
+                    if r["api"] == "ConsumerGroupHeartbeat" and r["member"] == member]
+        epochs = wait_until(lambda: (e := rejoined()) and e[-1][1] >= 3 and e, 20, "the member rejoining")
+        fenced = epochs.index((1, 0, "FENCED_MEMBER_EPOCH"))
+        assert epochs[fenced + 1] == (0, 3, "NONE")        # it rejoined with epoch 0, got epoch 3
+        wait_until(assigned, 20, "the assignment back")
+
+        assert faults("force-rebalance", "group=shell")[:2] == (
+            0, "group shell: group epoch bumped to 4; members reconcile on their next heartbeat")
+        assert faults("hold-revocations", "shell")[:2] == (0, "group shell: revocations held")
+        assert faults("release-revocations", "shell")[:2] == (0, "group shell: revocations released")
+        code, _, err = faults("fence-member", "shell", "nobody")
+        assert code == 1 and "group 'shell' has no member 'nobody'" in err
+        code, _, err = faults("fence-member", "shell")
+        assert code == 1 and "missing a required argument: 'member'" in err and "fence-member GROUP MEMBER" in err
+        code, _, err = faults("hold-revocations", "group=shell", "extra")
+        assert code == 1 and "a plain value after key=value arguments" in err
+    finally:
+        consumer.close()
 
 
 def test_the_admin_endpoint_refuses_requests_without_its_token(start_broker, tmp_path):

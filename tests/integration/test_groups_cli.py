@@ -21,6 +21,8 @@ from protocol.header import decode_request_header, encode_response
 from protocol.messages import DATA, RESPONSES
 from protocol.payloads import encode_payload
 from broker.client.trio_stream import TrioClient
+from tests.support.consumer_wire import Member as ConsumerMember, create_topic
+from tests.support.wire import join_stable_member
 
 GROUP, TOPIC, CLIENT = "billing", "orders", "cli-test"
 
@@ -211,6 +213,101 @@ async def test_reset_offsets_refused_while_stable_then_applied(broker, stable_gr
     earliest = await cli(broker, "reset-offsets", GROUP, "--topic", TOPIC, "--to-earliest", "--execute")
     assert out(earliest)[1:] == [row([GROUP, TOPIC, 0, 0], w), row([GROUP, TOPIC, 1, 0], w)]
     assert out(await cli(broker, "describe", GROUP))[1:] == offsets_lines("-", (0, 0))[1:]
+
+
+# ============================================================================ consumer groups (KIP-848)
+# Members driven with ConsumerGroupHeartbeat v1 (member ids of our choosing); the CLI describes
+# them with ConsumerGroupDescribe and lists them with ListGroups v5, in Kafka 4.x's columns.
+
+CG, EVENTS = "kip848", "events"
+
+
+def parts(assignment: dict) -> list[int]:
+    return sorted(p for ps in assignment.values() for p in ps)
+
+
+def java_lines(widths: list[int], rows: list[list]) -> list[str]:
+    """Kafka's table: a blank line, then every row with every column padded (%-Ns)."""
+    return ["", *(" ".join(str(c).ljust(w) for c, w in zip(r, widths)) for r in rows)]
+
+
+async def test_list_by_type_and_describe_a_consumer_group_while_it_reconciles(broker):
+    client = await TrioClient.connect(broker.port, client_id="cg-cli")
+    await create_topic(client, EVENTS, 3)
+    await join_stable_member(client, "legacy-app", session_timeout_ms=60_000)     # a classic group
+    first = ConsumerMember(client, CG, "member-one", [EVENTS])
+    second = ConsumerMember(client, CG, "member-two", [EVENTS], instance="worker-2")
+    await first.join()
+    assert (first.epoch, parts(first.assigned)) == (1, [0, 1, 2])
+
+    listed = await cli(broker, "--list")
+    assert out(listed) == [CG, "legacy-app"]
+    typed = await cli(broker, "--list", "--type")
+    assert out(typed) == [f"{'GROUP':<25} {'TYPE':<20}", f"{CG:<25} {'Consumer':<20}",
+                          f"{'legacy-app':<25} {'Classic':<20}"]
+    assert out(await cli(broker, "--list", "--type", "consumer")) == out(typed)[:2]
+    assert out(await cli(broker, "--list", "--type", "classic", "--state")) == [
+        f"{'GROUP':<25} {'TYPE':<20} {'STATE':<20}", f"{'legacy-app':<25} {'Classic':<20} {'Stable':<20}"]
+    legacy = await cli(broker, "list", "--type", "consumer", "--state")
+    assert out(legacy) == [row(["GROUP", "TYPE", "STATE"], [15, 20, 0]), row([CG, "Consumer", "Stable"], [15, 20, 0])]
+    assert out(await cli(broker, "list", "--type")) == [
+        row(["GROUP", "TYPE"], [15, 0]), row([CG, "Consumer"], [15, 0]), row(["legacy-app", "Classic"], [15, 0])]
+
+    # the second member joins while the first is held from revoking: the group reconciles
+    await broker.control.execute("hold_revocations", group=CG)
+    await second.join()
+    await first.beat()                                              # gives one partition up...
+    await first.beat()                                              # ...which the hold keeps revoking
+    await second.beat()
+    kept, moved = parts(first.assigned), sorted({0, 1, 2} - set(parts(first.assigned)))
+    assert (bool(kept and moved), first.epoch, second.epoch, second.assigned) == (True, 1, 2, {})
+    members = await cli(broker, "--describe", "--group", CG, "--members", "--verbose")
+    assert err(members) == f"Consumer group '{CG}' is rebalancing.".join(["Warning: ", ""])
+    current, target = (f"{EVENTS}:{','.join(map(str, ps))}" for ps in (kept, moved))
+    w = [15, 15, 17, 15, 15, 15, 15, 20, 15, 20]
+    assert out(members) == java_lines(w, [
+        ["GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "CURRENT-EPOCH",
+         "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT"],
+        [CG, "member-one", "", "/127.0.0.1", "cg-cli", len(kept), 1, current, 2, current],
+        [CG, "member-two", "worker-2", "/127.0.0.1", "cg-cli", 0, 2, "-", 2, target]])
+    state = await cli(broker, "--describe", "--group", CG, "--state", "--verbose")
+    coordinator = f"127.0.0.1:{broker.port}  ({broker.config.node_id})"
+    w = [15, max(25, len(coordinator)), 20, 20, 15, 25, 0]
+    assert out(state) == java_lines(w, [
+        ["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "GROUP-EPOCH", "TARGET-ASSIGNMENT-EPOCH",
+         "#MEMBERS"], [CG, coordinator, "uniform", "Reconciling", 2, 2, 2]])
+    refused = await cli(broker, "--reset-offsets", "--group", CG, "--all-topics", "--to-earliest", "--execute")
+    assert out(refused)[:2] == ["", f"Error: Assignments can only be reset if the group '{CG}' is inactive, "
+                                    "but the current state is Reconciling."]
+
+    # released: the partition moves, the group is Stable at epoch 2
+    await broker.control.execute("release_revocations", group=CG)
+    await first.beat()
+    await second.beat()
+    assert (first.epoch, parts(second.assigned)) == (2, moved)
+    state = await cli(broker, "describe", CG, "--state", "--verbose")          # the older layout
+    w = [15, max(25, len(coordinator)), 25, 20, 15, 25, 0]
+    assert (err(state), out(state)) == ("", [
+        row(["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "GROUP-EPOCH",
+             "TARGET-ASSIGNMENT-EPOCH", "#MEMBERS"], w), row([CG, coordinator, "uniform", "Stable", 2, 2, 2], w)])
+    members = await cli(broker, "--describe", "--group", CG, "--members")
+    w = [15, 15, 17, 15, 15, 15]
+    assert (err(members), members.stdout.decode()) == ("", "".join(f"\n{' '.join(str(c).ljust(x) for c, x in zip(r, w))} "
+                                                               for r in [
+        ["GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS"],
+        [CG, "member-one", "", "/127.0.0.1", "cg-cli", len(kept)],
+        [CG, "member-two", "worker-2", "/127.0.0.1", "cg-cli", len(moved)]]) + "\n")
+    offsets = await cli(broker, "--describe", "--group", CG)
+    w = [15, 15, 10, 15, 15, 15, 15, 15, 0]
+    assert out(offsets) == java_lines(w, [
+        ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",
+         "CLIENT-ID"],
+        *([CG, EVENTS, p, "-", 0, "-", member, "/127.0.0.1", "cg-cli"]      # the larger assignment first
+          for member, ps in sorted([("member-one", kept), ("member-two", moved)], key=lambda m: -len(m[1]))
+          for p in ps)])
+    verbose = await cli(broker, "describe", CG, "--members", "--verbose")      # the older layout
+    assert out(verbose)[1].split() == [CG, "member-one", "/127.0.0.1", "cg-cli", str(len(kept)), "2", current,
+                                       "2", current]
 
 
 def fake_old_broker(listener, seen: list[int]) -> None:

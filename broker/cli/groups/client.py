@@ -147,21 +147,66 @@ class Member:
     host: str
     partitions: list[tuple[str, int]]
     group_instance_id: str | None = None
+    #: consumer groups only (ConsumerGroupDescribe): the member epoch, the target assignment,
+    #: and whether it speaks the consumer protocol (False: a classic member; None: unknown)
+    member_epoch: int | None = None
+    target: list[tuple[str, int]] | None = None
+    upgraded: bool | None = None
 
 
 @dataclass
 class Group:
-    """A DescribeGroups answer; ``not_found`` holds the broker's message for GROUP_ID_NOT_FOUND
-    (DescribeGroups v6+ answers so for a group it does not know; older versions say Dead)."""
+    """A DescribeGroups or ConsumerGroupDescribe answer; ``not_found`` holds the broker's
+    message for GROUP_ID_NOT_FOUND (DescribeGroups v6+ answers so for a group it does not know;
+    older versions say Dead). ``protocol`` is a classic group's assignment strategy or a
+    consumer group's server assignor; the epochs are a consumer group's."""
 
     group_id: str
     state: str
     protocol: str
     members: list[Member]
     not_found: str | None = None
+    type: str = "classic"
+    group_epoch: int | None = None
+    assignment_epoch: int | None = None
 
 
 def describe_group(coordinator: Connection, group: str) -> Group:
+    """The group as Kafka's Admin.describeConsumerGroups sees it: ConsumerGroupDescribe first
+    where the coordinator serves it, DescribeGroups for a group it says is not a consumer group
+    (GROUP_ID_NOT_FOUND) or when it does not serve it."""
+    if ApiKey.CONSUMER_GROUP_DESCRIBE in coordinator.versions:
+        described = describe_consumer_group(coordinator, group)
+        if described is not None:
+            return described
+    return describe_classic_group(coordinator, group)
+
+
+def describe_consumer_group(coordinator: Connection, group: str) -> Group | None:
+    """ConsumerGroupDescribe (KIP-848); None when the broker says the group is not a consumer
+    group (or does not know it), as Kafka's admin client then asks DescribeGroups."""
+    cls = REQUESTS[ApiKey.CONSUMER_GROUP_DESCRIBE].cls
+    answer = coordinator.call(ApiKey.CONSUMER_GROUP_DESCRIBE,
+                              lambda v: cls(group_ids=(group,), include_authorized_operations=False))
+    described = answer.groups[0]
+    if described.error_code in (ErrorCode.GROUP_ID_NOT_FOUND, ErrorCode.UNSUPPORTED_VERSION):
+        return None
+    _check(described.error_code, f"ConsumerGroupDescribe for group '{group}'")
+    members = [Member(m.member_id, m.client_id, m.client_host, _partitions(m.assignment),
+                      m.instance_id, member_epoch=m.member_epoch,
+                      target=_partitions(m.target_assignment),
+                      upgraded=None if m.member_type == -1 else m.member_type == 1)
+               for m in described.members]
+    return Group(group, described.group_state, described.assignor_name, members, type="consumer",
+                 group_epoch=described.group_epoch, assignment_epoch=described.assignment_epoch)
+
+
+def _partitions(assignment) -> list[tuple[str, int]]:
+    return sorted((tp.topic_name, p) for tp in assignment.topic_partitions for p in tp.partitions)
+
+
+def describe_classic_group(coordinator: Connection, group: str) -> Group:
+    """DescribeGroups: a classic group (or a Dead / not-found answer)."""
     cls = REQUESTS[ApiKey.DESCRIBE_GROUPS].cls
     answer = coordinator.call(ApiKey.DESCRIBE_GROUPS, lambda v: cls(groups=(group,)))
     described = answer.groups[0]

@@ -135,10 +135,12 @@ def _describe_state(group: Group, label: str, opts: Options, out: Output) -> int
     header = ["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE"]
     row = [group.group_id, label, group.protocol or "-", group.state]
     widths = [widest(15, [group.group_id]), widest(25, [label]), 20, 20]
-    if opts.verbose:                        # classic groups have no epochs
-        header, row, widths = header + ["GROUP-EPOCH", "TARGET-ASSIGNMENT-EPOCH"], row + ["-", "-"], widths + [15, 25]
+    if opts.verbose:                        # a consumer group's epochs; a classic group has none
+        header += ["GROUP-EPOCH", "TARGET-ASSIGNMENT-EPOCH"]
+        row += [dash(group.group_epoch), dash(group.assignment_epoch)]
+        widths += [15, 25]
     out.table(header + ["#MEMBERS"], [row + [len(group.members)]], widths + [0],
-              legacy_widths=[15, 25, 25, 20, 0])
+              legacy_widths=[15, 25, 25, 20] + ([15, 25] if opts.verbose else []) + [0])
     return 0
 
 
@@ -166,8 +168,14 @@ def _describe_members(group: Group, opts: Options, out: Output) -> int:
     if opts.verbose:                        # a classic group's members have no epochs or targets
         current = [_assignment(m.partitions) for m in members]
         header += ["CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT"]
-        rows = [r + ["-", a, "-", "-"] for r, a in zip(rows, current)]
+        rows = [r + [dash(m.member_epoch), a, dash(group.assignment_epoch), _assignment(m.target or [])]
+                for r, m, a in zip(rows, members, current)]
         widths += [15, widest(20, current), 15, 20]
+        if any(m.upgraded is False for m in members):     # a consumer group with classic members
+            header.append("UPGRADED")
+            rows = [r + [dash(None if m.upgraded is None else str(m.upgraded).lower())]
+                    for r, m in zip(rows, members)]
+            widths.append(0)
     else:
         header, rows, widths = header + [""], [r + [""] for r in rows], widths + [0]
     if rows or not out.legacy:

@@ -47,7 +47,8 @@ committed offsets, over the Kafka protocol (kafka-consumer-groups.sh's options).
 Actions (exactly one):
   --list                 the consumer groups (--state [S,..] / --type [T,..] add columns, filter)
   --describe             offsets and lag (--offsets, the default), --members or --state of
-                         --group G (repeatable) or --all-groups; --verbose adds columns
+                         --group G (repeatable) or --all-groups; --verbose adds columns (a
+                         consumer group's epochs and target assignments)
   --delete               delete --group G (repeatable) or --all-groups (inactive groups only)
   --reset-offsets        reset the committed offsets of inactive groups: scope --topic T[:P,..]
                          (repeatable) or --all-topics; one of --to-earliest, --to-latest,
@@ -61,8 +62,8 @@ Other options:
   --command-config FILE    accepted for compatibility (a properties file; not applied)
   --help, --version
 
-The older form still works: groupbroker groups [--bootstrap-server H:P] list [--state [S]] |
-describe G [--members|--state] | delete G | reset-offsets G --topic T
+The older form still works: groupbroker groups [--bootstrap-server H:P] list [--state [S]] [--type [T]] |
+describe G [--members|--state] [--verbose] | delete G | reset-offsets G --topic T
 (--to-earliest|--to-latest|--to-offset N) [--execute|--dry-run]
 """
 
@@ -271,11 +272,16 @@ def _legacy_parser() -> argparse.ArgumentParser:
     lst = sub.add_parser("list", help="list the groups")
     lst.add_argument("--state", nargs="?", const="", metavar="S",
                      help="show the STATE column; with S (comma-separated), only groups in those states")
+    lst.add_argument("--type", nargs="?", const="", metavar="T",
+                     help="show the TYPE column; with T (consumer, classic; comma-separated), only "
+                          "groups of those types")
     desc = sub.add_parser("describe", help="offsets, members or state of a group")
     desc.add_argument("group")
     view = desc.add_mutually_exclusive_group()
     view.add_argument("--members", action="store_true", help="one line per member")
     view.add_argument("--state", dest="state_view", action="store_true", help="the group's state")
+    desc.add_argument("--verbose", action="store_true",
+                      help="more columns (a consumer group's epochs and target assignments)")
     delete = sub.add_parser("delete", help="delete an empty group and its offsets")
     delete.add_argument("group")
     reset = sub.add_parser("reset-offsets", help="reset the committed offsets of an inactive group")
@@ -297,11 +303,12 @@ def parse_legacy(argv: list[str]) -> Options:
     args = _legacy_parser().parse_args(argv)
     opts = Options(action=args.command, bootstrap_server=args.bootstrap_server, legacy=True)
     if args.command == "list":
-        opts.state = args.state
+        opts.state, opts.type = args.state, args.type
         return opts
     opts.groups = [args.group]
     if args.command == "describe":
         opts.view = "members" if args.members else "state" if args.state_view else "offsets"
+        opts.verbose = args.verbose
     elif args.command == "reset-offsets":
         opts.topics = [args.topic]
         opts.execute, opts.dry_run = args.execute, args.dry_run

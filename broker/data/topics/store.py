@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from coordinator.metadata import EMPTY_IMAGE, MetadataImage, TopicImage
+from protocol.uuids import kafka_uuid
 
 from .errors import (InvalidPartitions, InvalidTopic, StorageError, TopicAlreadyExists,
                      UnknownTopicId, UnknownTopicOrPartition)
@@ -506,9 +507,9 @@ def _write_metadata(directory: str, topic_id: uuid.UUID, count: int, *, durable:
                     make_dir: bool = True) -> None:
     if make_dir:
         os.makedirs(directory, exist_ok=True)
-    encoded = base64.urlsafe_b64encode(topic_id.bytes).rstrip(b"=").decode("ascii")
     atomic_write(os.path.join(directory, METADATA_FILE),
-                 f"version: 0\ntopic_id: {encoded}\npartition_count: {count}\n", durable=durable)
+                 f"version: 0\ntopic_id: {kafka_uuid(topic_id)}\npartition_count: {count}\n",
+                 durable=durable)
 
 
 def read_metadata(directory: str) -> tuple[uuid.UUID, int]:
