@@ -31,6 +31,7 @@ class Event(enum.StrEnum):
     GROUP_EPOCH_BUMPED = "group_epoch_bumped"  # a subscription, member or topic change: ``epoch``
     TARGET_ASSIGNMENT = "target_assignment"    # the assignor ran for ``epoch``
     MEMBER_RECONCILED = "member_reconciled"    # a member's epoch or assignment state moved
+    GROUP_CONVERTED = "group_converted"        # a live group changed protocol: ``to`` classic/consumer
     TOPIC_DELETED = "topic_deleted"            # a topic deleted (written by the broker)
     ERROR = "error"                            # a group-API error answered (written by the broker)
     LOG_END_OFFSET = "log_end_offset"          # a periodic sample of a partition's end (broker)

@@ -58,8 +58,8 @@ def force_rebalance(shard, out: CoordinatorResult, now: int, group_id: str) -> s
         if consumer.is_empty():
             raise InterventionError(f"group {group_id!r} is Empty: no members to rebalance")
         epoch = consumer.group_epoch + 1
-        shard.consumer.apply(out, [rec.group_epoch(group_id, epoch)])
         out.note(now, Event.GROUP_EPOCH_BUMPED, consumer, None, epoch=epoch, cause=Cause.FORCED)
+        shard.consumer.apply(out, [rec.group_epoch(group_id, epoch)])
         return f"group {group_id}: group epoch bumped to {epoch}; members reconcile on their next heartbeat"
     groups = shard.classic
     group = _group(groups, group_id)
@@ -120,7 +120,7 @@ def _fence_consumer_instance(shard, out: CoordinatorResult, now: int, group_id: 
     shard.consumer.apply(out, records)
     shard.consumer.schedule_session(group_id, new.member_id, now)
     out.note(now, Event.MEMBER_FENCED, group, old.member_id, instance_id=instance_id,
-             new_member=new.member_id)
+             replaced_by=new.member_id)
     return f"static member {instance_id} of group {group_id}: {old.member_id} fenced, now {new.member_id}"
 
 

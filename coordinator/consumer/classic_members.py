@@ -34,6 +34,7 @@ from coordinator.consumer.member import (ClassicMetadata, ConsumerGroupMember, M
                                          new_member_id)
 from coordinator.consumer.replay import replay_into
 from coordinator.errors import GroupError
+from coordinator.events import Event
 from coordinator.result import CoordinatorResult
 
 log = logging.getLogger("groupbroker.coordinator")
@@ -286,7 +287,8 @@ def upgrade_allowed(mgr, classic: ClassicGroup) -> bool:
     return True
 
 
-def to_consumer(mgr, out: CoordinatorResult, classic: ClassicGroup, records: list) -> ConsumerGroup:
+def to_consumer(mgr, out: CoordinatorResult, now: int, classic: ClassicGroup,
+                records: list) -> ConsumerGroup:
     """Kafka's convertToConsumerGroup: the classic group's parked requests are answered
     REBALANCE_IN_PROGRESS, its tombstone and the consumer group's records are added to
     ``records``; returns the consumer group as those records make it (not yet registered)."""
@@ -342,6 +344,7 @@ def to_consumer(mgr, out: CoordinatorResult, classic: ClassicGroup, records: lis
     records += converted
     log.info("group %s: the classic group (generation %d, %d members) becomes a consumer group",
              safe(gid), generation, len(members))
+    out.note(now, Event.GROUP_CONVERTED, group, None, to="consumer", members=[m.member_id for m in members])
     return group
 
 

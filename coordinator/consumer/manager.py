@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import logging
 
-import re2
-
 from offsets_log.errors import RecordError
 from offsets_log.records import ConsumerGroupRecord, GroupMetadataTombstone, Record, encode_record
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.logtext import safe
+from protocol.uuids import kafka_uuid
 
 from coordinator import responses as r
 from coordinator.actions import RequestContext
@@ -33,6 +32,7 @@ from coordinator.consumer.member import (EMPTY, LEAVE_GROUP_MEMBER_EPOCH,
                                          LEAVE_GROUP_STATIC_MEMBER_EPOCH, ConsumerGroupMember,
                                          MemberState, new_member_id)
 from coordinator.consumer.reconciliation import reconcile
+from coordinator.consumer.regex import compile_subscription, matching
 from coordinator.consumer.replay import replay_into
 from coordinator.consumer.target import build_target
 from coordinator.errors import GroupError
@@ -53,6 +53,15 @@ CLIENT_MEMBER_ID_VERSION = 1
 NEVER = 2**63
 
 
+#: what Java's String.trim() removes: every character up to the space
+_JAVA_WHITESPACE = "".join(map(chr, range(0x21)))
+
+
+def _blank(value: str | None) -> bool:
+    """Kafka's throwIfEmptyString test: set and empty once trimmed as Java trims."""
+    return value is not None and not value.strip(_JAVA_WHITESPACE)
+
+
 def validate_heartbeat(req, version: int, assignors: tuple[str, ...]) -> None:
     """Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid, in its order."""
     def invalid(message: str):
@@ -60,13 +69,13 @@ def validate_heartbeat(req, version: int, assignors: tuple[str, ...]) -> None:
 
     epoch = req.member_epoch
     if (version >= CLIENT_MEMBER_ID_VERSION or epoch > 0 or epoch == LEAVE_GROUP_MEMBER_EPOCH) \
-            and not req.member_id.strip():
+            and _blank(req.member_id):
         raise invalid("MemberId can't be empty.")
-    if not req.group_id.strip():
+    if _blank(req.group_id):
         raise invalid("GroupId can't be empty.")
-    if req.instance_id is not None and not req.instance_id.strip():
+    if _blank(req.instance_id):
         raise invalid("InstanceId can't be empty.")
-    if req.rack_id is not None and not req.rack_id.strip():
+    if _blank(req.rack_id):
         raise invalid("RackId can't be empty.")
     if epoch == 0:
         if req.rebalance_timeout_ms == -1:
@@ -84,16 +93,6 @@ def validate_heartbeat(req, version: int, assignors: tuple[str, ...]) -> None:
     if req.server_assignor is not None and req.server_assignor not in assignors:
         raise GroupError(E.UNSUPPORTED_ASSIGNOR, f"ServerAssignor {req.server_assignor} is not "
                          f"supported. Supported assignors: {', '.join(assignors)}.")
-
-
-def _compile(regex: str):
-    """An RE2 pattern (Kafka uses RE2/J), or INVALID_REGULAR_EXPRESSION."""
-    try:
-        return re2.compile(regex)
-    except re2.error as e:
-        raise GroupError(E.INVALID_REGULAR_EXPRESSION,
-                         f"SubscribedTopicRegex `{regex}` is not a valid regular expression: {e}.") \
-            from None
 
 
 def _is_subset(owned, assigned) -> bool:
@@ -165,8 +164,8 @@ class ConsumerGroupManager:
             old = group.resolved.get(regex)
             if old is not None and old.version == self.image.version:
                 continue
-            pattern = _compile(regex)
-            topics = frozenset(n for n in self.image.topics if pattern.fullmatch(n))
+            pattern = compile_subscription(regex)
+            topics = matching(pattern, self.image.topics)
             resolved[regex] = ResolvedRegex(topics, self.image.version, now)
             records.append(rec.regex(group.group_id, regex, resolved[regex]))
             changed = changed or old is None or old.topics != topics
@@ -193,7 +192,8 @@ class ConsumerGroupManager:
         group = self.classic.groups.get(group_id)
         return None if group is None or group.is_in(ClassicState.DEAD) else group
 
-    def _group(self, out: CoordinatorResult, group_id: str, create: bool, records: list) -> ConsumerGroup:
+    def _group(self, out: CoordinatorResult, now: int, group_id: str, create: bool,
+               records: list) -> ConsumerGroup:
         """Kafka's getOrMaybeCreateConsumerGroup: a new group, or an empty classic group
         replaced, or a live classic group converted (records added, nothing applied yet)."""
         group = self.groups.get(group_id)
@@ -210,13 +210,13 @@ class ConsumerGroupManager:
             log.info("group %s: the empty classic group is replaced by a consumer group", safe(group_id))
             return ConsumerGroup(group_id)
         if create and classic_members.upgrade_allowed(self, classic):
-            return classic_members.to_consumer(self, out, classic, records)
-        raise GroupError(E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+            return classic_members.to_consumer(self, out, now, classic, records)
+        raise GroupError(E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group")
 
     def _heartbeat(self, out: CoordinatorResult, now: int, ctx: RequestContext, req):
         records: list = []
         joining = req.member_epoch == 0
-        group = self._group(out, req.group_id, joining, records)
+        group = self._group(out, now, req.group_id, joining, records)
         self.check_group_size(group, req.member_id)
         member_id = req.member_id or new_member_id()
         owned = req.topic_partitions
@@ -241,7 +241,7 @@ class ConsumerGroupManager:
                                         req.member_epoch, owned, records)
 
         if req.subscribed_topic_regex:
-            _compile(req.subscribed_topic_regex)           # INVALID_REGULAR_EXPRESSION early
+            compile_subscription(req.subscribed_topic_regex)           # INVALID_REGULAR_EXPRESSION early
         updated = member.replace(
             instance_id=req.instance_id if req.instance_id is not None else member.instance_id,
             rack_id=req.rack_id if req.rack_id is not None else member.rack_id,
@@ -284,15 +284,20 @@ class ConsumerGroupManager:
         member one step towards its target. Adds the records; returns the reconciled member."""
         member_id = updated.member_id
         if out.journal and member_id not in group.members:
+            replaced = group.static_members.get(updated.instance_id) \
+                if updated.instance_id is not None else None
+            if replaced is not None and replaced != member_id:
+                out.note(now, Event.MEMBER_FENCED, group, replaced, instance_id=updated.instance_id,
+                         replaced_by=member_id)
             out.note(now, Event.MEMBER_JOINED, group, member_id, instance_id=updated.instance_id,
                      client_id=updated.client_id, client_host=updated.client_host,
-                     protocol="classic" if updated.uses_classic else "consumer")
+                     protocol="classic" if updated.uses_classic else "consumer", replaces=replaced)
         cause = Cause.NEW_MEMBER if member_id not in group.members else Cause.METADATA_CHANGE
-        bump = False
+        bump = group.group_epoch == 0       # a new group starts at epoch 1 (Kafka 4.0)
         if updated != member:
             records.append(rec.member_subscription(group.group_id, updated))
-            bump = (updated.subscribed_topic_names != member.subscribed_topic_names
-                    or updated.subscribed_topic_regex != member.subscribed_topic_regex)
+            bump = bump or (updated.subscribed_topic_names != member.subscribed_topic_names
+                            or updated.subscribed_topic_regex != member.subscribed_topic_regex)
         regexes = {m.subscribed_topic_regex for m in group.members.values()
                    if m.subscribed_topic_regex and m.member_id != member.member_id}
         if updated.subscribed_topic_regex:
@@ -409,15 +414,21 @@ class ConsumerGroupManager:
         records += target_records
         log.info("group %s: new target assignment for epoch %d with the %s assignor",
                  safe(group.group_id), epoch, name)
-        out.note(now, Event.TARGET_ASSIGNMENT, group, updated.member_id, epoch=epoch,
-                 assignor=name, members=len(assignment))
+        if out.journal:
+            topics = self.image.by_id
+            out.note(now, Event.TARGET_ASSIGNMENT, group, updated.member_id, epoch=epoch,
+                     assignor=name, members=sorted(assignment), assignment={
+                         m: {topics[t].name if t in topics else kafka_uuid(t): sorted(ps)
+                             for t, ps in parts.items()}
+                         for m, parts in sorted(assignment.items())})
         return assignment.get(updated.member_id, EMPTY)
 
     def _leave(self, out: CoordinatorResult, now: int, req):
         """Kafka's consumerGroupLeave."""
         group = self.groups.get(req.group_id)
-        if group is None:
-            raise GroupError(E.GROUP_ID_NOT_FOUND, f"Consumer group {req.group_id} not found.")
+        if group is None:                   # Kafka's consumerGroup(groupId)
+            raise GroupError(E.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a consumer group"
+                             if self._classic_group(req.group_id) else f"Group {req.group_id} not found.")
         if req.instance_id is None:
             member = group.members.get(req.member_id)
             if member is None:
@@ -438,6 +449,8 @@ class ConsumerGroupManager:
                 leaving = member.replace(member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
                                          pending_revocation={})
                 self.apply(out, [rec.current_assignment(group.group_id, leaving)])
+                out.note(now, Event.MEMBER_LEFT, group, member.member_id, instance_id=req.instance_id,
+                         temporary=True)
                 return HeartbeatResponse(error_code=E.NONE, member_id=member.member_id,
                                          member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH)
         self.fence(out, now, group, member)
@@ -449,6 +462,10 @@ class ConsumerGroupManager:
         """Kafka's consumerGroupFenceMember: the member's records go, the group epoch grows;
         if only classic members remain, the group may become a classic group again."""
         if classic_members.downgrade_allowed(self, group, member.member_id, leaving=True):
+            if why:
+                out.note(now, Event.MEMBER_EXPIRED, group, member.member_id, reason=why)
+            else:
+                out.note(now, Event.MEMBER_LEFT, group, member.member_id)
             self.cancel_timers(group.group_id, member.member_id)
             self.to_classic(out, now, group, leaving=member.member_id, rebalance=True)
             return
@@ -520,6 +537,8 @@ class ConsumerGroupManager:
         self.classic.groups[group.group_id] = classic
         log.info("group %s: the consumer group becomes a classic group (generation %d, %d members)",
                  safe(group.group_id), classic.generation, len(classic.members))
+        out.note(now, Event.GROUP_CONVERTED, classic, None, to="classic",
+                 members=list(classic.members))
         for member in classic.members.values():
             self.classic.schedule_session(classic, member, now)
         if rebalance:
