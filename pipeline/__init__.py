@@ -2,5 +2,6 @@
 
 ``pipeline.job`` is the entry point (``groupbroker report`` and ``spark-submit``);
 ``sources`` reads the data dirs, ``tables`` derives the Parquet tables, ``lag_rules`` holds the
-Burrow-style lag evaluation as plain Python, ``report`` draws report.html.
+Burrow-style lag evaluation and ``reconciliation`` the reading of consumer groups' epochs, both
+as plain Python; ``report`` draws report.html.
 """

@@ -4,11 +4,11 @@ runs the same code on a cluster.
     python pipeline/job.py --data-dir D [--data-dir D2 ...] --out OUT [--since T] [--master M]
     spark-submit --master spark://host:7077 pipeline/job.py --data-dir D ... --out OUT
 
-It writes OUT/<table>/ (Parquet) for committed_offsets, rebalances, member_errors and
-lag_status, and OUT/report.html. Local mode (the default without spark-submit) binds Spark to
-127.0.0.1. On a cluster the data dirs and OUT must be paths every executor can read (a shared
-file system), construct and crc32c must be installed on the workers, and the job ships this
-project's packages to them itself.
+It writes OUT/<table>/ (Parquet) for committed_offsets, rebalances, member_errors, lag_status,
+consumer_epochs and member_reconciliations, and OUT/report.html. Local mode (the default
+without spark-submit) binds Spark to 127.0.0.1. On a cluster the data dirs and OUT must be
+paths every executor can read (a shared file system), construct and crc32c must be installed
+on the workers, and the job ships this project's packages to them itself.
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ from pipeline.options import add_arguments  # noqa: E402
 
 log = logging.getLogger("groupbroker.pipeline")
 
-TABLES = ("committed_offsets", "rebalances", "member_errors", "lag_status")
+TABLES = ("committed_offsets", "rebalances", "member_errors", "lag_status", "consumer_epochs",
+          "member_reconciliations")
 PACKAGES = ("pipeline", "offsets_log", "protocol", "coordinator")
 LOCAL_SHUFFLE_PARTITIONS = 8     # Spark's 200 only cost task overhead on one machine
 
@@ -80,12 +81,15 @@ def build_tables(spark: SparkSession, data_dirs: list[str], since_ms: int | None
     """(the tables by name, the journal events they came from: cached, unpersist when done)."""
     events = sources.journal_events(spark, data_dirs, since_ms)
     ends = tables.log_ends(events)
+    epochs = tables.consumer_group_epochs(events)
     built = {
         "committed_offsets": tables.committed_offsets(sources.offsets_records(spark, data_dirs),
                                                       ends, since_ms),
         "rebalances": tables.rebalances(events),
         "member_errors": tables.member_errors(events),
         "lag_status": tables.lag_status(events, ends, window),
+        "consumer_epochs": tables.consumer_epochs(epochs),
+        "member_reconciliations": tables.member_reconciliations(epochs),
     }
     return built, events
 

@@ -78,11 +78,18 @@ JOURNAL_SCHEMA = T.StructType([
     T.StructField("partition", T.IntegerType()),
     T.StructField("offset", T.LongType()),
     T.StructField("log_start", T.LongType()),
+    # KIP-848 consumer groups: group_epoch_bumped, target_assignment, member_reconciled
+    T.StructField("epoch", T.IntegerType()),
+    T.StructField("assignor", T.StringType()),
+    T.StructField("previous_epoch", T.IntegerType()),
+    T.StructField("target_epoch", T.IntegerType()),
     T.StructField("_corrupt", T.StringType()),
 ])
-#: the events as :func:`journal_events` returns them
-EVENTS_SCHEMA = T.StructType([f for f in JOURNAL_SCHEMA.fields if f.name != "_corrupt"]
-                             + [T.StructField("source", T.StringType())])
+#: the events as :func:`journal_events` returns them, with ``target_members``: the number of
+#: members a ``target_assignment`` assigned
+EVENTS_SCHEMA = T.StructType(
+    [f for f in JOURNAL_SCHEMA.fields if f.name != "_corrupt"]
+    + [T.StructField("target_members", T.IntegerType()), T.StructField("source", T.StringType())])
 
 
 def _shard_rows(task: tuple[str, int]):
@@ -143,10 +150,18 @@ def journal_events(spark: SparkSession, data_dirs: list[str], since_ms: int | No
     if torn:
         sample = [r["_corrupt"] for r in bad.select("_corrupt", "event").limit(3).collect()]
         log.warning("journal: %d torn or corrupt line(s) skipped, e.g. %r", torn, sample)
-    events = raw.filter(F.col("_corrupt").isNull() & F.col("event").isNotNull()).drop("_corrupt")
+    events = _split_members(raw.filter(F.col("_corrupt").isNull() & F.col("event").isNotNull()))
     if since_ms is not None:
         events = events.filter(F.col("t") >= since_ms)
     return events.cache()
+
+
+def _split_members(raw: DataFrame) -> DataFrame:
+    """The journal's columns, plus ``target_members``: how many members a
+    ``target_assignment`` assigned."""
+    count = F.when(F.col("event") == "target_assignment", F.size("members")).alias("target_members")
+    return raw.select(*[count if f.name == "target_members" else F.col(f.name)
+                        for f in EVENTS_SCHEMA.fields])
 
 
 def commits(events: DataFrame) -> DataFrame:

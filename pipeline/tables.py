@@ -15,6 +15,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from .lag_rules import STATUSES, Commit, evaluate
+from .reconciliation import CONSUMER_EVENTS, EPOCH_FIELDS, EVENT_FIELDS, MEMBER_FIELDS
+from .reconciliation import MEMBERSHIP_EVENTS, epoch_rows
 from .sources import commits
 
 PARTITION = ["source", "group", "topic", "partition"]
@@ -180,6 +182,90 @@ def rebalances(events: DataFrame) -> DataFrame:
         "cause", "causes", "reason", "members_before", "members_after", "removed", "protocol",
         "leader", "outcome",
         F.sum(duration).over(Window.partitionBy("source", "group")).alias("group_stopped_ms"))
+
+
+_RECONCILIATION = T.StructType([
+    T.StructField("member", T.StringType()), T.StructField("client_id", T.StringType()),
+    T.StructField("protocol", T.StringType()), T.StructField("joined", T.BooleanType()),
+    T.StructField("start_ms", T.LongType()), T.StructField("target_ms", T.LongType()),
+    T.StructField("reconciled_ms", T.LongType()), T.StructField("end_ms", T.LongType()),
+    T.StructField("steps", T.IntegerType()), T.StructField("revoking", T.BooleanType()),
+    T.StructField("waiting", T.BooleanType()), T.StructField("outcome", T.StringType()),
+])
+_EPOCH_SCHEMA = T.StructType([
+    T.StructField("source", T.StringType()), T.StructField("group", T.StringType()),
+    T.StructField("epoch", T.IntegerType()), T.StructField("start_ms", T.LongType()),
+    T.StructField("bump_ms", T.LongType()), T.StructField("cause", T.StringType()),
+    T.StructField("cause_member", T.StringType()), T.StructField("cause_client_id", T.StringType()),
+    T.StructField("target_ms", T.LongType()), T.StructField("assignor", T.StringType()),
+    T.StructField("target_members", T.IntegerType()), T.StructField("end_ms", T.LongType()),
+    T.StructField("next_ms", T.LongType()), T.StructField("outcome", T.StringType()),
+    T.StructField("reconciliations", T.ArrayType(_RECONCILIATION)),
+])
+assert [f.name for f in _RECONCILIATION.fields] == list(MEMBER_FIELDS)
+assert [f.name for f in _EPOCH_SCHEMA.fields][2:] == list(EPOCH_FIELDS)
+
+
+def _epoch_tuples(source: str, group: str, events) -> list[tuple]:
+    return [(source, group, *[r[f] for f in EPOCH_FIELDS[:-1]],
+             [tuple(w[f] for f in MEMBER_FIELDS) for w in r["reconciliations"]])
+            for r in epoch_rows(events)]
+
+
+def consumer_group_epochs(events: DataFrame) -> DataFrame:
+    """Every group epoch of every consumer group, each with its members' ways to it (the
+    nested ``reconciliations``), as pipeline/reconciliation.py reads them from the journal;
+    :func:`consumer_epochs` and :func:`member_reconciliations` are the tables made of it."""
+    spark = events.sparkSession
+    consumer = events.filter(F.col("event").isin(*CONSUMER_EVENTS)).select("source", "group").distinct()
+    keyed = (events.filter(F.col("event").isin(*CONSUMER_EVENTS, *MEMBERSHIP_EVENTS))
+             .join(consumer, ["source", "group"], "left_semi").select("source", "group", *EVENT_FIELDS)
+             .rdd.map(lambda r: ((r["source"], r["group"]), r.asDict())).groupByKey())
+    rows = keyed.flatMap(lambda kv: _epoch_tuples(kv[0][0], kv[0][1],
+                                                  sorted(kv[1], key=lambda e: e["seq"])))
+    return spark.createDataFrame(rows, _EPOCH_SCHEMA)
+
+
+def consumer_epochs(epochs: DataFrame) -> DataFrame:
+    """One row per consumer group and group epoch: when and why it started, the target
+    assignment computed for it, and how its members got there. ``duration_ms`` runs from
+    the start to the last member's reconciliation (only when every member reconciled)."""
+    ways = F.col("reconciliations")
+    count = lambda outcome: F.size(F.filter(ways, lambda w: w["outcome"] == outcome))  # noqa: E731
+    return epochs.select(
+        "source", "group", "epoch", _time("start_ms").alias("start_time"),
+        _time("bump_ms").alias("bump_time"), "cause", "cause_member", "cause_client_id",
+        _time("target_ms").alias("target_time"),
+        (F.col("target_ms") - F.col("start_ms")).alias("assignment_ms"), "assignor", "target_members",
+        F.transform(ways, lambda w: w["member"]).alias("members"),
+        count("reconciled").alias("reconciled_members"),
+        count("unfinished").alias("unfinished_members"),
+        F.size(F.filter(ways, lambda w: w["revoking"])).alias("revoking_members"),
+        F.size(F.filter(ways, lambda w: w["waiting"])).alias("waiting_members"),
+        _time("end_ms").alias("end_time"), (F.col("end_ms") - F.col("start_ms")).alias("duration_ms"),
+        _time("next_ms").alias("next_epoch_time"), "outcome",
+        F.count(F.lit(1)).over(Window.partitionBy("source", "group")).alias("group_epochs"))
+
+
+def member_reconciliations(epochs: DataFrame) -> DataFrame:
+    """One row per consumer group, group epoch and member that had to reach it: how long it
+    took (``reconcile_ms``, from the epoch's start to the member's STABLE at that epoch; None
+    when it never got there), whether it revoked or waited on the way, and how it ended; then
+    per member, how many epochs it spent revoking and waiting."""
+    w = epochs.select("source", "group", "epoch", "cause", F.explode("reconciliations").alias("w"))
+    member = Window.partitionBy("source", "group", "member")
+    return w.select(
+        "source", "group", "epoch", "cause", "w.member", "w.client_id", "w.protocol", "w.joined",
+        _time("w.start_ms").alias("start_time"), _time("w.target_ms").alias("target_time"),
+        _time("w.reconciled_ms").alias("reconciled_time"),
+        (F.col("w.reconciled_ms") - F.col("w.start_ms")).alias("reconcile_ms"),
+        (F.col("w.reconciled_ms") - F.col("w.target_ms")).alias("since_target_ms"),
+        _time("w.end_ms").alias("end_time"), "w.steps", "w.revoking", "w.waiting", "w.outcome",
+    ).select(
+        "*", F.count(F.lit(1)).over(member).alias("member_epochs"),
+        F.count(F.when(F.col("revoking"), 1)).over(member).alias("member_epochs_revoking"),
+        F.count(F.when(F.col("waiting"), 1)).over(member).alias("member_epochs_waiting"),
+        F.count(F.when(F.col("outcome") == "unfinished", 1)).over(member).alias("member_unfinished"))
 
 
 def member_errors(events: DataFrame) -> DataFrame:

@@ -331,8 +331,9 @@ PROBE = """<script>window.addEventListener("load", () => {
 
 
 def test_report_renders_in_chromium(tables, tmp_path):
-    """report.html opens in headless Chromium with its four charts decoded (a probe script,
-    added to a copy, lists the images the browser drew)."""
+    """report.html opens in headless Chromium with its five charts decoded (a probe script,
+    added to a copy, lists the images the browser drew); this scenario has no consumer group,
+    so the fifth says so."""
     chromium = require_tool("chromium", "apt-get install chromium (.ci/setup/report.sh)")
     page = Path(tables[1]["report"]).read_text()
     assert "<script" not in page and "http" not in page.split("<body>")[1], "must be self-contained"
@@ -344,7 +345,8 @@ def test_report_renders_in_chromium(tables, tmp_path):
          f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=5000", "--dump-dom",
          probe.as_uri()], capture_output=True, text=True, timeout=60)
     title = out.stdout.split("<title>", 1)[1].split("</title>", 1)[0]
-    assert title == "charts:rebalance-timeline,stop-time,lag-over-time,error-sources", out.stderr[-2000:]
+    assert title == ("charts:rebalance-timeline,stop-time,lag-over-time,error-sources,"
+                     "consumer-reconciliation"), out.stderr[-2000:]
 
 
 def test_cli_since_filters(scenario, spark, tmp_path):
