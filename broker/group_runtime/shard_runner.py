@@ -99,7 +99,8 @@ class Ticket:
 
 #: The APIs whose errors are answered to a group member (and logged as such).
 _MEMBER_APIS = (ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP,
-                ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_DELETE, ApiKey.OFFSET_FETCH)
+                ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_DELETE, ApiKey.OFFSET_FETCH,
+                ApiKey.CONSUMER_GROUP_HEARTBEAT)
 #: Retrying a failed log: the first wait, and the longest (doubling between).
 RETRY_MIN_S = 1.0
 RETRY_MAX_S = 30.0
@@ -115,7 +116,8 @@ def answered_error(ticket: Ticket, response) -> tuple[str, str, str, int | None,
     if not error or group is None or ticket.api_key not in _MEMBER_APIS:
         return None
     request = ticket.request
-    generation = getattr(request, "generation_id", getattr(request, "generation_id_or_member_epoch", None))
+    generation = getattr(request, "generation_id", getattr(request, "generation_id_or_member_epoch",
+                                                           getattr(request, "member_epoch", None)))
     return (group, api_name(ticket.api_key), getattr(request, "member_id", ""), generation,
             ErrorCode(error))
 
@@ -125,7 +127,8 @@ def _log_error(ticket: Ticket) -> None:
     rebalance failure needs to see (e.g. ILLEGAL_GENERATION on a late commit)."""
     group, api, member, generation, error = ticket.error
     who = f"member {safe(member)}" if member else "a new member"
-    sent = "" if generation is None else f" (generation {generation})"      # JoinGroup sends none
+    epoch = "member epoch" if api == api_name(ApiKey.CONSUMER_GROUP_HEARTBEAT) else "generation"
+    sent = "" if generation is None else f" ({epoch} {generation})"      # JoinGroup sends none
     log.info("group %s: %s v%d from %s%s answered %s", safe(group), api, ticket.version, who, sent,
              error.name)
 
