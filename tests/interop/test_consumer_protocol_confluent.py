@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import logging
 import re
-import time
 from collections import Counter
 
 import pytest
@@ -37,10 +36,12 @@ from broker.testing.launcher import TEST_DEFAULTS
 from tests.support.processes import import_client, wait_until
 
 ck = import_client("confluent_kafka")
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from confluent_kafka.admin import AdminClient  # noqa: E402
 
-Consumer, Producer, TopicPartition, KafkaException = (ck.Consumer, ck.Producer, ck.TopicPartition,
-                                                      ck.KafkaException)
+from tests.support.confluent import LogLines, create_topics, poll_all, produce  # noqa: E402
+
+Consumer, TopicPartition, KafkaException = (ck.Consumer, ck.TopicPartition,
+                                             ck.KafkaException)
 ConsumerGroupType, ConsumerGroupState = ck.ConsumerGroupType, ck.ConsumerGroupState
 
 PARTITIONS = 6
@@ -54,35 +55,6 @@ def broker(start_broker):
 
 
 # --- clients ---------------------------------------------------------------------------------
-
-def create_topics(bootstrap: str, *topics: tuple[str, int]) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    futures = admin.create_topics([NewTopic(name, n, 1) for name, n in topics], operation_timeout=10)
-    for future in futures.values():
-        future.result(15)
-
-
-def produce(bootstrap: str, topic: str, count: int, partitions: int = PARTITIONS,
-            start: int = 0) -> set[tuple[str, int, int]]:
-    """``count`` keyed records spread evenly over the partitions; (topic, partition, offset) of each."""
-    delivered, failed = set(), []
-
-    def report(err, msg):
-        if err is not None:
-            failed.append(err)
-        else:
-            delivered.add((msg.topic(), msg.partition(), msg.offset()))
-
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5})
-    for i in range(start, start + count):
-        producer.produce(topic, key=b"k%d" % i, value=b"v%d" % i, partition=i % partitions,
-                         on_delivery=report)
-        producer.poll(0)
-    assert producer.flush(15) == 0, "records still undelivered after 15 s"
-    assert not failed, f"delivery failed: {failed[:3]}"
-    assert len(delivered) == count
-    return delivered
-
 
 class Ownership:
     """Which member owns which partition, as the members' own callbacks say; every assign of a
@@ -111,15 +83,6 @@ class Ownership:
         return {tp for tp, n in self.owner.items() if n == name}
 
 
-class _Lines(logging.Handler):
-    def __init__(self):
-        super().__init__(logging.DEBUG)
-        self.lines: list[str] = []
-
-    def emit(self, record):
-        self.lines.append(record.getMessage())
-
-
 class Member:
     """One ``group.protocol=consumer`` member, polled from the test's thread.
 
@@ -138,7 +101,7 @@ class Member:
                   "topic.metadata.refresh.interval.ms": 1000, "max.poll.interval.ms": 20000}
         if instance is not None:
             config["group.instance.id"] = instance
-        self.log = _Lines()
+        self.log = LogLines()
         if debug:
             logger = logging.getLogger(f"rdkafka.{name}.{id(self)}")
             logger.propagate = False
@@ -225,13 +188,6 @@ class Member:
             self.consumer.close()
 
 
-def poll_all(members, seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        for m in members:
-            m.poll()
-
-
 def settle(members, ownership: Ownership, topic: str, timeout: float = 15.0) -> dict[str, set]:
     """Poll until the members (and no one else) own every partition of ``topic`` by their
     callbacks, evenly (the uniform assignor), and librdkafka's assignments agree; who owns what."""
@@ -300,7 +256,7 @@ def test_consumer_group_lifecycle(broker):
     """
     topic, group = "orders", "kip848-lifecycle"
     create_topics(broker.bootstrap, (topic, PARTITIONS))
-    produced = produce(broker.bootstrap, topic, 600)
+    produced = produce(broker.bootstrap, topic, 600, PARTITIONS)
     ownership = Ownership()
     members: list[Member] = []
 
@@ -321,7 +277,7 @@ def test_consumer_group_lifecycle(broker):
         c4 = member("c4")
         views = settle([c1, c2, c3, c4], ownership, topic)
         assert sorted(len(v) for v in views.values()) == [1, 1, 2, 2], views
-        produced |= produce(broker.bootstrap, topic, 600, start=600)
+        produced |= produce(broker.bootstrap, topic, 600, PARTITIONS, start=600)
         consume_all(members, produced)
         check_exactly_once(produced, members)
         assert any(r[1] in {p for _, p in views["c4"]} for r in c4.delivered), "c4 read nothing"
@@ -334,7 +290,7 @@ def test_consumer_group_lifecycle(broker):
         views = settle(survivors, ownership, topic)
         assert sorted(len(v) for v in views.values()) == [2, 2, 2], views
         assert leaver_parts <= set().union(*views.values())
-        produced |= produce(broker.bootstrap, topic, 600, start=1200)
+        produced |= produce(broker.bootstrap, topic, 600, PARTITIONS, start=1200)
         consume_all(members, produced)
         check_exactly_once(produced, members)
 
@@ -353,7 +309,7 @@ def test_consumer_group_lifecycle(broker):
         assert {tp.partition: tp.offset for tp in committed} == ends
 
         # 5. everyone leaves; a fresh member of the group resumes from the committed offsets
-        more = produce(broker.bootstrap, topic, 60, start=1800)
+        more = produce(broker.bootstrap, topic, 60, PARTITIONS, start=1800)
         for m in survivors:
             m.close()
         assert not ownership.owner, ownership.owner
@@ -397,7 +353,7 @@ def test_static_member_restart_keeps_its_partitions(broker):
         s1, s2 = member("s1", "inst-1"), member("s2", "inst-2")
         views = settle([s1, s2], ownership, topic)
         assert sorted(len(v) for v in views.values()) == [3, 3], views
-        produced = produce(broker.bootstrap, topic, 300)
+        produced = produce(broker.bootstrap, topic, 300, PARTITIONS)
         consume_all(members, produced)
         old_id, old_parts, s2_parts = s1.member_id, views["s1"], views["s2"]
         mark = len(s2.events)
@@ -412,7 +368,7 @@ def test_static_member_restart_keeps_its_partitions(broker):
         assert new_id and new_id != old_id
 
         # the other member saw nothing: no assign, no revoke, the same partitions
-        produced |= produce(broker.bootstrap, topic, 300, start=300)
+        produced |= produce(broker.bootstrap, topic, 300, PARTITIONS, start=300)
         consume_all(members, produced)
         poll_all([s2, s1b], 1.5)                                    # 3 heartbeat intervals
         assert s2.events[mark:] == [], s2.events[mark:]
@@ -452,8 +408,8 @@ def test_regex_subscription_picks_up_new_topic(broker):
         assert ("", "(^prefix-.*)") in sent, sent
 
         create_topics(broker.bootstrap, ("prefix-new", 3), ("other-new", 3))
-        produced = produce(broker.bootstrap, "prefix-new", 30, partitions=3)
-        produce(broker.bootstrap, "other-new", 30, partitions=3)
+        produced = produce(broker.bootstrap, "prefix-new", 30, 3)
+        produce(broker.bootstrap, "other-new", 30, 3)
         consume_all([consumer], produced, timeout=10)
         assert consumer.assignment == {("prefix-old", 0), ("prefix-old", 1), ("prefix-new", 0),
                                        ("prefix-new", 1), ("prefix-new", 2)}

@@ -32,40 +32,19 @@ from tests.support.processes import (BatchRecorder, check_exactly_once, committe
                             settled_generation, state_changes, wait_until)
 
 ck = import_client("confluent_kafka")
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from confluent_kafka.admin import AdminClient  # noqa: E402
 
-Consumer, Producer, TopicPartition, KafkaException = (ck.Consumer, ck.Producer, ck.TopicPartition,
-                                                      ck.KafkaException)
+from tests.support.confluent import LogLines, create_topics, poll_all, produce  # noqa: E402
+
+Consumer, TopicPartition, KafkaException = (ck.Consumer, ck.TopicPartition,
+                                             ck.KafkaException)
 
 PARTITIONS = 6
 
 
-def create_topic(bootstrap: str, name: str, partitions: int) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    for future in admin.create_topics([NewTopic(name, partitions, 1)], operation_timeout=10).values():
-        future.result(15)
-
-
-def produce(bootstrap: str, topic: str, count: int, start: int = 0) -> set:
-    """``count`` messages round-robin over the partitions; the (partition, offset) of each."""
-    delivered, failed = set(), []
-
-    def report(err, msg):
-        if err is not None:
-            failed.append(err)
-        else:
-            delivered.add((msg.partition(), msg.offset()))
-
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
-                         "enable.idempotence": True})
-    for i in range(start, start + count):
-        producer.produce(topic, value=b"m%d" % i, key=b"k%d" % i, partition=i % PARTITIONS,
-                         on_delivery=report)
-        producer.poll(0)
-    assert producer.flush(30) == 0, "messages still undelivered after 30 s"
-    assert not failed, f"delivery failed: {failed[:3]}"
-    assert len(delivered) == count
-    return delivered
+def offsets(records: set) -> set[tuple[int, int]]:
+    """(partition, offset) of produced (topic, partition, offset) records."""
+    return {(p, o) for _, p, o in records}
 
 
 def group_metadata(consumer) -> tuple[int, str]:
@@ -75,15 +54,6 @@ def group_metadata(consumer) -> tuple[int, str]:
     generation, = struct.unpack_from("=i", md, 7)
     _group, member = md[11:].split(b"\0")[:2]
     return generation, member.decode()
-
-
-class _Lines(logging.Handler):
-    def __init__(self):
-        super().__init__(logging.DEBUG)
-        self.lines: list[str] = []
-
-    def emit(self, record):
-        self.lines.append(record.getMessage())
 
 
 class Member:
@@ -99,7 +69,7 @@ class Member:
                   "session.timeout.ms": session_ms, "heartbeat.interval.ms": 300,
                   "max.poll.interval.ms": 10000, "partition.assignment.strategy": strategy,
                   "fetch.wait.max.ms": 100, "topic.metadata.refresh.interval.ms": 2000}
-        self.log = _Lines()
+        self.log = LogLines()
         if instance is not None:
             config["group.instance.id"] = instance
         if debug:
@@ -208,13 +178,6 @@ class Member:
             self._drop(list(self.pending))
 
 
-def poll_all(members, seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        for m in members:
-            m.poll()
-
-
 def settle(members, timeout: float, newer_than: int = 0) -> int:
     """Poll every member until they share one generation newer than ``newer_than``, each owns
     at least one partition and together they own each partition once; that generation."""
@@ -260,8 +223,8 @@ def test_group_lifecycle_confluent(broker, strategy):
     joining or leaving moves only the partitions that must move.
     """
     topic, group = "orders", f"lifecycle-{strategy}"
-    create_topic(broker.bootstrap, topic, PARTITIONS)
-    produced = produce(broker.bootstrap, topic, 1200)
+    create_topics(broker.bootstrap, (topic, PARTITIONS))
+    produced = offsets(produce(broker.bootstrap, topic, 1200, PARTITIONS))
     members = []
 
     def member(name):
@@ -274,7 +237,7 @@ def test_group_lifecycle_confluent(broker, strategy):
         c1, c2, c3 = member("c1"), member("c2"), member("c3")
         gen3 = settle([c1, c2, c3], 20)
         assert all(len(m.assignment) == 2 for m in (c1, c2, c3))
-        produced |= produce(broker.bootstrap, topic, 1200, start=1200)
+        produced |= offsets(produce(broker.bootstrap, topic, 1200, PARTITIONS, start=1200))
         consume_until_committed(members, produced, 15)
         assert check_exactly_once(produced, [m.recorder for m in members])["committed"] == 2400
         before_c4 = {m.name: m.assignment for m in (c1, c2, c3)}
@@ -290,7 +253,7 @@ def test_group_lifecycle_confluent(broker, strategy):
                    and c["generation"] == gen3 and "adding member c4-" in c["reason"] for c in changes)
         assert {"before": "CompletingRebalance", "after": "Stable", "generation": gen4} \
             .items() <= next(c for c in reversed(changes) if c["after"] == "Stable").items()
-        more = produce(broker.bootstrap, topic, 1200, start=2400)
+        more = offsets(produce(broker.bootstrap, topic, 1200, PARTITIONS, start=2400))
         produced |= more
         consume_until_committed(members, produced, 15)
         assert check_exactly_once(produced, [m.recorder for m in members])["committed"] == 3600
@@ -311,7 +274,7 @@ def test_group_lifecycle_confluent(broker, strategy):
         changes = state_changes(broker.log_text(), group)
         left = [c for c in changes if c["reason"] == "members left the group"]
         assert left and left[0]["generation"] == gen4 and leaver_id not in left[0]["members"]
-        produced |= produce(broker.bootstrap, topic, 1200, start=3600)
+        produced |= offsets(produce(broker.bootstrap, topic, 1200, PARTITIONS, start=3600))
         consume_until_committed(members, produced, 15)
         summary = check_exactly_once(produced, [m.recorder for m in members])
         assert summary["committed"] == 4800
@@ -360,7 +323,7 @@ def test_static_member_restart_without_rebalance(broker, restarted):
     committed offsets, and no state change of the group at all (no "-> PreparingRebalance").
     """
     topic, group = "static", f"static-{restarted}"
-    create_topic(broker.bootstrap, topic, PARTITIONS)
+    create_topics(broker.bootstrap, (topic, PARTITIONS))
     members = []
 
     def member(name, instance):
@@ -372,7 +335,7 @@ def test_static_member_restart_without_rebalance(broker, restarted):
     try:
         s1, s2, s3 = member("s1", "inst-1"), member("s2", "inst-2"), member("s3", "inst-3")
         gen = settle([s1, s2, s3], 20)
-        produced = produce(broker.bootstrap, topic, 600)
+        produced = offsets(produce(broker.bootstrap, topic, 600, PARTITIONS))
         consume_until_committed(members, produced, 15)
         leader = wait_until(lambda: [m for m in (s1, s2, s3) if m.is_leader()], 5, "the leader")
         assert len(leader) == 1, "exactly one member must have been told it leads"
@@ -399,7 +362,7 @@ def test_static_member_restart_without_rebalance(broker, restarted):
         assert not successor.is_leader(), "an old JoinGroup version must not make it the leader"
 
         # it resumes at the committed offsets and the group keeps working
-        more = produce(broker.bootstrap, topic, 600, start=600)
+        more = offsets(produce(broker.bootstrap, topic, 600, PARTITIONS, start=600))
         produced |= more
         consume_until_committed(members, produced, 15)
         assert check_exactly_once(produced, [m.recorder for m in members])["committed"] == 1200
