@@ -9,9 +9,8 @@ member id: its next Heartbeat is answered FENCED_INSTANCE_ID, which librdkafka t
 """
 
 import re
-import time
 
-from recipe import ClientLog, NotReproduced, client, make_topic, result, run, unique
+from recipe import ClientLog, NotReproduced, client, make_topic, poll_until, result, run, unique
 
 INSTANCE = "worker-1"
 GENERATION = r"JoinGroup response: GenerationId (-?\d+)"
@@ -35,7 +34,7 @@ def recipe(broker) -> None:
     c1, log1 = consumer("C1")
     c2 = None
     try:
-        if not _poll_until(lambda: c1.assignment(), [c1], 10):
+        if not poll_until(lambda: c1.assignment(), [c1], 10):
             raise NotReproduced("C1 never got an assignment")
         gen1 = _generation(log1)
         client(f"C1 (group.instance.id={INSTANCE}) is in generation {gen1} with partitions "
@@ -50,7 +49,7 @@ def recipe(broker) -> None:
                 fatal.append(msg.error())
             return fatal
 
-        if not _poll_until(lambda: c2.assignment() and c1_fenced(), [c2], 10):
+        if not poll_until(lambda: c2.assignment() and c1_fenced(), [c2], 10):
             raise NotReproduced("C1 was never fenced" if c2.assignment() else "C2 never got an assignment")
         gen2 = _generation(log2)
         client(f"C2 (same group.instance.id) joined: generation {gen2}, partitions "
@@ -75,18 +74,6 @@ def recipe(broker) -> None:
         if c2 is not None:
             c2.close()
         c1.close()
-
-
-def _poll_until(predicate, consumers, timeout: float):
-    """Poll ``consumers`` (librdkafka delivers callbacks and logs from poll) until ``predicate``."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = predicate()
-        if found:
-            return found
-        for c in consumers:
-            c.poll(0.05)
-    return None
 
 
 def _generation(log: ClientLog) -> int | None:

@@ -178,6 +178,19 @@ def wait_until(predicate, timeout: float, interval: float = 0.05):
         time.sleep(interval)
 
 
+def poll_until(predicate, consumers, timeout: float):
+    """Poll librdkafka ``consumers`` (callbacks and logs come from poll) until ``predicate``
+    gives a truthy value within ``timeout`` s; that value, else None."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = predicate()
+        if found:
+            return found
+        for c in consumers:
+            c.poll(0.05)
+    return None
+
+
 def join(consumer, topic: str, name: str):
     """Subscribe ``consumer`` to ``topic`` and poll until it is Stable (see :func:`settle`);
     its group_metadata(). Raises NotReproduced if it never settles."""

@@ -12,9 +12,8 @@ the same instance id, C3, gets C1's partitions back without a rebalance of the o
 """
 
 import re
-import time
 
-from recipe import ClientLog, NotReproduced, client, make_topic, result, run, unique
+from recipe import ClientLog, NotReproduced, client, make_topic, poll_until, result, run, unique
 
 INSTANCE = "worker-1"
 
@@ -36,7 +35,7 @@ def recipe(broker) -> None:
     c1, _ = consumer("C1")
     c2 = c3 = None
     try:
-        if not _poll_until(lambda: c1.assignment(), [c1], 10):
+        if not poll_until(lambda: c1.assignment(), [c1], 10):
             raise NotReproduced("C1 never got an assignment")
         held = _partitions(c1)
         client(f"C1 (group.instance.id={INSTANCE}, member {c1.memberid()}) holds partitions {held}")
@@ -49,7 +48,7 @@ def recipe(broker) -> None:
             if msg is not None and msg.error() and msg.error().code() == KafkaError._FATAL:
                 fatal.append(msg.error())
             return fatal
-        if not _poll_until(c2_failed, [c1], 10):
+        if not poll_until(c2_failed, [c1], 10):
             raise NotReproduced(f"C2 was never refused (assignment {_partitions(c2)})")
         for line in log2.find(r"FATAL|fatal error"):
             client(f"C2 librdkafka log: {line.split(': ', 1)[1][:200]}")
@@ -57,7 +56,7 @@ def recipe(broker) -> None:
         unreleased = KafkaError(KafkaError.UNRELEASED_INSTANCE_ID).str()
         if unreleased not in fatal[0].str():
             raise NotReproduced(f"C2's fatal error is not UNRELEASED_INSTANCE_ID ({unreleased!r})")
-        _poll_until(lambda: None, [c1], 1.0)
+        poll_until(lambda: None, [c1], 1.0)
         still = _partitions(c1)
         client(f"C1 still holds {still}; C2 holds {_partitions(c2)}")
         if still != held:
@@ -70,7 +69,7 @@ def recipe(broker) -> None:
         c1.close()
         c1 = None
         c3, _ = consumer("C3")
-        if not _poll_until(lambda: c3.assignment(), [c3], 10):
+        if not poll_until(lambda: c3.assignment(), [c3], 10):
             raise NotReproduced("C3 never got the released instance's partitions")
         client(f"C3 (member {c3.memberid()}) holds {_partitions(c3)}")
         broker.show(group, "static|instance", expect=rf"group {re.escape(group)}: static member .* rejoins")
@@ -95,18 +94,6 @@ def recipe(broker) -> None:
 
 def _partitions(c) -> list[int]:
     return sorted(tp.partition for tp in c.assignment())
-
-
-def _poll_until(predicate, consumers, timeout: float):
-    """Poll ``consumers`` (librdkafka delivers callbacks and logs from poll) until ``predicate``."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = predicate()
-        if found:
-            return found
-        for c in consumers:
-            c.poll(0.05)
-    return None
 
 
 if __name__ == "__main__":

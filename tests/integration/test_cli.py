@@ -68,26 +68,16 @@ def test_log_dump_prints_the_records_of_a_consumer_group(start_broker):
     import re
     from broker.data.topics.store import read_metadata
     from broker.testing.launcher import TEST_DEFAULTS
-    from tests.support.processes import import_client, wait_until
-    ck = import_client("confluent_kafka")
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from tests.support.confluent import AdminClient, consumer_protocol_member, create_topics
 
     b = start_broker({**TEST_DEFAULTS, "groupbroker.offsets.fsync": "false"})
-    admin = AdminClient({"bootstrap.servers": b.bootstrap})
-    for future in admin.create_topics([NewTopic("dump-orders", 2, 1)], operation_timeout=10).values():
-        future.result(15)
-    consumer = ck.Consumer({"bootstrap.servers": b.bootstrap, "group.id": "dumped", "client.id": "dumper",
-                            "group.protocol": "consumer", "auto.offset.reset": "earliest"})
+    create_topics(b.bootstrap, ("dump-orders", 2))
+    consumer = consumer_protocol_member(b.bootstrap, "dumped", ["^dump-.*"], "dumper", 2)
     try:
-        consumer.subscribe(["^dump-.*"])
-
-        def assigned():
-            consumer.poll(0.1)
-            return len(consumer.assignment()) == 2
-        wait_until(assigned, 20, "the member's assignment")
         member = consumer.memberid()
     finally:
         consumer.close()                                            # leaves: the member's tombstones
+    admin = AdminClient({"bootstrap.servers": b.bootstrap})
     for future in admin.delete_consumer_groups(["dumped"], request_timeout=10).values():
         future.result(15)                                           # the group's tombstones
     del admin

@@ -23,7 +23,7 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from broker.client.trio_stream import TrioClient
 from tests.support.consumer_wire import Member, create_topic, describe, group_state, heartbeat as cg_heartbeat
-from tests.support.processes import import_client, wait_until
+from tests.support.processes import wait_until
 from tests.support.wire import join_stable_member
 
 E = ErrorCode
@@ -320,8 +320,7 @@ def test_the_admin_endpoint_and_the_cli_drive_a_broker_in_another_process(start_
 def test_the_cli_fences_a_real_consumer_protocol_member_which_rejoins(start_broker):
     """confluent-kafka with group.protocol=consumer against `groupbroker serve`: the consumer-group
     faults from the shell (positional arguments), and the recorded member epochs."""
-    ck = import_client("confluent_kafka")
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from tests.support.confluent import consumer_protocol_member, create_topics, holding
     b = start_broker({**TEST_DEFAULTS, "groupbroker.admin.port": 0, "groupbroker.offsets.fsync": "false"})
     admin = re.search(r"admin endpoint listening on (\S+)", b.log_text()).group(1)
 
@@ -330,18 +329,9 @@ def test_the_cli_fences_a_real_consumer_protocol_member_which_rejoins(start_brok
                                "--data-dir", str(b.data_dir), *args], capture_output=True, text=True, timeout=30)
         return done.returncode, done.stdout.strip(), done.stderr.strip()
 
-    topics = AdminClient({"bootstrap.servers": b.bootstrap})      # kept alive until created
-    for future in topics.create_topics([NewTopic("shell-orders", 2, 1)], operation_timeout=10).values():
-        future.result(15)
-    consumer = ck.Consumer({"bootstrap.servers": b.bootstrap, "group.id": "shell", "group.protocol": "consumer",
-                            "client.id": "shell-consumer", "auto.offset.reset": "earliest"})
+    create_topics(b.bootstrap, ("shell-orders", 2))
+    consumer = consumer_protocol_member(b.bootstrap, "shell", ["shell-orders"], "shell-consumer", 2)
     try:
-        consumer.subscribe(["shell-orders"])
-
-        def assigned():
-            consumer.poll(0.1)
-            return len(consumer.assignment()) == 2
-        wait_until(assigned, 20, "the consumer's assignment")
         member = consumer.memberid()
         assert faults("record") == (0, "recording on", "")
 
@@ -357,7 +347,7 @@ def test_the_cli_fences_a_real_consumer_protocol_member_which_rejoins(start_brok
         epochs = wait_until(lambda: (e := rejoined()) and e[-1][1] >= 3 and e, 20, "the member rejoining")
         fenced = epochs.index((1, 0, "FENCED_MEMBER_EPOCH"))
         assert epochs[fenced + 1] == (0, 3, "NONE")        # it rejoined with epoch 0, got epoch 3
-        wait_until(assigned, 20, "the assignment back")
+        wait_until(holding(consumer, 2), 20, "the assignment back")
 
         assert faults("force-rebalance", "group=shell")[:2] == (
             0, "group shell: group epoch bumped to 4; members reconcile on their next heartbeat")

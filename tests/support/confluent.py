@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 
-from tests.support.processes import import_client
+from tests.support.processes import import_client, wait_until
 
 ck = import_client("confluent_kafka")
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
@@ -60,3 +60,26 @@ class LogLines(logging.Handler):
 
     def emit(self, record):
         self.lines.append(record.getMessage())
+
+
+def holding(consumer, count: int):
+    """A predicate for wait_until: poll ``consumer`` once; does it hold ``count`` partitions?"""
+    def holds() -> bool:
+        consumer.poll(0.1)
+        return len(consumer.assignment()) == count
+    return holds
+
+
+def consumer_protocol_member(bootstrap: str, group: str, subscription: list[str], client_id: str,
+                             partitions: int):
+    """A confluent-kafka member with group.protocol=consumer, polled until it holds
+    ``partitions`` partitions of its ``subscription`` (names or ^regexes)."""
+    consumer = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": group, "client.id": client_id,
+                            "group.protocol": "consumer", "auto.offset.reset": "earliest"})
+    consumer.subscribe(subscription)
+    try:
+        wait_until(holding(consumer, partitions), 20, f"{client_id}'s assignment")
+    except BaseException:
+        consumer.close()
+        raise
+    return consumer
