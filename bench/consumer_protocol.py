@@ -69,6 +69,8 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--heartbeat-ms", type=int, default=3_000,
                     help="the consumer heartbeat interval on both brokers (librdkafka's default is 3000)")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="another setting for our broker (e.g. groupbroker.offsets.fsync=false)")
     args = ap.parse_args()
     hb = args.heartbeat_ms
     workdir = tempfile.mkdtemp(prefix="groupbroker-cgh-")
@@ -76,10 +78,11 @@ def main() -> int:
                                "group.consumer.heartbeat.interval.ms": hb,
                                "group.consumer.min.heartbeat.interval.ms": min(hb, 5_000),
                                "group.consumer.session.timeout.ms": SESSION_MS,
-                               "group.consumer.min.session.timeout.ms": min(SESSION_MS, 45_000)})
+                               "group.consumer.min.session.timeout.ms": min(SESSION_MS, 45_000),
+                               **dict(kv.split("=", 1) for kv in args.set)})
     mock = MockCluster(initial_delay_ms=0)
     set_mock_heartbeat(mock, hb)
-    print(f"consumer protocol benchmark on {os.cpu_count()} cores; confluent-kafka "
+    print(f"consumer protocol benchmark on {os.cpu_count()} cores (ours: {ours.overrides}); confluent-kafka "
           f"{__import__('confluent_kafka').version()[0]} (librdkafka "
           f"{__import__('confluent_kafka').libversion()[0]}); heartbeat interval {hb} ms on both "
           f"brokers, session {SESSION_MS} ms; topic {TOPIC} with {PARTITIONS} partitions", flush=True)

@@ -166,8 +166,8 @@ def _assign_time(n: int, make, subscribe, drive, close, timeout: float = 40.0) -
     threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(n)]
     for t in threads:
         t.start()
+    t0 = time.perf_counter()            # before the barrier opens: a consumer may be done first
     barrier.wait()
-    t0 = time.perf_counter()
     elapsed = None
     while not stop.is_set():
         if all(holding):
