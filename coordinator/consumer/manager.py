@@ -123,6 +123,15 @@ def _epoch_error(member: ConsumerGroupMember, epoch: int) -> ErrorCode:
     return E.ILLEGAL_GENERATION if member.uses_classic else E.STALE_MEMBER_EPOCH
 
 
+def _unused_regexes(group: ConsumerGroup, member: ConsumerGroupMember, still_used: set) -> list:
+    """The tombstone of the resolved regex ``member`` leaves behind if no one else uses it
+    (Kafka removes a regex's record with its last subscriber)."""
+    regex = member.subscribed_topic_regex
+    if regex and regex in group.resolved and regex not in still_used:
+        return [rec.tombstone(rec.REGEX, group.group_id, regex)]
+    return []
+
+
 class ConsumerGroupManager:
     def __init__(self, shard_id: int, config: CoordinatorConfig, timers: Timers, classic):
         self.shard_id, self.config, self.timers = shard_id, config, timers
@@ -302,6 +311,7 @@ class ConsumerGroupManager:
                    if m.subscribed_topic_regex and m.member_id != member.member_id}
         if updated.subscribed_topic_regex:
             regexes.add(updated.subscribed_topic_regex)
+        records += _unused_regexes(group, member, regexes)
         resolved = group.resolved
         if regexes and (bump or group.metadata_expired(now)):
             changed, resolved = self._resolve(group, regexes, now, records)
@@ -470,6 +480,8 @@ class ConsumerGroupManager:
             self.to_classic(out, now, group, leaving=member.member_id, rebalance=True)
             return
         records = rec.member_tombstones(group.group_id, member.member_id)
+        records += _unused_regexes(group, member, {m.subscribed_topic_regex for m in group.members.values()
+                                                   if m.member_id != member.member_id})
         metadata = self.subscription_metadata(group.subscribed_topic_names(member))
         if metadata != group.subscription_metadata:
             records.append(rec.partition_metadata(group.group_id, metadata))
