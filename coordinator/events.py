@@ -49,6 +49,8 @@ class Cause(enum.StrEnum):
     #                                            (a consumer-group member changed its subscription)
     TOPICS_CHANGED = "topics_changed"          # a subscribed topic was created, deleted or grew
     REVOCATION_TIMEOUT = "revocation_timeout"  # a consumer-group member did not revoke in time
+    REJOIN_TIMEOUT = "rejoin_timeout"          # a classic member of a consumer group did not
+    #                                            rejoin within its rebalance timeout
     FORCED = "forced"                          # the coordinator's own decision (group.max.size
     #                                            after loading, a static replacement mid-sync,
     #                                            fault injection)

@@ -34,7 +34,7 @@ from coordinator.consumer.member import (ClassicMetadata, ConsumerGroupMember, M
                                          new_member_id)
 from coordinator.consumer.replay import replay_into
 from coordinator.errors import GroupError
-from coordinator.events import Event
+from coordinator.events import Event, Expiry
 from coordinator.result import CoordinatorResult
 
 log = logging.getLogger("groupbroker.coordinator")
@@ -260,12 +260,12 @@ def _schedule_join_timeout(mgr, group_id: str, member: ConsumerGroupMember, now:
     key = ("consumer-join", group_id, member.member_id)
     if key not in mgr.timers:
         mgr.schedule_fence(key, group_id, member.member_id, now + member.rebalance_timeout_ms,
-                           "the classic member failed to join within the rebalance timeout")
+                           Expiry.REJOIN)
 
 
 def _schedule_sync_timeout(mgr, group_id: str, member_id: str, now: int, timeout_ms: int) -> None:
     mgr.schedule_fence(("consumer-sync", group_id, member_id), group_id, member_id, now + timeout_ms,
-                       "the member failed to sync within timeout")
+                       Expiry.SYNC)
 
 
 # --- converting groups -----------------------------------------------------------------------

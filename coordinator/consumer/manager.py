@@ -132,6 +132,11 @@ def _unused_regexes(group: ConsumerGroup, member: ConsumerGroupMember, still_use
     return []
 
 
+#: why a member's removal bumped the group epoch, by the timer that removed it
+EXPIRY_CAUSES = {Expiry.SESSION: Cause.SESSION_EXPIRY, Expiry.REVOCATION: Cause.REVOCATION_TIMEOUT,
+                 Expiry.REJOIN: Cause.REJOIN_TIMEOUT, Expiry.SYNC: Cause.SYNC_TIMEOUT}
+
+
 class ConsumerGroupManager:
     def __init__(self, shard_id: int, config: CoordinatorConfig, timers: Timers, classic):
         self.shard_id, self.config, self.timers = shard_id, config, timers
@@ -468,7 +473,7 @@ class ConsumerGroupManager:
                                  member_epoch=req.member_epoch)
 
     def fence(self, out: CoordinatorResult, now: int, group: ConsumerGroup,
-              member: ConsumerGroupMember, why: str | None = None) -> None:
+              member: ConsumerGroupMember, why: Expiry | None = None) -> None:
         """Kafka's consumerGroupFenceMember: the member's records go, the group epoch grows;
         if only classic members remain, the group may become a classic group again."""
         if classic_members.downgrade_allowed(self, group, member.member_id, leaving=True):
@@ -492,8 +497,7 @@ class ConsumerGroupManager:
         else:
             out.note(now, Event.MEMBER_LEFT, group, member.member_id)
         out.note(now, Event.GROUP_EPOCH_BUMPED, group, member.member_id, epoch=group.group_epoch + 1,
-                 cause=Cause.MEMBER_LEFT if why is None else
-                 Cause.SESSION_EXPIRY if why == Expiry.SESSION else Cause.REVOCATION_TIMEOUT)
+                 cause=Cause.MEMBER_LEFT if why is None else EXPIRY_CAUSES[why])
         self.apply(out, records)
 
     # --- timers -------------------------------------------------------------------------------
@@ -505,13 +509,13 @@ class ConsumerGroupManager:
         self.schedule_fence(("consumer-session", group_id, member_id), group_id, member_id,
                             now + timeout, Expiry.SESSION)
 
-    def schedule_fence(self, key, group_id: str, member_id: str, deadline: int, why: str) -> None:
+    def schedule_fence(self, key, group_id: str, member_id: str, deadline: int, why: Expiry) -> None:
         """At ``deadline``, fence the member if it is still in the group."""
         def expire(out: CoordinatorResult, at: int) -> None:
             group = self.groups.get(group_id)
             member = group.members.get(member_id) if group is not None else None
             if member is not None:
-                log.info("group %s: member %s fenced: %s", safe(group_id), safe(member_id), why)
+                log.info("group %s: member %s fenced (%s)", safe(group_id), safe(member_id), why)
                 self.fence(out, at, group, member, why)
         self.timers.schedule(key, deadline, expire)
 
