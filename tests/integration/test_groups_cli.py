@@ -403,7 +403,8 @@ def member(bootstrap: str, group: str, client_id: str, topic: str = "orders",
                              enable_auto_commit=False, session_timeout_ms=6000,
                              heartbeat_interval_ms=500, auto_offset_reset="earliest")
     consumer.subscribe([topic])
-    wait_until(lambda: consumer.poll(timeout_ms=100) is not None and consumer.assignment(), 30,
+    # 500 ms polls: kafka-python 3.0.12 can lose its join between two much shorter ones
+    wait_until(lambda: consumer.poll(timeout_ms=500) is not None and consumer.assignment(), 30,
                f"{client_id}'s assignment")
     if commits:
         consumer.commit({TopicPartition(topic, p): OffsetAndMetadata(o, "", -1) for p, o in commits.items()})
