@@ -161,7 +161,7 @@ class DataPlane:
                     if req.transactional_id is not None:
                         raise _Refused(E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
                     log_ = self.store.partition(t.name, p.index)
-                    records = bytes(p.records)
+                    records = bytes(p.records or b"")    # null records: an empty set
                     info = log_.append(records, now, _one_batch(records))
                     self.parked.appended(t.name, p.index)
                     parts.append(part_cls(index=p.index, error_code=E.NONE, base_offset=info.base_offset,
