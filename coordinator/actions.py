@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 from offsets_log.records import Record
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Reply:
     token: Any            # opaque: whatever the driver passed in to route the answer
     api_key: int
@@ -43,7 +43,7 @@ class Journal(NamedTuple):
 Action = Reply | Persist | Journal
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RequestContext:
     """Who asked: the routing token, the API and version, and the client's identity."""
     token: Any

@@ -8,6 +8,8 @@ per-group errors). Those rules live here, once.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages import RESPONSES
@@ -51,6 +53,7 @@ def sync(version: int, error: ErrorCode, assignment: bytes = b"", *,
                              protocol_type=protocol_type, protocol_name=protocol_name)
 
 
+@lru_cache(maxsize=None)          # immutable and one of a few: built once per error code
 def heartbeat(error: ErrorCode):
     return HeartbeatResponse(error_code=error)
 

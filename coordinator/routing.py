@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import sys
 from array import array
-from collections import OrderedDict
 from operator import mul
 
 DEFAULT_SHARDS = 50
@@ -50,20 +49,17 @@ def kafka_abs(n: int) -> int:
     return 0 if n == -0x80000000 else abs(n)
 
 
-_cache: OrderedDict[tuple[str, int], int] = OrderedDict()
+_cache: dict[tuple[str, int], int] = {}
 
 
 def shard_for(group_id: str, shards: int = DEFAULT_SHARDS) -> int:
-    """Cached for short ids (every group request routes by it, and group ids repeat); a
-    long id is hashed each time rather than kept alive by the cache."""
-    if len(group_id) > CACHED_ID_CHARS:
-        return kafka_abs(java_string_hash(group_id)) % shards
-    key = (group_id, shards)
-    shard = _cache.get(key)
+    """Cached for short ids (every group request routes by it, and group ids repeat; a full
+    cache starts over); a long id is hashed each time rather than kept alive by the cache."""
+    shard = _cache.get((group_id, shards))
     if shard is None:
-        shard = _cache[key] = kafka_abs(java_string_hash(group_id)) % shards
-        if len(_cache) > CACHE_ENTRIES:
-            _cache.popitem(last=False)
-    else:
-        _cache.move_to_end(key)
+        shard = kafka_abs(java_string_hash(group_id)) % shards
+        if len(group_id) <= CACHED_ID_CHARS:
+            if len(_cache) >= CACHE_ENTRIES:
+                _cache.clear()
+            _cache[group_id, shards] = shard
     return shard

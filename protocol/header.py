@@ -20,9 +20,10 @@ from .wire import WireError, read_uvarint
 _FIXED = struct.Struct(">hhi")      # api_key, api_version, correlation_id
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
+_SIZE_AND_ID = struct.Struct(">ii")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RequestHeader:
     api_key: int
     api_version: int
@@ -30,7 +31,7 @@ class RequestHeader:
     client_id: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Request:
     header: RequestHeader
     body: object
@@ -65,8 +66,15 @@ def decode_request_header(frame: bytes) -> tuple[RequestHeader, int]:
                 raise DecodeError("truncated client id", field="client_id")
             client_id = frame[pos:pos + n].decode("utf-8")
             pos += n
-        msg = REQUESTS.get(api_key)
-        if msg is not None and msg.is_flexible(version):
+        flexible = _flexible_headers.get((api_key, version))
+        if flexible is None:
+            msg = REQUESTS.get(api_key)
+            flexible = msg is not None and msg.is_flexible(version)
+            if msg is not None and msg.min_version <= version <= msg.max_version:
+                _flexible_headers[api_key, version] = flexible      # bounded: known versions only
+        if flexible and frame[pos:pos + 1] == b"\x00":
+            pos += 1                                # no tagged fields: the usual header
+        elif flexible:
             count, pos = read_uvarint(frame, pos, len(frame))
             for _ in range(count):
                 _tag, pos = read_uvarint(frame, pos, len(frame))
@@ -88,27 +96,44 @@ def decode_request(frame: bytes) -> Request:
     ignored, as Kafka's request parser ignores them; truncation is still an error.
     """
     header, pos = decode_request_header(frame)
-    try:
-        msg = _request_message(header.api_key, header.api_version)
-    except UnsupportedVersion as e:
-        e.header = header
-        raise
-    return Request(header, msg.codec(header.api_version).decode(frame, pos, lenient=True))
+    codec = _request_codecs.get((header.api_key, header.api_version))
+    if codec is None:
+        try:
+            msg = _request_message(header.api_key, header.api_version)
+        except UnsupportedVersion as e:
+            e.header = header
+            raise
+        codec = _request_codecs[header.api_key, header.api_version] = msg.codec(header.api_version)
+    return Request(header, codec.decode(frame, pos, lenient=True))
+
+
+#: (api key, version) -> whether its request header has tagged fields (header v2).
+_flexible_headers: dict = {}
+#: (api key, version) -> the request codec; every request looks one up.
+_request_codecs: dict = {}
+#: (api key, version) -> (the response codec, its header's tagged-fields suffix).
+_response_codecs: dict = {}
+
+
+def _response_codec(api_key: int, version: int):
+    known = _response_codecs.get((api_key, version))
+    if known is None:
+        flexible = api_key != ApiKey.API_VERSIONS and RESPONSES[api_key].is_flexible(version)
+        known = _response_codecs[api_key, version] = (RESPONSES[api_key].codec(version),
+                                                      b"\x00" if flexible else b"")
+    return known
 
 
 def response_header_bytes(api_key: int, version: int, correlation_id: int) -> bytes:
-    head = _I32.pack(correlation_id)
-    if api_key != ApiKey.API_VERSIONS and RESPONSES[api_key].is_flexible(version):
-        head += b"\x00"
-    return head
+    return _I32.pack(correlation_id) + _response_codec(api_key, version)[1]
 
 
 def encode_response_parts(api_key: int, version: int, correlation_id: int, body) -> list:
     """A framed response as chunks, record data uncopied (for ``send_all`` of each chunk)."""
-    parts = RESPONSES[api_key].codec(version).encode_parts(body)
-    head = response_header_bytes(api_key, version, correlation_id)
-    size = len(head) + sum(len(p) for p in parts)
-    parts.insert(0, _I32.pack(size) + head)
+    codec, tags = _response_codec(api_key, version)
+    parts = codec.encode_parts(body)
+    size = 4 + len(tags) + sum(map(len, parts))
+    parts.insert(0, _SIZE_AND_ID.pack(size, correlation_id) + tags)
     return parts
 
 

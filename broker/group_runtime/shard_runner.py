@@ -25,6 +25,7 @@ import logging
 import math
 import time
 from collections import deque
+from functools import partial
 from typing import Callable
 
 import trio
@@ -146,6 +147,8 @@ class ShardRunner:
         self._epoch_ms = 0.0
         self._inbox: deque = deque()                 # (operation, ticket, peer) for the shard task
         self._wakeup: trio.Event | None = None       # set while the shard task sleeps
+        self._alarm = math.inf                       # when the sleeping shard task wakes by itself
+        self._broken = False                         # a step run by _run_now threw: reload
         self.failed: str | None = None               # why the log failed, until it is reopened
         self._retry_s = RETRY_MIN_S                  # the wait before the next reopening
         self.unavailable: ErrorCode | None = None    # fault injection (see set_unavailable)
@@ -173,10 +176,36 @@ class ShardRunner:
         refusal = self._refusal(api_key)
         if refusal is not None:
             ticket.settle(error_response(api_key, version, request, refusal))
+            return ticket
+        ctx = RequestContext(ticket, api_key, version, client_id, client_host)
+        operation = partial(self._handle, ctx, request)
+        if self._idle():
+            self._run_now(operation, ticket, client_host)
         else:
-            ctx = RequestContext(ticket, api_key, version, client_id, client_host)
-            self._post(lambda now: self.shard.handle(now, ctx, request), ticket, client_host)
+            self._post(operation, ticket, client_host)
         return ticket
+
+    def _handle(self, ctx: RequestContext, request, now: int) -> CoordinatorResult:
+        return self.shard.handle(now, ctx, request)
+
+    def _idle(self) -> bool:
+        """The shard task sleeps with nothing queued: a request may be decided right here."""
+        return self._wakeup is not None and not self._wakeup.is_set() and self.unavailable is None
+
+    def _run_now(self, operation, ticket: Ticket, peer: str) -> None:
+        """Decide a request in the caller's task while the shard task sleeps: the same step the
+        shard task would take, without two task switches per request. The shard task wakes only
+        if it must: to reload after a failed step, or for a timer now due before its alarm."""
+        actions: list = []
+        broken = not self._step(actions, operation, self.now_ms(), ticket, peer)
+        self._apply(actions)
+        if broken:
+            self._broken = True
+            self._wakeup.set()
+            return
+        deadline = self.shard.next_deadline()
+        if deadline is not None and (deadline - self._epoch_ms) / 1000 < self._alarm:
+            self._wakeup.set()
 
     def _refusal(self, api_key: int) -> ErrorCode | None:
         """The error a request gets without reaching the shard, if any."""
@@ -285,15 +314,15 @@ class ShardRunner:
                 continue
             if not self._inbox:
                 deadline = None if self.unavailable else self.shard.next_deadline()
-                wake_at = min(next_compaction, math.inf if deadline is None else
-                              (deadline - self._epoch_ms) / 1000)
+                self._alarm = min(next_compaction, math.inf if deadline is None else
+                                  (deadline - self._epoch_ms) / 1000)
                 self._wakeup = trio.Event()
-                with trio.move_on_at(wake_at):
+                with trio.move_on_at(self._alarm):
                     await self._wakeup.wait()
                 self._wakeup = None
             now = self.now_ms()
             actions: list = []
-            broken = False
+            broken, self._broken = self._broken, False      # a step run by _run_now threw
             while self._inbox and not broken:
                 operation, ticket, peer = self._inbox.popleft()
                 broken = not self._step(actions, operation, now, ticket, peer)

@@ -20,7 +20,7 @@ import dataclasses
 import logging
 import os
 from functools import partial
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import trio
 
@@ -191,6 +191,7 @@ class Broker:
         already buffered goes to its shard at once, and their answers leave together.
         """
         frames = inbound.frames
+        host, until_closed, begin = "/" + peer.rsplit(":", 1)[0], inbound.until_closed, self.handlers.begin
         started: list = []          # pipelined requests handed to their shards, not yet answered
         try:
             while True:
@@ -205,9 +206,9 @@ class Broker:
                     await inbound.receive()
                     continue
                 header, body = self._decode(frame)
-                ctx = Call(header.api_key, header.api_version, header.client_id or "",
-                           "/" + peer.rsplit(":", 1)[0], until_closed=inbound.until_closed)
-                began = self.handlers.begin(ctx, body)
+                ctx = Call(header.api_key, header.api_version, header.client_id or "", host,
+                           until_closed=until_closed)
+                began = begin(ctx, body)
                 if began is not None:
                     started.append((header, ctx, body, *began))
                     if len(started) < _IN_FLIGHT:
@@ -254,11 +255,7 @@ class Broker:
         return answers
 
     def _answer(self, header, ctx: Call, body, response) -> Answer:
-        refused = partial(_encode, header, None)
-        if ctx.barriers:            # a group answer: if its records never become durable, instead
-            refused = partial(_encode, header, error_response(                   # NOT_COORDINATOR
-                header.api_key, header.api_version, body, ErrorCode.NOT_COORDINATOR))
-        return Answer(ctx.barriers, self._answered(header, ctx, body, response), refused)
+        return Answer(ctx.barriers, self._answered(header, ctx, body, response), header, body)
 
     def _answered(self, header, ctx: Call, body, response) -> list:
         """The answer's framed chunks; recorded first if the test asked for a recording."""
@@ -295,10 +292,18 @@ _IN_FLIGHT = 32
 
 class Answer(NamedTuple):
     """One request's answer on its way out: the shard tickets whose records must be durable
-    before it is sent, its framed chunks, and what to send instead if they never are."""
+    before it is sent, its framed chunks, and the request (to answer it otherwise if they
+    never are)."""
     barriers: list
     parts: list
-    refused: Callable[[], list]
+    header: object
+    body: object
+
+    def refused(self) -> list:
+        """What a group answer whose records never became durable turns into: Kafka's
+        NOT_COORDINATOR (the client looks for the coordinator again)."""
+        h = self.header
+        return _encode(h, error_response(h.api_key, h.api_version, self.body, ErrorCode.NOT_COORDINATOR))
 
 
 class OrderedSender:

@@ -15,7 +15,7 @@ from protocol import REQUESTS
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.registry import API_TABLE
-from protocol.header import decode_response, encode_request
+from protocol.header import RequestHeader, decode_response, encode_request, encode_response
 from broker.client.trio_stream import TrioClient
 from tests.support.wire import header, join_stable_member
 
@@ -228,21 +228,25 @@ async def test_an_answer_whose_write_failed_is_never_sent():
     """Its refusal (the request's NOT_COORDINATOR answer) goes out instead, in its place."""
     from broker.server.broker import Answer, OrderedSender
     from broker.group_runtime.shard_runner import Ticket
+    from coordinator.responses import heartbeat
     ours, theirs = (trio.SocketStream(s) for s in trio.socket.socketpair())
     sender = OrderedSender(ours)
-    durable, failed = Ticket(12, 4, None), Ticket(8, 8, None)
+    durable, failed = Ticket(12, 4, None), Ticket(12, 4, None)
     durable.release()
-    await sender.submit([Answer([durable], [b"sent"], lambda: [b"unused"])])
+    request = REQUESTS[ApiKey.HEARTBEAT].cls(group_id="g", generation_id=1, member_id="m")
+    asked = RequestHeader(ApiKey.HEARTBEAT, 4, 7, "c")
+    await sender.submit([Answer([durable], [b"sent"], asked, request)])
     assert await theirs.receive_some() == b"sent"
     failed.failed = True
     failed.release()
-    await sender.submit([Answer([failed], [b"must not go out"], lambda: [b"refused"]),
-                         Answer([durable], [b"next"], lambda: [b"unused"])])
+    await sender.submit([Answer([failed], [b"must not go out"], asked, request),
+                         Answer([durable], [b"next"], asked, request)])
     await ours.aclose()
     received = b""
     while chunk := await theirs.receive_some():
         received += chunk
-    assert received == b"refusednext"
+    refused = encode_response(ApiKey.HEARTBEAT, 4, 7, heartbeat(ErrorCode.NOT_COORDINATOR))
+    assert received == refused + b"next"
 
 
 async def test_shard_logs_open_in_worker_threads_once_the_broker_serves(nursery, tmp_path):

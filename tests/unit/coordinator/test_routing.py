@@ -71,7 +71,7 @@ def test_fast_hash_at_chunk_boundaries(length):
 def test_the_cache_stays_bounded_and_keeps_no_long_ids():
     for i in range(routing.CACHE_ENTRIES + 100):
         shard_for(f"group-{i}")
-    assert len(routing._cache) == routing.CACHE_ENTRIES
+    assert len(routing._cache) <= routing.CACHE_ENTRIES
     long_id = "x" * (routing.CACHED_ID_CHARS + 1)
     assert shard_for(long_id) == kafka_abs(slow_java_string_hash(long_id)) % 50
     assert all(len(group) <= routing.CACHED_ID_CHARS for group, _ in routing._cache)
