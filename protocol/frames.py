@@ -21,38 +21,43 @@ class FrameBuffer:
     def __init__(self, max_frame: int = DEFAULT_MAX_FRAME):
         self.max_frame = max_frame
         self._buf = bytearray()
+        self._pos = 0              # where the next frame starts (taken bytes go at the next feed)
         self._need: int | None = None
 
     def feed(self, data: bytes) -> None:
+        if self._pos:
+            del self._buf[:self._pos]
+            self._pos = 0
         self._buf += data
 
     def next_frame(self) -> bytes | None:
         """The next complete frame payload, or None until more data arrives."""
+        buf, pos = self._buf, self._pos
         if self._need is None:
-            if len(self._buf) < 4:
+            if len(buf) - pos < 4:
                 return None
-            size, = _SIZE.unpack_from(self._buf, 0)
+            size, = _SIZE.unpack_from(buf, pos)
             if size < 0 or size > self.max_frame:
-                foreign = _foreign_protocol(bytes(self._buf[:4]))
+                foreign = _foreign_protocol(bytes(buf[pos:pos + 4]))
                 if foreign is not None:
                     raise DecodeError(foreign)
             if size < 0:
                 raise DecodeError(f"negative frame size {size}")
             if size > self.max_frame:
                 raise FrameTooLarge(f"frame of {size} bytes exceeds the maximum of {self.max_frame}")
-            del self._buf[:4]
+            pos = self._pos = pos + 4
             self._need = size
-        if len(self._buf) < self._need:
+        end = pos + self._need
+        if len(buf) < end:
             return None
-        frame = bytes(self._buf[:self._need])
-        del self._buf[:self._need]
-        self._need = None
+        frame = bytes(buf[pos:end])
+        self._pos, self._need = end, None
         return frame
 
     @property
     def pending(self) -> int:
         """Bytes held that do not yet form a frame."""
-        return len(self._buf)
+        return len(self._buf) - self._pos
 
 
 _HTTP_METHODS = (b"GET ", b"POST", b"PUT ", b"HEAD", b"DELE", b"OPTI", b"PATC", b"CONN", b"TRAC", b"PRI ")

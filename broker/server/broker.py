@@ -250,8 +250,12 @@ class Broker:
         """Wait for the shards to decide pipelined requests; their answers, in order."""
         answers = []
         for header, ctx, body, ticket, complete in started:
-            response = complete(await ShardRunner.answer(ticket, ctx.barriers))
-            answers.append(self._answer(header, ctx, body, response))
+            if ticket.decided:                 # as ShardRunner.answer, without a coroutine
+                ctx.barriers.append(ticket)
+                response = ticket.response
+            else:
+                response = await ShardRunner.answer(ticket, ctx.barriers)
+            answers.append(self._answer(header, ctx, body, complete(response)))
         return answers
 
     def _answer(self, header, ctx: Call, body, response) -> Answer:
@@ -349,7 +353,7 @@ class OrderedSender:
         for answer in answers:
             durable = True
             for ticket in answer.barriers:
-                durable = await ticket.wait_durable() and durable
+                durable = (not ticket.failed if ticket.durable else await ticket.wait_durable()) and durable
             # Never acknowledge what is not on disk: as Kafka maps a failed write, the client
             # gets NOT_COORDINATOR and looks for the coordinator again.
             chunks += answer.parts if durable else answer.refused()

@@ -63,8 +63,9 @@ def wait_until_answering(host: str, port: int, timeout: float) -> None:
 
 class BrokerProcess:
     def __init__(self, data_dir, log_path, overrides: dict | None = None, *,
-                 python: str = sys.executable, host: str = "127.0.0.1"):
+                 python: str = sys.executable, host: str = "127.0.0.1", repo: Path = REPO):
         self.data_dir, self.log_path = Path(data_dir), Path(log_path)
+        self.repo = repo                 # the checkout whose broker runs (benchmarks compare two)
         self.overrides = kafka_props(overrides or {})
         self.python, self.host = python, host
         self.port: int | None = None
@@ -84,7 +85,7 @@ class BrokerProcess:
         with open(self.log_path, "ab") as log:
             log.write(f"=== start #{self.starts}: {' '.join(cmd)}\n".encode())
             log.flush()
-            self.proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=log,
+            self.proc = subprocess.Popen(cmd, cwd=self.repo, stdout=subprocess.PIPE, stderr=log,
                                          stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + timeout
         line = _read_line(self.proc, timeout)

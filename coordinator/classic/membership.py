@@ -443,16 +443,15 @@ def _propagate_assignment(groups: ClassicGroupManager, out: CoordinatorResult, n
 
 def heartbeat(groups: ClassicGroupManager, out: CoordinatorResult, now: int, ctx: RequestContext,
               req) -> None:
-    def answer(error: ErrorCode) -> None:
-        out.reply(ctx.token, ApiKey.HEARTBEAT, ctx.version, r.heartbeat(error))
-
     group, error = _check_member(groups, req)
-    if error != E.NONE:
-        return answer(error)
-    if group.is_in(S.EMPTY):
-        return answer(E.UNKNOWN_MEMBER_ID)
-    groups.schedule_session(group, group.members[req.member_id], now)
-    answer(E.REBALANCE_IN_PROGRESS if group.is_in(S.PREPARING_REBALANCE) else E.NONE)
+    if error == E.NONE:
+        if group.is_in(S.EMPTY):
+            error = E.UNKNOWN_MEMBER_ID
+        else:
+            groups.schedule_session(group, group.members[req.member_id], now)
+            if group.is_in(S.PREPARING_REBALANCE):
+                error = E.REBALANCE_IN_PROGRESS
+    out.reply(ctx.token, ApiKey.HEARTBEAT, ctx.version, r.heartbeat(error))
 
 
 # --- LeaveGroup -------------------------------------------------------------------------------
