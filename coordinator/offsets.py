@@ -39,6 +39,9 @@ def utf16_length(text: str) -> int:
     return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
+_NONE, _METADATA_TOO_LARGE = E.NONE, E.OFFSET_METADATA_TOO_LARGE     # looked up per partition
+
+
 def _metadata_too_large(text: str, limit: int) -> bool:
     """A UTF-16 string is at most twice as long as its code points: only long ones are measured."""
     return 2 * len(text) > limit and utf16_length(text) > limit
@@ -139,17 +142,19 @@ class OffsetManager:
             return
         expire = None if req.retention_time_ms == -1 else now + req.retention_time_ms
         limit = self.config.offset_metadata_max_bytes
-        errors: dict[tuple[str, int], ErrorCode] = {}
+        errors: list[ErrorCode] = []          # one per requested partition, in request order
         records = []
+        group_id = req.group_id
         for topic in req.topics:
+            name = topic.name
             for p in topic.partitions:
-                if p.committed_metadata and _metadata_too_large(p.committed_metadata, limit):
-                    errors[(topic.name, p.partition_index)] = E.OFFSET_METADATA_TOO_LARGE
+                metadata = p.committed_metadata
+                if metadata and _metadata_too_large(metadata, limit):
+                    errors.append(_METADATA_TOO_LARGE)
                     continue
-                errors[(topic.name, p.partition_index)] = E.NONE
-                records.append(OffsetCommit(req.group_id, topic.name, p.partition_index,
-                                            p.committed_offset, p.committed_leader_epoch,
-                                            p.committed_metadata or "", now, expire))
+                errors.append(_NONE)
+                records.append(OffsetCommit(group_id, name, p.partition_index, p.committed_offset,
+                                            p.committed_leader_epoch, metadata or "", now, expire))
         try:
             out.persist([encode_record(rec) for rec in records])     # before anything changes
         except RecordError as e:

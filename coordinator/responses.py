@@ -69,20 +69,20 @@ def leave(version: int, results: list[tuple[str, str | None, ErrorCode]],
         member(member_id=m, group_instance_id=i, error_code=e) for m, i, e in results))
 
 
-def offset_commit(request, errors: dict[tuple[str, int], ErrorCode]):
-    """One error per requested partition, in request order."""
+def offset_commit(request, errors: list[ErrorCode]):
+    """``errors`` holds one error per requested partition, in request order (a partition
+    named twice is answered twice, as Kafka answers it)."""
     topic_cls = OffsetCommitResponse.OffsetCommitResponseTopic
     part_cls = topic_cls.OffsetCommitResponsePartition
+    each = iter(errors)
     return OffsetCommitResponse(topics=tuple(
         topic_cls(name=t.name, partitions=tuple(
-            part_cls(partition_index=p.partition_index, error_code=errors[(t.name, p.partition_index)])
-            for p in t.partitions))
+            part_cls(partition_index=p.partition_index, error_code=next(each)) for p in t.partitions))
         for t in request.topics))
 
 
 def offset_commit_error(request, error: ErrorCode):
-    return offset_commit(request, {(t.name, p.partition_index): error
-                                   for t in request.topics for p in t.partitions})
+    return offset_commit(request, [error] * sum(len(t.partitions) for t in request.topics))
 
 
 def described_group(version: int, group_id: str, error: ErrorCode = ErrorCode.NONE, *,

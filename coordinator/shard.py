@@ -156,6 +156,10 @@ class Shard:
     def next_deadline(self) -> int | None:
         return self.timers.next_deadline()
 
+    def armed_before(self, deadline: float) -> bool:
+        """A timer armed since :meth:`next_deadline` is due before ``deadline`` (ms)."""
+        return self.timers.armed_before(deadline)
+
     def forget_topics(self, topics: set[str]) -> CoordinatorResult:
         """Drop the committed offsets of deleted topics (tombstones), as Kafka does on deletion."""
         return self._run(self.offset_manager.forget_topics, topics)

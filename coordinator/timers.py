@@ -10,6 +10,7 @@ Time is milliseconds, passed in.
 from __future__ import annotations
 
 import heapq
+import math
 from itertools import count
 from typing import Callable, Hashable, Iterator
 
@@ -23,10 +24,13 @@ class Timers:
         self._heap: list[tuple[int, int, Hashable]] = []               # (deadline, seq, key)
         self._queued: dict[Hashable, tuple[int, int]] = {}             # key -> its live heap entry
         self._seq = count()
+        self._soonest_new = math.inf       # the earliest deadline armed since next_deadline()
 
     def schedule(self, key: Hashable, deadline: int, fn: Callback) -> None:
         seq = next(self._seq)
         self._armed[key] = (deadline, seq, fn)
+        if deadline < self._soonest_new:
+            self._soonest_new = deadline
         queued = self._queued.get(key)
         if queued is None or deadline < queued[0]:
             self._push(key, deadline, seq)
@@ -59,8 +63,15 @@ class Timers:
             yield self._armed.pop(key)[2]
 
     def next_deadline(self) -> int | None:
+        """The earliest deadline; from now on :meth:`armed_before` watches for earlier ones."""
+        self._soonest_new = math.inf
         key = self._next_key()
         return None if key is None else self._armed[key][0]
+
+    def armed_before(self, deadline: float) -> bool:
+        """Whether a timer was armed for before ``deadline`` since :meth:`next_deadline` was
+        last asked: cheaper than asking again, for a driver that sleeps until that deadline."""
+        return self._soonest_new < deadline
 
     def _next_key(self) -> Hashable | None:
         """The key of the earliest armed timer, with the heap's top made exact for it."""

@@ -9,6 +9,7 @@ carries an explicit expiry, else v3; group metadata value v3.
 
 from __future__ import annotations
 
+import struct
 import uuid
 from dataclasses import dataclass
 from functools import lru_cache
@@ -33,7 +34,7 @@ class Record(NamedTuple):
     value: bytes | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)        # not frozen: one is built per committed partition, and that costs
 class OffsetCommit:
     group: str
     topic: str
@@ -169,12 +170,31 @@ def group_metadata_key(group: str) -> bytes:
 def offset_commit_record(group: str, topic: str, partition: int, offset: int, leader_epoch: int,
                          metadata: str, commit_ts: int, expire_ts: int | None = None) -> Record:
     """Kafka writes value v1 only for an explicit expiry (it has no leader epoch), else v3."""
-    version = 3 if expire_ts is None else 1
-    value = RECORDS.offset_commit_value.cls(
-        offset=offset, leader_epoch=leader_epoch, metadata=metadata if metadata is not None else "",
-        commit_timestamp=commit_ts, expire_timestamp=-1 if expire_ts is None else expire_ts)
     return Record(offset_commit_key(group, topic, partition),
-                  _encode(RECORDS.offset_commit_value, version, value))
+                  offset_commit_value(offset, leader_epoch, metadata, commit_ts, expire_ts))
+
+
+def offset_commit_value(offset: int, leader_epoch: int, metadata: str | None, commit_ts: int,
+                        expire_ts: int | None) -> bytes:
+    """The value, packed directly: one is written per committed partition, and building the
+    message object for the schema's codec cost more than everything else a commit does.
+    tests/unit/offsets_log check it byte for byte against that codec."""
+    raw = (metadata or "").encode("utf-8")
+    if len(raw) > 0x7FFF:
+        raise RecordError(f"OffsetCommitValue: metadata of {len(raw)} bytes is over the 32767 "
+                          f"bytes a string can hold")
+    try:
+        if expire_ts is None:
+            return _COMMIT_V3_HEAD.pack(3, offset, leader_epoch, len(raw)) + raw + _I64.pack(commit_ts)
+        return _COMMIT_V1_HEAD.pack(1, offset, len(raw)) + raw + _I64_I64.pack(commit_ts, expire_ts)
+    except struct.error as e:
+        raise RecordError(f"OffsetCommitValue: {e}") from e
+
+
+_COMMIT_V3_HEAD = struct.Struct(">hqih")      # version 3, offset, leader epoch, metadata length
+_COMMIT_V1_HEAD = struct.Struct(">hqh")       # version 1, offset, metadata length
+_I64 = struct.Struct(">q")
+_I64_I64 = struct.Struct(">qq")
 
 
 def group_metadata_record(group: str, *, protocol_type: str, generation: int,

@@ -203,8 +203,7 @@ class ShardRunner:
             self._broken = True
             self._wakeup.set()
             return
-        deadline = self.shard.next_deadline()
-        if deadline is not None and (deadline - self._epoch_ms) / 1000 < self._alarm:
+        if self.shard.armed_before(self._alarm * 1000 + self._epoch_ms):
             self._wakeup.set()
 
     def _refusal(self, api_key: int) -> ErrorCode | None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from offsets_log.errors import RecordError
 from offsets_log.records import (GroupMetadata, GroupMetadataTombstone, GroupMetadataValue,
@@ -39,6 +41,28 @@ def test_offset_commit_value_v1_when_expiry_given():
     # v1 has no leader epoch; it carries the expiry after the commit timestamp.
     assert r.value == h("0001 | 0000000000000064 | 0001 6d | 00000000000003e8 | 00000000000007d0")
     assert decode_record(*r) == OffsetCommit("g", "t", 0, 100, -1, "m", 1000, 2000, None, 1)
+
+
+I64 = st.integers(-2**63, 2**63 - 1)
+
+
+@given(offset=I64, leader_epoch=st.integers(-2**31, 2**31 - 1), metadata=st.none() | st.text(max_size=40),
+       commit_ts=I64, expire_ts=st.none() | I64)
+def test_offset_commit_values_are_the_schema_codecs_bytes(offset, leader_epoch, metadata, commit_ts,
+                                                          expire_ts):
+    """The value packed directly is exactly what the schema's codec writes, v3 and v1."""
+    version = 3 if expire_ts is None else 1
+    message = RECORDS.offset_commit_value.cls(
+        offset=offset, leader_epoch=leader_epoch, metadata=metadata or "", commit_timestamp=commit_ts,
+        expire_timestamp=-1 if expire_ts is None else expire_ts)
+    expected = encode_payload(RECORDS.offset_commit_value, version, message)
+    assert offset_commit_record("g", "t", 0, offset, leader_epoch, metadata, commit_ts,
+                                expire_ts).value == expected
+
+
+def test_metadata_too_long_for_a_string_is_a_record_error_not_a_short_write():
+    with pytest.raises(RecordError, match="32767"):
+        offset_commit_record("g", "t", 0, 1, -1, "\u00e9" * 20_000, 5)
 
 
 def test_offset_commit_value_v0_v2_bytes():
