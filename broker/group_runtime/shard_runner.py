@@ -1,8 +1,10 @@
-"""One trio task per coordinator shard: the only code that touches that shard.
+"""One runner per coordinator shard: the only code that touches that shard.
 
-The runner loads the shard from its offsets log, then loops: wait for requests or the next
-timer deadline, hand everything queued to the pure :class:`coordinator.shard.Shard`, and
-append the records it produced. A writer task makes them durable (group commit: one fsync
+The runner loads the shard from its offsets log, then its trio task loops: wait for requests
+or the next timer deadline, hand everything queued to the pure :class:`coordinator.shard.Shard`,
+and append the records it produced. While that task sleeps with nothing queued, a request is
+decided right away in the task that submits it, by the same step: one request never waits
+for two task switches. A writer task makes them durable (group commit: one fsync
 covers everything appended while the previous one ran). As in Kafka's coordinator runtime,
 every reply is *decided* at once but *released* only when every record written before it is
 durable, so no client ever sees state that a crash could take back, while the shard goes on
