@@ -1,7 +1,7 @@
 """Offsets-log throughput on this machine's disk.
 
-Prints: durable commits per second with one fsync per batch (group commit), one fsync per
-record, and no fsync; recovery time of a shard log holding 1,000,000 commit records; and
+Prints: commits per second written without an fsync (Kafka's default flush settings) and
+with one fsync each (bench/fsync_ceiling.py has fsync passes across shards); recovery time of a shard log holding 1,000,000 commit records; and
 compaction throughput next to the disk's sequential write rate measured in the same run with
 ``dd conv=fdatasync`` (their ratio). Run: ``.venv/bin/python bench/offsets_log.py [--records N]``.
 """
@@ -15,14 +15,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from offsets_log.compaction import compact  # noqa: E402
-from offsets_log.log import Durability, GroupCommit, ShardLog  # noqa: E402
+from offsets_log.log import ShardLog  # noqa: E402
 from offsets_log.records import offset_commit_record  # noqa: E402
 
 
@@ -30,41 +29,25 @@ def commit(i: int):
     return offset_commit_record("bench-group", f"topic-{i % 20}", i % 12, i, 3, "", 1_700_000_000_000)
 
 
-def durable_commits_per_second(root: str, mode: str, seconds: float, threads: int = 16) -> float:
-    """Commits acknowledged per second by ``threads`` clients each committing one record at a time."""
+def commits_per_second(root: str, fsync: bool, seconds: float) -> float:
+    """One client committing one record at a time: written only (Kafka's default flush
+    settings), or fsynced before the next (``log.flush.interval.messages=1``, one shard)."""
     path = tempfile.mkdtemp(dir=root)
-    log = ShardLog(path, durability=Durability.NONE_UNSAFE if mode == "none" else Durability.FSYNC)
-    group = GroupCommit(log)
-    done = [0] * threads
-    stop = time.perf_counter() + seconds
-
-    def client(n: int) -> None:
-        i = 0
-        while time.perf_counter() < stop:
-            record = [commit(n * 10_000_000 + i)]
-            if mode == "per-record":
-                with group._flush_lock:            # serialise: one fsync for every record
-                    log.append(record, 0)
-                    log.sync()
-            else:
-                group.commit(record, 0)
-            i += 1
-        done[n] = i
-
-    workers = [threading.Thread(target=client, args=(n,)) for n in range(threads)]
-    start = time.perf_counter()
-    for w in workers:
-        w.start()
-    for w in workers:
-        w.join()
-    rate = sum(done) / (time.perf_counter() - start)
+    log = ShardLog(path)
+    done, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        log.append([commit(done)], 0)
+        if fsync:
+            log.sync()
+        done += 1
+    rate = done / (time.perf_counter() - start)
     log.close()
     shutil.rmtree(path)
     return rate
 
 
 def build_log(path: str, records: int, distinct_keys: int) -> ShardLog:
-    log = ShardLog(path, durability=Durability.NONE_UNSAFE, segment_bytes=4 << 20)
+    log = ShardLog(path, segment_bytes=4 << 20)
     batch = []
     for i in range(records):
         batch.append(offset_commit_record("bench-group", f"topic-{i % 50}", (i // 50) % (distinct_keys // 50),
@@ -95,12 +78,9 @@ def main() -> None:
     root = tempfile.mkdtemp(prefix="groupbroker-bench-", dir=os.getcwd())
     try:
         print(f"{'measurement':<52} {'value':>14}")
-        for mode in ("batch", "per-record", "none"):
-            rate = durable_commits_per_second(root, mode, args.seconds)
-            label = {"batch": "commits/s, fsync per batch (group commit, 16 clients)",
-                     "per-record": "commits/s, fsync per record (16 clients)",
-                     "none": "commits/s, no fsync (NONE_UNSAFE)"}[mode]
-            print(f"{label:<52} {rate:>14,.0f}")
+        for fsync, label in ((False, "commits/s written, no fsync (Kafka's default)"),
+                             (True, "commits/s, fsync per record (flush.messages=1)")):
+            print(f"{label:<52} {commits_per_second(root, fsync, args.seconds):>14,.0f}")
         path = os.path.join(root, "__consumer_offsets-0")
         log = build_log(path, args.records, distinct_keys=5_000)
         size = sum(os.path.getsize(os.path.join(path, n)) for n in os.listdir(path))

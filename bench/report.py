@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from coordinator.routing import shard_for  # noqa: E402
 from broker.journal.segments import JournalWriter, journal_dir  # noqa: E402
-from offsets_log.log import Durability, ShardLog  # noqa: E402
+from offsets_log.log import ShardLog  # noqa: E402
 from offsets_log.records import MemberMetadata, group_metadata_record, offset_commit_record  # noqa: E402
 
 GROUPS, TOPICS, PARTITIONS, SHARDS = 1_000, 20, 10, 50
@@ -45,7 +45,7 @@ def build(data_dir: str, commits: int, seed: int = 6) -> tuple[int, int]:
     """Write the synthetic data dir; (offsets-log records, journal lines)."""
     rng = random.Random(seed)
     rounds = max(1, -(-commits // (GROUPS * PARTITIONS)))
-    logs = {n: ShardLog.for_shard(data_dir, n, durability=Durability.NONE_UNSAFE) for n in range(SHARDS)}
+    logs = {n: ShardLog.for_shard(data_dir, n) for n in range(SHARDS)}
     journal = JournalWriter(journal_dir(data_dir), START_MS)
     journal.append({"t": START_MS, "event": "journal_opened", "node": 1})
     end_ms = START_MS + rounds * COMMIT_EVERY_MS

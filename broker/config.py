@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from coordinator.config import CoordinatorConfig
+from offsets_log.flush import NEVER, FlushPolicy
 from protocol.frames import DEFAULT_MAX_FRAME
 
 
@@ -81,7 +82,9 @@ class BrokerConfig:
     log_cleaner_delete_retention_ms: int = 86_400_000
     log_cleaner_min_compaction_lag_ms: int = 0
     log_cleaner_min_cleanable_ratio: float = 0.5
-    offsets_fsync: bool = True
+    log_flush_interval_messages: int = NEVER   # NEVER: acknowledged once written, as Kafka
+    log_flush_interval_ms: int | None = None   # None: log.flush.scheduler.interval.ms
+    log_flush_scheduler_interval_ms: int = NEVER
     admin_host: str = "127.0.0.1"
     admin_port: int | None = None          # the fault-injection endpoint; None: off, 0: a free port
     journal_enable: bool = True            # the group event journal (broker/journal/recorder.py)
@@ -116,8 +119,9 @@ class BrokerConfig:
         "log.cleaner.min.compaction.lag.ms": ("log_cleaner_min_compaction_lag_ms", _at_least(0)),
         "log.cleaner.min.cleanable.ratio": ("log_cleaner_min_cleanable_ratio", _ratio),
         "log.dirs": ("data_dir", str), "log.dir": ("data_dir", str),
-        # groupbroker's own: fsync offset commits before acknowledging them (Kafka-like safety)
-        "groupbroker.offsets.fsync": ("offsets_fsync", _bool),
+        "log.flush.interval.messages": ("log_flush_interval_messages", _at_least(1)),
+        "log.flush.interval.ms": ("log_flush_interval_ms", _at_least(0)),
+        "log.flush.scheduler.interval.ms": ("log_flush_scheduler_interval_ms", _at_least(0)),
         # groupbroker's own: the fault-injection admin endpoint (broker/faults/endpoint.py)
         "groupbroker.admin.host": ("admin_host", str),
         "groupbroker.admin.port": ("admin_port", int),
@@ -130,6 +134,13 @@ class BrokerConfig:
         "groupbroker.journal.retention.ms": ("journal_retention_ms", int),
     }
 
+    #: names groupbroker no longer reads -> what to use instead
+    _REPLACED = {
+        "groupbroker.offsets.fsync": "Kafka's log.flush.interval.messages replaces it: commits are "
+                                     "acknowledged once written by default, as in Kafka; "
+                                     "log.flush.interval.messages=1 fsyncs every one before its answer",
+    }
+
     @classmethod
     def build(cls, props: dict[str, str], **explicit) -> BrokerConfig:
         """Properties first, then explicit CLI values (which win); unknown names are refused."""
@@ -140,6 +151,8 @@ class BrokerConfig:
                 if key in cls._NAMES:
                     name, parse = cls._NAMES[key]
                     values[name] = parse(raw)
+                elif key in cls._REPLACED:
+                    raise ConfigError(f"no longer supported: {cls._REPLACED[key]}")
                 elif key == "advertised.listeners":
                     values.update(_advertised(raw))
                 elif key not in coordinator_names:
@@ -153,6 +166,11 @@ class BrokerConfig:
             raise ConfigError(str(e)) from None
         values.update({k: v for k, v in explicit.items() if v is not None})
         return cls(**values, props=dict(props))
+
+    @property
+    def flush_policy(self) -> FlushPolicy:
+        return FlushPolicy(self.log_flush_interval_messages, self.log_flush_interval_ms,
+                           self.log_flush_scheduler_interval_ms)
 
     @property
     def advertised(self) -> tuple[str, int]:

@@ -31,8 +31,6 @@ from broker.testing.launcher import TEST_DEFAULTS, BrokerProcess  # noqa: E402
 from protocol import REQUESTS  # noqa: E402
 from protocol.api_keys import ApiKey  # noqa: E402
 
-FAST = {**TEST_DEFAULTS, "groupbroker.offsets.fsync": "false"}
-
 
 class NotReproduced(Exception):
     """The failure this recipe demonstrates did not happen."""
@@ -45,7 +43,7 @@ class Broker:
     def __init__(self, bootstrap: str | None = None, overrides: dict | None = None):
         self.external = bootstrap is not None
         self.bootstrap = bootstrap or ""
-        self.overrides = {**FAST, **(overrides or {})}
+        self.overrides = {**TEST_DEFAULTS, **(overrides or {})}
         self._process: BrokerProcess | None = None
         self._tmp: tempfile.TemporaryDirectory | None = None
 

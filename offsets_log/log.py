@@ -8,7 +8,6 @@ first torn or corrupt frame *before* appending again.
 
 from __future__ import annotations
 
-import enum
 import logging
 import os
 import threading
@@ -28,12 +27,6 @@ CLEANED_SUFFIX = ".log.cleaned"
 DISCARDED_SUFFIX = ".log.discarded"
 LEFTOVER_SUFFIXES = (".tmp", ".cleaned")
 DEFAULT_SEGMENT_BYTES = 104_857_600     # Kafka's offsets.topic.segment.bytes
-
-
-class Durability(enum.Enum):
-    """When an appended record counts as acknowledged."""
-    FSYNC = "fsync"              # after an fsync covering it (default; survives power loss)
-    NONE_UNSAFE = "none"         # immediately; a crash or power loss may lose acknowledged commits
 
 
 def shard_dir(data_dir: str, shard: int) -> str:
@@ -140,16 +133,18 @@ class ShardLog:
     """Append-only, segmented, CRC-framed log of one ``__consumer_offsets`` shard.
 
     Thread-safe: appends and rolls take one lock; fsync runs outside it so appends continue
-    while the disk works (that is what makes :class:`GroupCommit` pay off). A compaction's
+    while the disk works (one fsync then covers every record appended meanwhile). When to
+    fsync is the caller's choice (broker/group_runtime/flusher.py, as Kafka's
+    ``log.flush.interval.*``); a written record survives the process being killed, since the
+    operating system holds it. A compaction's
     swap of the inactive segments takes ``swap_lock`` instead, so appends go on during it
     too; reading the whole log waits for it.
     """
 
     def __init__(self, directory: str, fs: FS | None = None, *,
-                 segment_bytes: int = DEFAULT_SEGMENT_BYTES,
-                 durability: Durability = Durability.FSYNC):
+                 segment_bytes: int = DEFAULT_SEGMENT_BYTES):
         self.directory, self.fs = directory, fs or RealFS()
-        self.segment_bytes, self.durability = segment_bytes, durability
+        self.segment_bytes = segment_bytes
         self.lock = threading.RLock()
         self.swap_lock = threading.Lock()       # held while compaction replaces inactive segments
         self._failed: str | None = None
@@ -276,10 +271,10 @@ class ShardLog:
             log.exception("%s: could not cut a failed write back", path)
 
     def _roll(self) -> None:
-        """New active segment named by the next offset; the old one is made durable first."""
+        """New active segment named by the next offset; the old one is made durable first
+        (once per segment, so :meth:`sync` need only fsync the active one)."""
         try:
-            if self.durability is Durability.FSYNC:
-                self.fs.fsync(self.active_path)
+            self.fs.fsync(self.active_path)
             self.fs.create(self._path(self.next_offset))
             self.fs.fsync_dir(self.directory)
         except OSError as e:
@@ -289,12 +284,10 @@ class ShardLog:
         log.debug("%s: rolled to segment %d", self.directory, self.next_offset)
 
     def sync(self) -> int:
-        """fsync what was appended so far (no-op under NONE_UNSAFE); the highest covered offset."""
+        """fsync what was appended so far; the highest offset it covers."""
         with self.lock:
             self._check()
             path, covered = self.active_path, self.next_offset - 1
-        if self.durability is Durability.NONE_UNSAFE:
-            return covered
         try:
             self.fs.fsync(path)              # earlier segments were fsynced when rolled
         except OSError as e:
@@ -328,36 +321,3 @@ class ShardLog:
         """Release open append handles (they reopen lazily if the log is used again)."""
         if isinstance(self.fs, RealFS):
             self.fs.close()
-
-
-class GroupCommit:
-    """Acknowledge after fsync without one fsync per commit.
-
-    Request threads call :meth:`append_pending` then :meth:`flush`; ``flush`` returns the
-    highest durable offset. Only one fsync runs at a time; whoever waited while it ran finds
-    its records either covered already or covered by the single next fsync, so one fsync
-    serves every record appended during the previous one.
-    """
-
-    def __init__(self, shard_log: ShardLog):
-        self.log = shard_log
-        self._flush_lock = threading.Lock()
-        self.durable_offset = shard_log.next_offset - 1
-        self.fsyncs = 0
-
-    def append_pending(self, records: Iterable[Record], now_ms: int) -> list[int]:
-        return self.log.append(records, now_ms)
-
-    def flush(self) -> int:
-        with self._flush_lock:
-            if self.log.next_offset - 1 > self.durable_offset:
-                self.durable_offset = self.log.sync()
-                self.fsyncs += 1
-            return self.durable_offset
-
-    def commit(self, records: Iterable[Record], now_ms: int) -> list[int]:
-        """Append and wait until durable (per the log's policy): the offsets written."""
-        offsets = self.append_pending(records, now_ms)
-        if offsets:
-            self.flush()
-        return offsets

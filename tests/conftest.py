@@ -30,11 +30,9 @@ def start_broker(tmp_path):
 
 @pytest.fixture
 def broker(start_broker) -> BrokerProcess:
-    """A throwaway broker for client interop: no initial delay, short sessions allowed, and
-    commits still logged but not fsynced (durability is tested elsewhere). Modules that need
+    """A throwaway broker for client interop: no initial delay, short sessions allowed. Modules that need
     another broker define their own ``broker`` fixture, which takes precedence."""
-    return start_broker({"group.initial.rebalance.delay.ms": 0, "group.min.session.timeout.ms": 1000,
-                         "groupbroker.offsets.fsync": "false"})
+    return start_broker({"group.initial.rebalance.delay.ms": 0, "group.min.session.timeout.ms": 1000})
 
 
 @pytest.fixture

@@ -4,11 +4,12 @@ The runner loads the shard from its offsets log, then its trio task loops: wait 
 or the next timer deadline, hand everything queued to the pure :class:`coordinator.shard.Shard`,
 and append the records it produced. While that task sleeps with nothing queued, a request is
 decided right away in the task that submits it, by the same step: one request never waits
-for two task switches. A writer task makes them durable (group commit: one fsync
-covers everything appended while the previous one ran). As in Kafka's coordinator runtime,
-every reply is *decided* at once but *released* only when every record written before it is
-durable, so no client ever sees state that a crash could take back, while the shard goes on
-deciding the next requests during the fsync. Compaction runs in a worker thread.
+for two task switches. A reply is released once its records are written, as Kafka
+acknowledges an append; when Kafka's ``log.flush.interval.messages`` calls for an fsync, the
+broker's flusher (broker/group_runtime/flusher.py) makes one fsync pass across the shards
+that need one, and as in Kafka's coordinator runtime every reply is *decided* at once but
+*released* only when every record written before it that must be flushed is, while the shard
+goes on deciding the next requests during the fsync. Compaction runs in a worker thread.
 
 Time given to the shard is wall-clock milliseconds anchored once at start and advanced by
 trio's clock, so trio's MockClock drives every coordinator timeout in tests while stored
@@ -41,10 +42,13 @@ from coordinator.responses import error_response, operation_failed
 from coordinator.shard import Shard
 from offsets_log.compaction import compact
 from offsets_log.errors import OffsetsLogError
-from offsets_log.log import Durability, GroupCommit, ShardLog
+from offsets_log.flush import FlushPolicy
+from offsets_log.log import ShardLog
 from protocol.api_keys import ApiKey, api_name
 from protocol.errors import ErrorCode
 from protocol.logtext import safe
+
+from broker.group_runtime.flusher import Flusher
 
 log = logging.getLogger("groupbroker.shards")
 
@@ -138,11 +142,14 @@ def _log_error(ticket: Ticket) -> None:
 
 class ShardRunner:
     def __init__(self, shard: Shard, open_log: Callable[[], ShardLog], *,
-                 compact_interval_s: float = 600.0, wall_clock=time.time, journal=None):
+                 compact_interval_s: float = 600.0, wall_clock=time.time, journal=None,
+                 flusher: Flusher | None = None):
         self.shard = shard
         self._open_log = open_log        # opens (and recovers) the shard's log: in a worker thread
         self.log: ShardLog | None = None
-        self.group_commit: GroupCommit | None = None
+        #: the broker's, shared by every shard; a runner on its own runs one with Kafka's defaults
+        self.flusher = flusher or Flusher(FlushPolicy())
+        self._own_flusher = flusher is None
         self.journal = journal           # a broker.journal.recorder.BrokerJournal, or None (off)
         self.compact_interval_s = compact_interval_s
         self._wall_clock = wall_clock
@@ -155,9 +162,10 @@ class ShardRunner:
         self._retry_s = RETRY_MIN_S                  # the wait before the next reopening
         self.unavailable: ErrorCode | None = None    # fault injection (see set_unavailable)
         self.loaded = False                          # False while (re)loading from the log
-        self._appended = self._durable = -1          # log offsets: last written, last fsynced
+        self._appended = self._flushed = -1          # log offsets: last written, last fsynced
+        self._must_flush = -1                        # replies after this offset wait for its fsync
+        self.last_flush = 0.0                        # trio time of the last fsync
         self._unreleased: deque[tuple[int, Ticket]] = deque()
-        self._dirty = trio.Event()                   # wakes the writer
         self._background: trio.Nursery | None = None  # where compaction runs
         self.compacting = False
         self._compacted = trio.Event()               # set when the running compaction ends
@@ -293,8 +301,7 @@ class ShardRunner:
         self._epoch_ms = self._wall_clock() * 1000 - trio.current_time() * 1000
         try:
             self.log = await trio.to_thread.run_sync(self._open_log)
-            self.group_commit = GroupCommit(self.log)
-            self._appended = self._durable = self.log.next_offset - 1
+            self._opened(self.log)
             actions = (await trio.to_thread.run_sync(load_shard, self.shard, self.log, self.now_ms())).actions
             self.loaded = True
         except Exception as e:       # as a failure later on: turned away, retried from a reopened log
@@ -302,7 +309,8 @@ class ShardRunner:
             self._fail(e)
         async with trio.open_nursery() as nursery:
             self._background = nursery
-            nursery.start_soon(self._writer)
+            if self._own_flusher:
+                nursery.start_soon(self.flusher.run, [self])
             self._apply(actions)
             task_status.started()
             await self._loop()
@@ -408,12 +416,18 @@ class ShardRunner:
                 log.warning("shard %d: reopening its log failed (%s); next try in %.0f s",
                             self.shard.shard_id, e, self._retry_s)
                 continue
-            self.log, self.group_commit, self.shard = shard_log, GroupCommit(shard_log), shard
-            self._appended = self._durable = shard_log.next_offset - 1
+            self.log, self.shard = shard_log, shard
+            self._opened(shard_log)
             self.loaded = True
             self._apply(actions)
             log.warning("shard %d: log reopened and shard reloaded; serving again", shard.shard_id)
             return
+
+    def _opened(self, shard_log: ShardLog) -> None:
+        """Everything a log holds when it is opened counts as flushed (recovery read it back)."""
+        self._appended = self._flushed = shard_log.next_offset - 1
+        self._must_flush = -1
+        self.last_flush = trio.current_time()
 
     def _reopen(self) -> ShardLog:
         """A new ShardLog on the same files (recovery runs as at startup)."""
@@ -422,7 +436,8 @@ class ShardRunner:
         return self._open_log()
 
     def _apply(self, actions) -> None:
-        """Append records; decide every reply now, release it once what came before is durable."""
+        """Append records; decide every reply now, release it once what came before it and
+        must be flushed is."""
         for action in actions:
             if isinstance(action, Persist):
                 self._append(action.records)
@@ -439,45 +454,39 @@ class ShardRunner:
             ticket.decide(action.response)
             if ticket.error is not None and self.journal is not None:
                 self.journal.error(self.shard, self.now_ms(), ticket)
-            if self._appended <= self._durable:
+            if self._must_flush <= self._flushed:
                 ticket.release()
             else:
-                self._unreleased.append((self._appended, ticket))
+                self._unreleased.append((self._must_flush, ticket))
 
     def _append(self, records) -> None:
         if self.failed is not None:
             return
         try:
-            self._appended = self.group_commit.append_pending(records, self.now_ms())[-1]
+            self._appended = self.log.append(records, self.now_ms())[-1]
         except OffsetsLogError as e:
             self._fail(e)
             return
-        if self.log.durability is Durability.NONE_UNSAFE:
-            self._durable = self._appended
-            self._retry_s = RETRY_MIN_S
-        else:
-            self._dirty.set()
+        self._retry_s = RETRY_MIN_S                        # writes work: a next failure retries soon
+        if self.flusher.policy.due(self._appended - self._flushed):
+            self._must_flush = self._appended
+            self.flusher.request(self)
 
-    async def _writer(self) -> None:
-        """Group commit: fsync whatever is appended, then release the replies it covers."""
-        while True:
-            await self._dirty.wait()
-            self._dirty = trio.Event()
-            if self.failed is not None or self._appended <= self._durable:
-                continue
-            group_commit = self.group_commit
-            try:
-                durable = await trio.to_thread.run_sync(group_commit.flush)
-            except OffsetsLogError as e:
-                if group_commit is self.group_commit:      # not a log already replaced
-                    self._fail(e)
-                continue
-            if group_commit is not self.group_commit:
-                continue
-            self._retry_s = RETRY_MIN_S                    # writes work: a next failure retries soon
-            self._durable = max(self._durable, durable)
-            while self._unreleased and self._unreleased[0][0] <= self._durable:
-                self._unreleased.popleft()[1].release()
+    @property
+    def unflushed(self) -> bool:
+        return self.failed is None and self.log is not None and self._appended > self._flushed
+
+    def flushed(self, shard_log: ShardLog, result: int | OffsetsLogError) -> None:
+        """The flusher's fsync of ``shard_log`` ended: release the replies it covers."""
+        if shard_log is not self.log:                      # a log replaced since: forget it
+            return
+        if isinstance(result, OffsetsLogError):
+            self._fail(result)
+            return
+        self._flushed = max(self._flushed, result)
+        self.last_flush = trio.current_time()
+        while self._unreleased and self._unreleased[0][0] <= self._flushed:
+            self._unreleased.popleft()[1].release()
 
     def _fail(self, e: Exception) -> None:
         """A write that failed is never acknowledged: its replies turn into NOT_COORDINATOR,

@@ -27,7 +27,7 @@ import trio
 from coordinator.responses import error_response
 from coordinator.shard import Shard
 from offsets_log.errors import OffsetsLogError
-from offsets_log.log import Durability, ShardLog
+from offsets_log.log import ShardLog
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.exceptions import DecodeError, EncodeError, FrameTooLarge, UnsupportedVersion
@@ -35,16 +35,15 @@ from protocol.header import decode_request, decode_request_header, encode_respon
 from protocol.logtext import safe
 
 from broker.server.accepting import Acceptor
-from broker.faults.endpoint import serve_admin
 from broker.dispatch.api_versions import unsupported_version_answer
 from broker.config import BrokerConfig
 from broker.faults.control import BrokerControl
 from broker.data.errors import whole_request_error
 from broker.faults.rules import ConnectionDropped, Faults
+from broker.group_runtime.flusher import Flusher
 from broker.group_runtime.router import GroupRouter
 from broker.dispatch.handlers import Call, Handlers
 from broker.server.inbound import Inbound
-from broker.journal.recorder import BrokerJournal
 from broker.group_runtime.shard_runner import ShardRunner
 
 log = logging.getLogger("groupbroker.server")
@@ -55,12 +54,18 @@ class Broker:
 
     def __init__(self, config: BrokerConfig, faults: Faults | None = None):
         self.config = config
-        durability = Durability.FSYNC if config.offsets_fsync else Durability.NONE_UNSAFE
         n = config.coordinator.offsets_topic_num_partitions
-        self.journal = BrokerJournal(config) if config.journal_enable else None
+        self.journal = None
+        if config.journal_enable:
+            from broker.journal.recorder import BrokerJournal     # imported only when it is on
+            self.journal = BrokerJournal(config)
+        self.flusher = Flusher(config.flush_policy)
+        if config.log_flush_interval_ms is not None and not config.flush_policy.periodic:
+            log.warning("log.flush.interval.ms=%d flushes nothing unless log.flush.scheduler.interval.ms "
+                        "is set too (its default is never), as in Kafka", config.log_flush_interval_ms)
         self.runners = [ShardRunner(Shard(i, config.coordinator, journal=self.journal is not None),
-                                    partial(ShardLog.for_shard, config.data_dir, i, durability=durability),
-                                    journal=self.journal)
+                                    partial(ShardLog.for_shard, config.data_dir, i),
+                                    journal=self.journal, flusher=self.flusher)
                         for i in range(n)]
         self.handlers: Handlers | None = None
         self.faults = faults or Faults()           # kept across restarts by EmbeddedBroker
@@ -95,6 +100,7 @@ class Broker:
         async with trio.open_nursery() as shards:
             self._everything = shards.cancel_scope
             shards.start_soon(self._load_shards, shards)
+            shards.start_soon(self.flusher.run, self.runners)
             listeners = await trio.open_tcp_listeners(cfg.port, host=cfg.host)
             self.port = listeners[0].socket.getsockname()[1]
             advertised = (cfg.advertised_host or cfg.host, cfg.advertised_port or self.port)
@@ -109,6 +115,7 @@ class Broker:
             if self.journal is not None:
                 shards.start_soon(self.journal.run, self.handlers.data.store)
             if cfg.admin_port is not None:
+                from broker.faults.endpoint import serve_admin     # imported only when it is on
                 self.admin_port = await shards.start(serve_admin, self.control, cfg.admin_host, cfg.admin_port,
                                                      cfg.data_dir)
             try:

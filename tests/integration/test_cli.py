@@ -70,7 +70,7 @@ def test_log_dump_prints_the_records_of_a_consumer_group(start_broker):
     from broker.testing.launcher import TEST_DEFAULTS
     from tests.support.confluent import AdminClient, consumer_protocol_member, create_topics
 
-    b = start_broker({**TEST_DEFAULTS, "groupbroker.offsets.fsync": "false"})
+    b = start_broker(TEST_DEFAULTS)
     create_topics(b.bootstrap, ("dump-orders", 2))
     consumer = consumer_protocol_member(b.bootstrap, "dumped", ["^dump-.*"], "dumper", 2)
     try:

@@ -321,7 +321,7 @@ def test_the_cli_fences_a_real_consumer_protocol_member_which_rejoins(start_brok
     """confluent-kafka with group.protocol=consumer against `groupbroker serve`: the consumer-group
     faults from the shell (positional arguments), and the recorded member epochs."""
     from tests.support.confluent import consumer_protocol_member, create_topics, holding
-    b = start_broker({**TEST_DEFAULTS, "groupbroker.admin.port": 0, "groupbroker.offsets.fsync": "false"})
+    b = start_broker({**TEST_DEFAULTS, "groupbroker.admin.port": 0})
     admin = re.search(r"admin endpoint listening on (\S+)", b.log_text()).group(1)
 
     def faults(*args):

@@ -161,7 +161,7 @@ def _drain(sock: socket.socket) -> None:
 
 
 def test_fuzzed_requests_never_disturb_a_healthy_group(start_broker):
-    broker = start_broker({"group.initial.rebalance.delay.ms": 0, "groupbroker.offsets.fsync": "false"})
+    broker = start_broker({"group.initial.rebalance.delay.ms": 0})
     probe = Connection("127.0.0.1", broker.port)
     apis = {key: (REQUESTS[key].min_version, top) for key, top in probe.versions.items()}
     probe.close()

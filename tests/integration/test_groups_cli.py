@@ -30,8 +30,7 @@ GROUP, TOPIC, CLIENT = "billing", "orders", "cli-test"
 @pytest.fixture
 async def broker(serve_broker):
     return await serve_broker({"group.initial.rebalance.delay.ms": "0",
-                               "group.min.session.timeout.ms": "500",
-                               "groupbroker.offsets.fsync": "false"})
+                               "group.min.session.timeout.ms": "500"})
 
 
 async def cli(broker, *args) -> subprocess.CompletedProcess:
@@ -356,8 +355,7 @@ T0 = 1_704_067_200_000                      # 2024-01-01T00:00:00Z; record i is 
 
 @pytest.fixture
 def served(start_broker):
-    return start_broker({"group.initial.rebalance.delay.ms": 0, "group.min.session.timeout.ms": 1000,
-                         "groupbroker.offsets.fsync": "false"})
+    return start_broker({"group.initial.rebalance.delay.ms": 0, "group.min.session.timeout.ms": 1000})
 
 
 def kcg(served, *args: str, bootstrap: bool = True) -> subprocess.CompletedProcess:

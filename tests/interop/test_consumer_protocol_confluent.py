@@ -50,8 +50,8 @@ PARTITIONS = 6
 @pytest.fixture
 def broker(start_broker):
     """``groupbroker serve`` with the test defaults (KIP-848 heartbeats every 500 ms, sessions
-    of 10 s), commits logged but not fsynced."""
-    return start_broker({**TEST_DEFAULTS, "groupbroker.offsets.fsync": "false"})
+    of 10 s)."""
+    return start_broker(TEST_DEFAULTS)
 
 
 # --- clients ---------------------------------------------------------------------------------

@@ -128,8 +128,7 @@ class OldMember:
 def test_kafka_python_2_0_2_lifecycle(start_broker, kp2_python, tmp_path):
     """produce -> 3 members consume and commit all -> a 4th joins -> one leaves -> offsets read
     back with the groups CLI, all with 2.0.2; every record read exactly once, by its owner."""
-    broker = start_broker({"group.initial.rebalance.delay.ms": 0, "group.min.session.timeout.ms": 1000,
-                           "groupbroker.offsets.fsync": "false"})
+    broker = start_broker({"group.initial.rebalance.delay.ms": 0, "group.min.session.timeout.ms": 1000})
 
     def produce(topic: str, start: int, count: int) -> None:
         run_kp2(kp2_python, "produce", "--bootstrap", broker.bootstrap, "--topic", topic,

@@ -52,8 +52,7 @@ WORDS = ["apple", "banana", "cherry", "damson", "elder"]
 
 @pytest.fixture
 def broker(start_broker):
-    return start_broker({"group.initial.rebalance.delay.ms": 0, "group.min.session.timeout.ms": 1000,
-                         "groupbroker.offsets.fsync": "false"})
+    return start_broker({"group.initial.rebalance.delay.ms": 0, "group.min.session.timeout.ms": 1000})
 
 
 class AppExited(AssertionError):

@@ -41,7 +41,7 @@ SETUP = ".ci/setup/librdkafka-tests.sh (as root)"
 KAFKA_TOPICS = Path(__file__).resolve().parent.parent / "support" / "librdkafka_kafka_topics.py"
 CASE_TIMEOUT_S = 240
 BROKER = {"group.initial.rebalance.delay.ms": 0, "group.min.session.timeout.ms": 1000,
-          "groupbroker.offsets.fsync": "false", "num.partitions": 4}
+          "num.partitions": 4}
 SCENARIOS = {"default": {}, "noautocreate": {"auto.create.topics.enable": "false"}}
 SUMMARY_ROW = re.compile(r"^\|\s*(\d{4}_\w+)\s*\|\s*(\w+)\s*\|", re.MULTILINE)
 ANSI = re.compile(r"\x1b\[[0-9;]*m")

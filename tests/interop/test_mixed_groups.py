@@ -56,7 +56,7 @@ RECORDS = 600            # produced at each step
 @pytest.fixture
 def broker(start_broker):
     """``groupbroker serve`` with the test defaults; the migration policy is Kafka's default."""
-    return start_broker({**TEST_DEFAULTS, "groupbroker.offsets.fsync": "false"})
+    return start_broker(TEST_DEFAULTS)
 
 
 # --- the group as the broker shows it ----------------------------------------------------------

@@ -80,8 +80,7 @@ def scenario(tmp_path_factory):
     base = tmp_path_factory.mktemp("kip848")
     data = str(base / "data")
     broker = BrokerProcess(data, base / "broker.log",
-                           {**TEST_DEFAULTS, "groupbroker.journal.enable": True,
-                            "groupbroker.offsets.fsync": "false"}).start()
+                           {**TEST_DEFAULTS, "groupbroker.journal.enable": True}).start()
     ids = {}
     try:
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})

@@ -21,8 +21,7 @@ def commit(bootstrap: str, group: str, topic: str, offset: int) -> None:
 
 def test_deleted_groups_and_topics_leave_no_lag_rows(tmp_path, spark):
     broker = BrokerProcess(tmp_path / "data", tmp_path / "broker.log",
-                           {"groupbroker.journal.commit.interval.ms": 0,
-                            "groupbroker.offsets.fsync": "false"}).start()
+                           {"groupbroker.journal.commit.interval.ms": 0}).start()
     try:
         admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
         admin.create_topics([NewTopic("kept", 1, 1), NewTopic("dropped", 1, 1)])

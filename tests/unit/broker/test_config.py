@@ -70,3 +70,19 @@ def test_log_cleaner_settings_use_kafkas_names_and_validators():
                 {"log.cleaner.min.cleanable.ratio": "1.5"}, {"log.cleaner.delete.retention.ms": "-1"}):
         with pytest.raises(ConfigError):
             BrokerConfig.build(bad)
+
+
+def test_flush_settings_have_kafkas_names_and_defaults():
+    default = BrokerConfig.build({}).flush_policy
+    assert (default.interval_messages, default.periodic) == (2**63 - 1, False)
+    policy = BrokerConfig.build({"log.flush.interval.messages": "1", "log.flush.interval.ms": "200",
+                                 "log.flush.scheduler.interval.ms": "50"}).flush_policy
+    assert (policy.due(1), policy.age_ms, policy.scheduler_interval_ms) == (True, 200, 50)
+    assert BrokerConfig.build({"log.flush.scheduler.interval.ms": "300"}).flush_policy.age_ms == 300
+    with pytest.raises(ConfigError, match="at least 1"):
+        BrokerConfig.build({"log.flush.interval.messages": "0"})
+
+
+def test_the_replaced_fsync_switch_is_refused_with_what_to_use_instead():
+    with pytest.raises(ConfigError, match="log.flush.interval.messages=1"):
+        BrokerConfig.build({"groupbroker.offsets.fsync": "true"})

@@ -2,16 +2,20 @@
 
 import dataclasses
 import threading
+import time
 
 import pytest
 import trio
 
+from broker.group_runtime.flusher import Flusher
 from broker.group_runtime.shard_runner import ShardRunner
 from coordinator.routing import shard_for
 from coordinator.shard import Shard
 from offsets_log.fs import FakeFS
-from offsets_log.log import ShardLog, shard_dir
+from offsets_log.flush import FlushPolicy
+from offsets_log.log import ShardLog, segment_bases, shard_dir
 from offsets_log.records import OffsetCommit, decode_record
+from offsets_log.segment import scan
 from protocol import REQUESTS
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -30,9 +34,12 @@ def clock(autojump_clock):
     return autojump_clock
 
 
-async def start(nursery, data_dir, fs=None) -> ShardRunner:
+async def start(nursery, data_dir, fs=None, **flush) -> ShardRunner:
+    """A runner on its own; ``flush``: Kafka's log.flush.* settings (FlushPolicy's names)."""
+    flusher = Flusher(FlushPolicy(**flush))
     runner = ShardRunner(Shard(SHARD), lambda: ShardLog(shard_dir(str(data_dir), SHARD), fs),
-                         wall_clock=lambda: 1e6)
+                         wall_clock=lambda: 1e6, flusher=flusher)
+    nursery.start_soon(flusher.run, [runner])
     await nursery.start(runner.run)
     return runner
 
@@ -101,17 +108,80 @@ async def test_commit_is_on_disk_when_acknowledged_and_survives_restart(tmp_path
         nursery.cancel_scope.cancel()
 
 
+def commit_request(offset: int, partition: int = 0):
+    topic = OffsetCommitReq.OffsetCommitRequestTopic
+    return OffsetCommitReq(group_id=GROUP, generation_id_or_member_epoch=-1, member_id="", topics=(
+        topic(name="orders", partitions=(topic.OffsetCommitRequestPartition(
+            partition_index=partition, committed_offset=offset, committed_metadata=""),)),))
+
+
+class SlowFsyncFS(FakeFS):
+    """fsyncs that take a while, and are counted: an answer sent before its fsync ended
+    would find its commit not yet durable."""
+
+    def __init__(self):
+        super().__init__()
+        self.fsyncs = 0
+
+    def fsync(self, path: str) -> None:
+        time.sleep(0.01)
+        super().fsync(path)
+        self.fsyncs += 1
+
+
+def durable_commits(fs: FakeFS) -> set[tuple[int, int]]:
+    """(partition, offset) of every commit that a power cut right now would keep."""
+    directory = shard_dir("/data", SHARD)
+    found = set()
+    for base in segment_bases(fs, directory):
+        node = fs.durable_entries.get(f"{directory}/{base:020d}.log")
+        for frame in scan(bytes(node.durable) if node else b"")[0]:
+            record = decode_record(frame.key, frame.value) if not frame.is_marker else None
+            if isinstance(record, OffsetCommit):
+                found.add((record.partition, record.offset))
+    return found
+
+
+async def test_with_flush_interval_messages_1_every_commit_is_fsynced_before_its_answer(nursery, clock):
+    fs = SlowFsyncFS()
+    runner = await start(nursery, "/data", fs, interval_messages=1)
+    answered = []
+
+    async def committer(partition: int) -> None:
+        for offset in range(8):
+            response = await runner.call(ApiKey.OFFSET_COMMIT, 8, commit_request(offset, partition))
+            assert response.topics[0].partitions[0].error_code == ErrorCode.NONE
+            assert (partition, offset) in durable_commits(fs)      # at the moment of the answer
+            answered.append((partition, offset))
+
+    async with trio.open_nursery() as committers:
+        for partition in range(4):
+            committers.start_soon(committer, partition)
+    assert len(answered) == 32
+    assert fs.fsyncs < 32                   # passes covered commits that arrived meanwhile
+
+
+async def test_by_default_a_commit_is_answered_once_written_and_flushed_by_the_scheduler(nursery, clock):
+    fs = SlowFsyncFS()
+    runner = await start(nursery, "/data", fs, scheduler_interval_ms=5_000)
+    for offset in range(3):
+        response = await runner.call(ApiKey.OFFSET_COMMIT, 8, commit_request(offset))
+        assert response.topics[0].partitions[0].error_code == ErrorCode.NONE
+    assert fs.fsyncs == 0 and durable_commits(fs) == set()      # written: a killed process keeps it
+    assert {(0, 0), (0, 1), (0, 2)} <= {(r.partition, r.offset) for r in (
+        decode_record(r.key, r.value) for _, r in ShardLog(shard_dir("/data", SHARD), fs).read_all())
+        if isinstance(r, OffsetCommit)}
+    await trio.sleep(5.5)                  # log.flush.scheduler.interval.ms: the periodic flush
+    assert fs.fsyncs == 1 and durable_commits(fs) == {(0, 0), (0, 1), (0, 2)}
+
+
 async def test_a_failed_fsync_turns_the_shard_away_instead_of_acknowledging(nursery, tmp_path, clock):
     fs = FakeFS()
-    runner = await start(nursery, "/data", fs)
-    topic = OffsetCommitReq.OffsetCommitRequestTopic
-    commit = OffsetCommitReq(group_id=GROUP, generation_id_or_member_epoch=-1, member_id="", topics=(
-        topic(name="orders", partitions=(topic.OffsetCommitRequestPartition(
-            partition_index=0, committed_offset=7, committed_metadata=""),)),))
+    runner = await start(nursery, "/data", fs, interval_messages=1)
     fs.fail_next_fsync = True
-    response = await runner.call(ApiKey.OFFSET_COMMIT, 8, commit)
+    response = await runner.call(ApiKey.OFFSET_COMMIT, 8, commit_request(7))
     assert response.topics[0].partitions[0].error_code == ErrorCode.NOT_COORDINATOR
-    again = await runner.call(ApiKey.OFFSET_COMMIT, 8, commit)
+    again = await runner.call(ApiKey.OFFSET_COMMIT, 8, commit_request(7))
     assert again.topics[0].partitions[0].error_code == ErrorCode.NOT_COORDINATOR
 
 

@@ -18,7 +18,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from coordinator.recovery import load_shard
 from coordinator.shard import Shard
 from coordinator.classic.state import GroupState as S
-from offsets_log.log import Durability, ShardLog
+from offsets_log.log import ShardLog
 from offsets_log.records import GroupMetadata, GroupMetadataTombstone, Record, decode_record, group_metadata_key, tombstone
 
 from tests.support.coordinator_harness import Harness
@@ -30,11 +30,11 @@ GROUPS = ("g1", "g2")
 
 
 def reload(records, cfg, now: int, directory: str) -> tuple[Shard, list]:
-    shard_log = ShardLog(directory, durability=Durability.NONE_UNSAFE)
+    shard_log = ShardLog(directory)
     shard_log.append(records, now)
     shard_log.close()
     shard = Shard(0, cfg)
-    actions = load_shard(shard, ShardLog(directory, durability=Durability.NONE_UNSAFE), now).actions
+    actions = load_shard(shard, ShardLog(directory), now).actions
     return shard, actions
 
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import copy
 import os
-import threading
-import time
 
 import pytest
 from hypothesis import given, settings
@@ -14,7 +12,8 @@ from hypothesis import strategies as st
 from offsets_log.compaction import compact
 from offsets_log.errors import LogFailedError, SimulatedCrash
 from offsets_log.fs import FakeFS, RealFS
-from offsets_log.log import Durability, GroupCommit, ShardLog, shard_dir, verify
+from offsets_log.flush import flush_pass
+from offsets_log.log import ShardLog, shard_dir, verify
 from offsets_log.records import (Record, group_metadata_record, offset_commit_record,
                                  tombstone)
 from offsets_log.segment import HEADER, _frame, encode_marker, encode_record, scan
@@ -273,50 +272,38 @@ def test_failed_fsync_fails_the_log():
 
 
 class CountingFS(FakeFS):
-    def __init__(self, delay: float = 0.0):
+    def __init__(self):
         super().__init__()
-        self.delay, self.fsyncs = delay, 0
+        self.fsyncs = 0
 
     def fsync(self, path):
         self.fsyncs += 1
-        time.sleep(self.delay)
         super().fsync(path)
 
 
-def test_no_fsync_mode_never_fsyncs_records():
+def test_appending_never_fsyncs_and_a_flush_pass_covers_every_log():
     fs = CountingFS()
-    log = ShardLog(DIR, fs, durability=Durability.NONE_UNSAFE)
-    gc = GroupCommit(log)
+    logs = [ShardLog(shard_dir("/data", n), fs) for n in (0, 1)]
     for i in range(10):
-        gc.commit([commit(0, i)], now_ms=0)
-    assert fs.fsyncs == 0 and gc.durable_offset == 9
-
-
-def test_group_commit_shares_fsyncs_between_threads():
-    fs = CountingFS(delay=0.003)
-    log = ShardLog(DIR, fs)
-    gc = GroupCommit(log)
-    acked: list[int] = []
-    lock = threading.Lock()
-
-    def worker(t):
-        for i in range(10):
-            offsets = gc.append_pending([commit(t, i)], now_ms=0)
-            durable = gc.flush()
-            assert durable >= offsets[-1]
-            with lock:
-                acked.extend(offsets)
-
-    threads = [threading.Thread(target=worker, args=(t,)) for t in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert sorted(acked) == list(range(80))
-    assert gc.durable_offset == 79
-    assert gc.fsyncs < 80                    # some fsyncs covered several commits
+        logs[0].append([commit(0, i)], now_ms=0)
+    logs[1].append([commit(1, 0)], now_ms=0)
+    assert fs.fsyncs == 0
+    assert flush_pass(logs) == [9, 0] and fs.fsyncs == 2
     fs.crash()
-    assert len(ShardLog(DIR, fs).read_all()) == 80
+    assert [len(ShardLog(shard_dir("/data", n), fs).read_all()) for n in (0, 1)] == [10, 1]
+
+
+def test_a_failed_fsync_in_a_pass_fails_only_that_log():
+    fs = FakeFS()
+    first, second = ShardLog(shard_dir("/data", 0), fs), ShardLog(shard_dir("/data", 1), fs)
+    first.append([commit(0, 1)], now_ms=0)
+    second.append([commit(1, 1)], now_ms=0)
+    fs.fail_next_fsync = True
+    failed, covered = flush_pass([first, second])
+    assert isinstance(failed, LogFailedError) and covered == 0
+    with pytest.raises(LogFailedError):
+        first.append([commit(0, 2)], now_ms=0)
+    second.append([commit(1, 2)], now_ms=0)
 
 
 # --- compaction -------------------------------------------------------------------------------
@@ -472,11 +459,10 @@ def test_read_all_after_reopen_sees_later_appends_and_compaction():
 def test_real_fs_appends_and_fsyncs_on_its_kept_descriptor_even_at_emfile(tmp_path):
     from tests.support.fd_limit import no_new_descriptors
     log = ShardLog(shard_dir(str(tmp_path), 0), RealFS())
-    gc = GroupCommit(log)
-    gc.commit([commit(0, 1)], now_ms=0)                  # opens the one append descriptor
+    log.append([commit(0, 1)], now_ms=0)                 # opens the one append descriptor
     with no_new_descriptors():
         for offset in range(2, 50):
-            gc.commit([commit(0, offset)], now_ms=0)    # append + fsync, no open()
-    assert gc.fsyncs == 49
+            log.append([commit(0, offset)], now_ms=0)    # append + fsync, no open()
+            assert log.sync() == offset - 1
     log.close()
     assert records_of(ShardLog(shard_dir(str(tmp_path), 0))) == [commit(0, o) for o in range(1, 50)]

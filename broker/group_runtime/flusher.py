@@ -1,0 +1,58 @@
+"""The broker's one flusher: fsync passes across every shard log that needs one.
+
+A shard asks for a flush when an append leaves ``log.flush.interval.messages`` records
+unflushed (with ``=1``, every append: fsync before acknowledging); the periodic check, every
+``log.flush.scheduler.interval.ms``, asks for every shard unflushed for
+``log.flush.interval.ms``, as Kafka's log flusher does. Passes run one at a time in a worker
+thread, so a pass covers everything any shard appended while the previous one ran: group
+commit across shards.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
+import trio
+
+from offsets_log.flush import FlushPolicy, flush_pass
+
+if TYPE_CHECKING:
+    from broker.group_runtime.shard_runner import ShardRunner
+
+
+class Flusher:
+    def __init__(self, policy: FlushPolicy):
+        self.policy = policy
+        self._wanted: dict[ShardRunner, None] = {}      # in the order they asked
+        self._wake = trio.Event()
+        self.passes = 0
+
+    def request(self, runner: ShardRunner) -> None:
+        self._wanted[runner] = None
+        self._wake.set()
+
+    async def run(self, runners: Sequence[ShardRunner]) -> None:
+        """Flush on request (and periodically for ``runners``, if the policy says so)."""
+        async with trio.open_nursery() as nursery:
+            if self.policy.periodic:
+                nursery.start_soon(self._periodic, runners)
+            while True:
+                await self._wake.wait()
+                self._wake = trio.Event()
+                batch = [(runner, runner.log) for runner in self._wanted if runner.unflushed]
+                self._wanted.clear()
+                if not batch:
+                    continue
+                results = await trio.to_thread.run_sync(flush_pass, [shard_log for _, shard_log in batch])
+                self.passes += 1
+                for (runner, shard_log), result in zip(batch, results):
+                    runner.flushed(shard_log, result)
+
+    async def _periodic(self, runners: Sequence[ShardRunner]) -> None:
+        age_s = self.policy.age_ms / 1000
+        while True:
+            await trio.sleep(self.policy.scheduler_interval_ms / 1000)
+            now = trio.current_time()
+            for runner in runners:
+                if runner.unflushed and now - runner.last_flush >= age_s:
+                    self.request(runner)
