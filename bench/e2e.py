@@ -10,8 +10,9 @@ Then it measures and prints:
 1. seconds from the first subscribe until N = 1, 5, 20 consumers of one group on a
    60-partition topic all hold an assignment (confluent-kafka on both brokers, kafka-python
    3.0.12 on ours; the median of 3 runs);
-2. requests per second of Heartbeat v4 and OffsetCommit v8 (10 partitions; ours durable,
-   its default) from bench/loadgen.py in a separate process, 1/16/64 connections, serial and
+2. requests per second of Heartbeat v4 and OffsetCommit v8 (10 partitions; each broker
+   with its default flush settings, ``--set log.flush.interval.messages=1`` for ours to fsync
+   every commit before its answer) from bench/loadgen.py in a separate process, 1/16/64 connections, serial and
    32 in flight;
 3. the peak RSS (VmHWM) of our broker holding 10,000 groups of 5 members.
 
@@ -65,6 +66,14 @@ class OurBroker(BrokerProcess):
                          repo=repo)
         self.start()
 
+    def status(self, key: str) -> int:
+        """A /proc/<pid>/status memory figure, in kB."""
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1])
+        raise KeyError(key)
+
 
 def checkout(rev: str, workdir: str) -> Path:
     """The tree of git revision ``rev`` of this repository, unpacked under ``workdir`` (the
@@ -74,14 +83,6 @@ def checkout(rev: str, workdir: str) -> Path:
     archive = subprocess.run(["git", "archive", rev], cwd=REPO, capture_output=True, check=True).stdout
     subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
     return tree
-
-    def status(self, key: str) -> int:
-        """A /proc/<pid>/status memory figure, in kB."""
-        with open(f"/proc/{self.proc.pid}/status") as f:
-            for line in f:
-                if line.startswith(key + ":"):
-                    return int(line.split()[1])
-        raise KeyError(key)
 
 
 class MockCluster:
@@ -97,37 +98,53 @@ class MockCluster:
         self.host, self.port = b.host, b.port
         assert self.host == "127.0.0.1", self.host
         self.delay_note = "librdkafka default (3000 ms)"
-        if initial_delay_ms is not None:
-            self.delay_note = self._set_initial_delay(confluent_kafka, initial_delay_ms)
+        self._lib = self._mc = None
+        problem = self._find_mock(confluent_kafka)
+        if problem:
+            self.delay_note = f"NOT SET ({problem}): 3000 ms"
+        elif initial_delay_ms is not None:
+            self.delay_note = self._set_initial_delay(initial_delay_ms)
 
-    def _set_initial_delay(self, ck, delay_ms: int) -> str:
-        """No config property exists; call rd_kafka_mock_group_initial_rebalance_delay_ms()."""
+    def _find_mock(self, ck) -> str | None:
+        """The mock cluster's C handle (self._lib, self._mc), through ctypes; or what failed."""
         libs = glob.glob(os.path.join(os.path.dirname(ck.__file__), "..", "confluent_kafka.libs",
                                       "librdkafka*.so*"))
         if not libs:
-            return "NOT SET (bundled librdkafka not found): 3000 ms"
+            return "bundled librdkafka not found"
         lib = ctypes.CDLL(libs[0])
         # confluent_kafka's Handle object: PyObject_HEAD, then rd_kafka_t *rk
         rk = ctypes.c_void_p.from_address(id(self.holder) + 2 * ctypes.sizeof(ctypes.c_void_p)).value
         lib.rd_kafka_name.restype, lib.rd_kafka_name.argtypes = ctypes.c_char_p, [ctypes.c_void_p]
         if lib.rd_kafka_name(rk) != b"mock-holder#producer-1" and not lib.rd_kafka_name(rk).startswith(b"mock-holder#"):
-            return "NOT SET (could not find the rd_kafka_t handle): 3000 ms"
+            return "could not find the rd_kafka_t handle"
         lib.rd_kafka_handle_mock_cluster.restype = ctypes.c_void_p
         lib.rd_kafka_handle_mock_cluster.argtypes = [ctypes.c_void_p]
         mc = lib.rd_kafka_handle_mock_cluster(rk)
         lib.rd_kafka_mock_cluster_bootstraps.restype = ctypes.c_char_p
         lib.rd_kafka_mock_cluster_bootstraps.argtypes = [ctypes.c_void_p]
         assert lib.rd_kafka_mock_cluster_bootstraps(mc).decode() == self.bootstrap
-        lib.rd_kafka_mock_group_initial_rebalance_delay_ms.argtypes = [ctypes.c_void_p, ctypes.c_int32]
-        lib.rd_kafka_mock_group_initial_rebalance_delay_ms(mc, delay_ms)
         lib.rd_kafka_mock_topic_create.restype = ctypes.c_int
         lib.rd_kafka_mock_topic_create.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_int]
         self._lib, self._mc = lib, mc
+        return None
+
+    def _set_initial_delay(self, delay_ms: int) -> str:
+        """No config property exists; call rd_kafka_mock_group_initial_rebalance_delay_ms()."""
+        lib = self._lib
+        lib.rd_kafka_mock_group_initial_rebalance_delay_ms.argtypes = [ctypes.c_void_p, ctypes.c_int32]
+        lib.rd_kafka_mock_group_initial_rebalance_delay_ms(self._mc, delay_ms)
         return f"{delay_ms} ms (set via rd_kafka_mock_group_initial_rebalance_delay_ms, ctypes)"
 
     @property
     def bootstrap(self) -> str:
         return f"{self.host}:{self.port}"
+
+    def close(self) -> None:
+        """Destroy the mock cluster, with the Producer that owns it."""
+        self._lib = self._mc = None
+        holder, self.holder = self.holder, None
+        holder.flush(0)
+        del holder                   # the last reference: rd_kafka_destroy() runs here
 
     def create_topic(self, name: str, partitions: int) -> None:
         """AdminClient.create_topics hangs on this mock ("waiting for controller": its Metadata
@@ -156,20 +173,28 @@ def create_topic(bootstrap: str) -> None:
 
 # --- 1. rebalance time ---------------------------------------------------------------------
 
-def _assign_time(n: int, make, subscribe, drive, close, timeout: float = 40.0) -> float:
+def _assign_time(n: int, make, subscribe, drive, close, timeout: float = 40.0, *,
+                 formed=None, make_in_threads: bool = False) -> float:
     """Each consumer polls in its own thread; the clock stops once all hold an assignment, as
     their rebalance callbacks report (``subscribe(c, holds)``; ``holds(bool)`` on every
-    assignment and revocation), so the poll timeout does not blur the measurement."""
-    consumers = [make(i) for i in range(n)]
+    assignment and revocation), so the poll timeout does not blur the measurement.
+
+    ``formed()``, if given, must also be true (e.g. the assignments are those of one
+    generation). With ``make_in_threads`` each thread creates its consumer after the start
+    (the clock then includes the clients' construction and bootstrap); otherwise they are all
+    created before the clock starts."""
+    consumers = [None] * n if make_in_threads else [make(i) for i in range(n)]
     barrier = threading.Barrier(n + 1)
     holding = [False] * n
     stop = threading.Event()
     errors = []
 
     def run(i: int) -> None:
-        c = consumers[i]
         try:
             barrier.wait()
+            if make_in_threads:
+                consumers[i] = make(i)
+            c = consumers[i]
             subscribe(c, lambda held: holding.__setitem__(i, held))
             while not stop.is_set():
                 drive(c)
@@ -184,7 +209,7 @@ def _assign_time(n: int, make, subscribe, drive, close, timeout: float = 40.0) -
     barrier.wait()
     elapsed = None
     while not stop.is_set():
-        if all(holding):
+        if all(holding) and (formed is None or formed()):
             elapsed = time.perf_counter() - t0
             break
         if time.perf_counter() - t0 > timeout:
@@ -194,7 +219,8 @@ def _assign_time(n: int, make, subscribe, drive, close, timeout: float = 40.0) -
     stop.set()
     for t in threads:
         t.join(30)
-    closers = [threading.Thread(target=close, args=(c,), daemon=True) for c in consumers]
+    closers = [threading.Thread(target=close, args=(c,), daemon=True) for c in consumers
+               if c is not None]
     for t in closers:
         t.start()
     for t in closers:
@@ -304,6 +330,8 @@ def main() -> int:
     ap.add_argument("--skip", default="", help="comma list of parts to skip: rebalance,rate,memory")
     ap.add_argument("--baseline", metavar="REV", help="also measure the request rates of the broker "
                     "of git revision REV (e.g. origin/main), in the same run")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a setting for our broker only, e.g. log.flush.interval.messages=1")
     args = ap.parse_args()
     skip = set(filter(None, args.skip.split(",")))
     reps = 1 if args.quick else 3
@@ -318,7 +346,7 @@ def main() -> int:
 
     workdir = tempfile.mkdtemp(prefix="groupbroker-e2e-")
     overrides = {"group.initial.rebalance.delay.ms": 0}
-    ours = OurBroker(workdir, overrides)
+    ours = OurBroker(workdir, {**overrides, **dict(kv.split("=", 1) for kv in args.set)})
     mock = MockCluster(initial_delay_ms=0)
     base = None
     if args.baseline and "rate" not in skip:
