@@ -321,6 +321,45 @@ def test_zero_initial_delay_completes_at_once():
     assert h.replies[t].generation_id == 1
 
 
+def test_short_initial_delay_lone_member_waits_one_window():
+    h = Harness(CoordinatorConfig(group_initial_rebalance_delay_ms=50))   # the test fixture's
+    t = h.join(h.new_member())
+    h.advance(49)
+    assert not h.answered(t)
+    h.advance(1)
+    assert h.replies[t].generation_id == 1
+
+
+def test_short_initial_delay_members_started_together_form_one_generation():
+    """KIP-394 members joining 5 ms apart (0..95 ms): the windows ending at 50 and 100 each saw
+    a newcomer, the one ending at 150 did not, so all 20 get generation 1 at exactly 150 ms."""
+    h = Harness(CoordinatorConfig(group_initial_rebalance_delay_ms=50))
+    ids = [h.new_member() for _ in range(20)]
+    tokens = []
+    for m in ids:
+        tokens.append(h.join(m))
+        h.advance(5)
+    h.advance(149 - h.now)
+    assert not any(h.answered(t) for t in tokens)
+    h.advance(1)
+    answers = [h.replies[t] for t in tokens]
+    assert {a.generation_id for a in answers} == {1}
+    assert len(answers[ids.index(answers[0].leader)].members) == 20
+
+
+def test_short_initial_delay_budget_is_the_rebalance_timeout():
+    """With a rebalance timeout of 120 ms the budget after the first window is 70 ms: windows of
+    50 and then min(50, 20) = 20 ms, so a steady trickle of joiners ends the join at 120 ms."""
+    h = Harness(CoordinatorConfig(group_initial_rebalance_delay_ms=50))
+    first = h.join(h.new_member(rebalance=120), rebalance=120)
+    for at in range(10, 200, 10):
+        if h.answered(first):
+            break
+        h.advance(at - h.now)
+        h.join(h.new_member(rebalance=120), rebalance=120)
+    assert h.now == 120 and h.replies[first].generation_id == 1
+
+
 def test_delay_applies_again_after_group_emptied_but_not_to_later_rebalances():
     h = Harness()
     (leader, follower), generation = h.stable_group(2)
