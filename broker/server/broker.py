@@ -2,8 +2,9 @@
 
 Structure (two nurseries, as hypercorn shuts down): shard tasks live in the
 outermost nursery so they outlive every connection; connection handlers run in their own
-nursery; the accept loop in an inner one. ``stop()`` closes the listeners, gives in-flight
-requests ``shutdown_grace_s`` to finish, then stops the shards and closes the logs.
+nursery; the accept loop in an inner one. ``stop()`` closes the listeners and every
+connection waiting for its next request, gives in-flight requests ``shutdown_grace_s`` to
+finish, then stops the shards and flushes and closes the logs.
 
 A connection reads the next request only once the one before it is decided, so a parked
 JoinGroup holds the requests behind it, as Kafka's muted channels do; answers leave strictly in
@@ -73,6 +74,8 @@ class Broker:
         self.port: int | None = None
         self.admin_port: int | None = None
         self._stop = trio.Event()
+        self._stopping = False
+        self._readers: dict[Inbound, trio.CancelScope] = {}   # each connection's request reader
         self._everything: trio.CancelScope | None = None
         self._crashed = False
         self.ready = trio.Event()          # set once every shard has loaded its log
@@ -126,11 +129,20 @@ class Broker:
                         await self._stop.wait()
                         log.info("shutting down: no new connections")
                         accepting.cancel_scope.cancel()
+                        self._close_idle_connections()
                     connections.cancel_scope.deadline = trio.current_time() + cfg.shutdown_grace_s
             finally:
                 shards.cancel_scope.cancel()
                 with trio.CancelScope(shield=True):
                     await trio.to_thread.run_sync(self._close_logs)
+
+    def _close_idle_connections(self) -> None:
+        """At shutdown, a connection waiting for its next request closes at once; the others
+        finish what they were sent (within shutdown_grace_s), then close."""
+        self._stopping = True
+        for inbound, reader in self._readers.items():
+            if inbound.idle:
+                reader.cancel()
 
     def _forget_topics(self, topics: set[str]) -> None:
         for runner in self.runners:
@@ -166,9 +178,12 @@ class Broker:
                         nursery.start_soon(self._close_when_idle, inbound, peer, nursery.cancel_scope,
                                            idle_watch)
                     async with sender.queue:
+                        self._readers[inbound] = reader = trio.CancelScope()
                         try:
-                            await self._read_requests(inbound, peer, sender)
+                            with reader:            # cancelled at shutdown while idle
+                                await self._read_requests(inbound, peer, sender)
                         finally:
+                            del self._readers[inbound]
                             idle_watch.cancel()
             except* (trio.BrokenResourceError, trio.ClosedResourceError):
                 pass                                   # the client went away mid-answer
@@ -208,9 +223,11 @@ class Broker:
                         await sender.submit(await self._finish(started))
                         started = []
                         continue
-                    if inbound.closed_by_peer:
+                    if inbound.closed_by_peer or self._stopping:
                         return
+                    inbound.idle = True
                     await inbound.receive()
+                    inbound.idle = False
                     continue
                 header, body = self._decode(frame)
                 ctx = Call(header.api_key, header.api_version, header.client_id or "", host,

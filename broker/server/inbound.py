@@ -25,6 +25,7 @@ class Inbound:
         self.stream = stream
         self.frames = FrameBuffer(max_frame)
         self.closed_by_peer = False
+        self.idle = False                          # waiting for a next request (shutdown closes it)
         self._waited = False                       # the last read had to wait for the client
         self.last_active = trio.current_time()      # of either direction (Kafka's idle expiry)
 

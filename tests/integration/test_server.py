@@ -265,3 +265,34 @@ async def test_shard_logs_open_in_worker_threads_once_the_broker_serves(nursery,
     member, generation = await join_stable_member(client, "opened-in-threads")
     assert generation == 1
     b.stop()
+
+
+async def test_a_graceful_stop_closes_idle_connections_at_once_and_answers_busy_ones(tmp_path):
+    """A client that only holds its connection open costs the stop nothing (it used to wait
+    out shutdown_grace_s, 3 s); a JoinGroup still parked when the stop begins is answered."""
+    from broker.config import BrokerConfig
+    from broker.server.broker import Broker
+    b = Broker(BrokerConfig.build({"group.initial.rebalance.delay.ms": 1000}, port=0, data_dir=str(tmp_path)))
+    join = REQUESTS[ApiKey.JOIN_GROUP].cls(
+        group_id="stopping", session_timeout_ms=10_000, rebalance_timeout_ms=10_000, member_id="",
+        protocol_type="consumer", protocols=(REQUESTS[ApiKey.JOIN_GROUP].cls.JoinGroupRequestProtocol(
+            name="range", metadata=b""),))
+    joined = []
+    async with trio.open_nursery() as nursery:
+        await nursery.start(b.serve)
+        await b.ready.wait()
+        idle = await TrioClient.connect(b.port)
+        body = REQUESTS[ApiKey.API_VERSIONS].cls(client_software_name="t", client_software_version="1")
+        assert (await idle.call(ApiKey.API_VERSIONS, 3, body)).error_code == ErrorCode.NONE
+        busy = await TrioClient.connect(b.port)
+
+        async def parked_join():
+            joined.append(await busy.call(ApiKey.JOIN_GROUP, 3, join))   # held for the initial delay
+        nursery.start_soon(parked_join)
+        await trio.sleep(0.2)
+        started = trio.current_time()
+        b.stop()
+        with trio.fail_after(1):
+            assert await idle.closed_by_peer()
+    assert 0.5 < trio.current_time() - started < 2.0      # the join's delay, not the 3 s grace
+    assert joined[0].error_code == ErrorCode.NONE and joined[0].generation_id == 1
