@@ -1,2 +1,3 @@
 """The group APIs at run time: the router that sends each request to its coordinator shard,
-and the trio task per shard that drives the pure coordinator and makes its records durable."""
+the trio task per shard that drives the pure coordinator and writes its records, and the
+broker's flusher that fsyncs them as Kafka's log.flush.* settings say."""

@@ -56,17 +56,18 @@ log = logging.getLogger("groupbroker.shards")
 class Ticket:
     """One request in the shard's hands; the shard sees it as the reply token.
 
-    ``decided`` once the shard has answered; ``durable`` once that answer may be sent. The
+    ``decided`` once the shard has answered; ``released`` once that answer may be sent (its
+    records written, and fsynced if the flush policy calls for it). The
     events to wait on are made only when someone has to wait (most answers are ready first).
     """
-    __slots__ = ("api_key", "version", "request", "response", "decided", "durable", "failed", "error",
+    __slots__ = ("api_key", "version", "request", "response", "decided", "released", "failed", "error",
                  "_events")
 
     def __init__(self, api_key: int, version: int, request):
         self.api_key, self.version, self.request = api_key, version, request
         self.response = None
-        self.decided = self.durable = False
-        self.failed = False          # the records it depended on were never made durable
+        self.decided = self.released = False
+        self.failed = False          # the records it depended on were never written or flushed
         self.error = None            # what answered_error() found in the answer
         self._events: dict[str, trio.Event] = {}
 
@@ -80,11 +81,11 @@ class Ticket:
                 _log_error(self)
 
     def release(self) -> None:
-        self.durable = True
-        self._wake("durable")
+        self.released = True
+        self._wake("released")
 
     def settle(self, response) -> None:
-        """Answer at once, with nothing to make durable (the shard never saw the request)."""
+        """Answer at once, with nothing to write (the shard never saw the request)."""
         self.decide(response)
         self.release()
 
@@ -92,10 +93,10 @@ class Ticket:
         if not self.decided:
             await self._events.setdefault("decided", trio.Event()).wait()
 
-    async def wait_durable(self) -> bool:
+    async def wait_released(self) -> bool:
         """Wait until the answer may go out; False if it must not (its write failed)."""
-        if not self.durable:
-            await self._events.setdefault("durable", trio.Event()).wait()
+        if not self.released:
+            await self._events.setdefault("released", trio.Event()).wait()
         return not self.failed
 
     def _wake(self, what: str) -> None:
@@ -265,14 +266,14 @@ class ShardRunner:
     async def answer(ticket: Ticket, barriers: list | None = None):
         """Wait until the shard decides (a join may park long).
 
-        The answer may not be sent before its ticket is durable: a caller that sends it
+        The answer may not be sent before its ticket is released: a caller that sends it
         later passes ``barriers`` to collect the ticket; without it, this waits here, and an
         answer whose write failed becomes NOT_COORDINATOR.
         """
         await ticket.wait_decided()
         if barriers is not None:
             barriers.append(ticket)
-        elif not await ticket.wait_durable():
+        elif not await ticket.wait_released():
             return error_response(ticket.api_key, ticket.version, ticket.request, ErrorCode.NOT_COORDINATOR)
         return ticket.response
 

@@ -8,7 +8,8 @@ finish, then stops the shards and flushes and closes the logs.
 
 A connection reads the next request only once the one before it is decided, so a parked
 JoinGroup holds the requests behind it, as Kafka's muted channels do; answers leave strictly in
-request order, each once the records it depends on are durable. Bad input (a malformed or
+request order, each once the records it depends on are written (and fsynced, if the flush
+policy calls for it). Bad input (a malformed or
 oversized frame, an unknown API or version) closes only that connection, with one log line; so
 does silence (no bytes either way) for ``connections.max.idle.ms``. A parked Fetch ends when its
 client hangs up. Running out of file descriptors refuses new connections promptly and keeps
@@ -323,8 +324,8 @@ _BATCH = 16
 
 
 class Answer(NamedTuple):
-    """One request's answer on its way out: the shard tickets whose records must be durable
-    before it is sent, its framed chunks, and the request (to answer it otherwise if they
+    """One request's answer on its way out: the shard tickets that must be released (their
+    records written, and flushed if the policy says so) before it is sent, its framed chunks, and the request (to answer it otherwise if they
     never are)."""
     barriers: list
     parts: list
@@ -332,16 +333,16 @@ class Answer(NamedTuple):
     body: object
 
     def refused(self) -> list:
-        """What a group answer whose records never became durable turns into: Kafka's
+        """What a group answer whose records were never written or flushed turns into: Kafka's
         NOT_COORDINATOR (the client looks for the coordinator again)."""
         h = self.header
         return _encode(h, error_response(h.api_key, h.api_version, self.body, ErrorCode.NOT_COORDINATOR))
 
 
 class OrderedSender:
-    """Sends a connection's answers in request order, each once its records are durable.
+    """Sends a connection's answers in request order, each once its tickets are released.
 
-    Answers that are already durable, with nothing queued ahead of them, go out from the
+    Answers that are already released, with nothing queued ahead of them, go out from the
     reader at once; the others queue for the background task, which alone sends while any
     are queued (so the two never write at the same time). Either way, answers ready together
     leave in one write.
@@ -353,8 +354,8 @@ class OrderedSender:
         self._pending = 0                       # answers queued or being sent by run()
 
     async def submit(self, answers: list[Answer]) -> None:
-        """Send answers, in order, each once its tickets are durable."""
-        if self._pending == 0 and all(t.durable for a in answers for t in a.barriers):
+        """Send answers, in order, each once its tickets are released."""
+        if self._pending == 0 and all(t.released for a in answers for t in a.barriers):
             await self._send(answers)
             return
         for answer in answers:
@@ -379,12 +380,12 @@ class OrderedSender:
     async def _send(self, answers: list[Answer]) -> None:
         chunks = []
         for answer in answers:
-            durable = True
+            written = True
             for ticket in answer.barriers:
-                durable = (not ticket.failed if ticket.durable else await ticket.wait_durable()) and durable
-            # Never acknowledge what is not on disk: as Kafka maps a failed write, the client
-            # gets NOT_COORDINATOR and looks for the coordinator again.
-            chunks += answer.parts if durable else answer.refused()
+                written = (not ticket.failed if ticket.released else await ticket.wait_released()) and written
+            # Never acknowledge a failed write: as Kafka maps one, the client gets
+            # NOT_COORDINATOR and looks for the coordinator again.
+            chunks += answer.parts if written else answer.refused()
         for chunk in _coalesce(chunks):
             await _write(self.stream, chunk)
         self.on_sent()

@@ -231,16 +231,16 @@ async def test_an_answer_whose_write_failed_is_never_sent():
     from coordinator.responses import heartbeat
     ours, theirs = (trio.SocketStream(s) for s in trio.socket.socketpair())
     sender = OrderedSender(ours)
-    durable, failed = Ticket(12, 4, None), Ticket(12, 4, None)
-    durable.release()
+    written, failed = Ticket(12, 4, None), Ticket(12, 4, None)
+    written.release()
     request = REQUESTS[ApiKey.HEARTBEAT].cls(group_id="g", generation_id=1, member_id="m")
     asked = RequestHeader(ApiKey.HEARTBEAT, 4, 7, "c")
-    await sender.submit([Answer([durable], [b"sent"], asked, request)])
+    await sender.submit([Answer([written], [b"sent"], asked, request)])
     assert await theirs.receive_some() == b"sent"
     failed.failed = True
     failed.release()
     await sender.submit([Answer([failed], [b"must not go out"], asked, request),
-                         Answer([durable], [b"next"], asked, request)])
+                         Answer([written], [b"next"], asked, request)])
     await ours.aclose()
     received = b""
     while chunk := await theirs.receive_some():
