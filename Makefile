@@ -30,6 +30,7 @@ bench: $(STAMP)
 	$(VENV)/bin/python bench/e2e.py
 	$(VENV)/bin/python bench/journal.py
 	$(VENV)/bin/python bench/report.py
+	$(VENV)/bin/python bench/startup.py
 
 clean:
 	rm -rf $(VENV) .venv-kp2 .venv-quix build *.egg-info .pytest_cache .hypothesis

@@ -5,9 +5,13 @@ type strings, version ranges such as ``"3+"``, ``"1-4"`` or ``"none"``), so a
 test can hold every declaration against Kafka's own definitions. From it come:
 
 * one frozen, slotted dataclass per struct, holding the fields of *all*
-  versions, each defaulting to Kafka's default;
+  versions, each defaulting to Kafka's default, made on first use (``Message.cls``, a
+  nested struct's class attribute, or a codec that needs it): making a dataclass costs
+  about a millisecond, and a process uses a fraction of the ~190 there are;
 * for each version on demand, a :class:`protocol.wire.Body` construct and its
   ``.compile()``-d form, cached per (message, version).
+
+Declaring a message is cheap (no class, no codec), so importing ``protocol.messages`` is.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ from __future__ import annotations
 import dataclasses
 import io
 import struct
+import threading
+from functools import cached_property
 
 from construct import ConstructError
 
@@ -24,6 +30,9 @@ from .wire import (ZERO_UUID, Array, Blob, Body, Fixed, Lenient, NullableStruct,
 
 #: Every generated dataclass by "Message.Struct" name; generated code looks classes up here.
 CLASSES: dict[str, type] = {}
+#: Held while classes are made: worker threads (shards loading their logs) may ask for the same
+#: class at once, and a struct must have exactly one class.
+_MAKING = threading.RLock()
 
 _FIXED = {"int8": "b", "int16": "h", "uint16": "H", "int32": "i", "int64": "q",
           "float64": "d", "bool": "?"}
@@ -82,7 +91,12 @@ class Message:
         self.fields, self.common = fields, common or {}
         self._codecs: dict[int, Codec] = {}
         self._classes: dict[str, type] = {}
-        self.cls = self._make_class(name, fields)
+        self._structs: dict[str, list[F]] | None = None
+
+    @cached_property
+    def cls(self) -> type:
+        """The message's class (all versions), made on first use; an attribute from then on."""
+        return self.class_of(self.name)
 
     @property
     def min_version(self) -> int:
@@ -100,25 +114,36 @@ class Message:
 
     # classes ---------------------------------------------------------------------------
     def _make_class(self, struct_name: str, fields: list[F]) -> type:
-        """One class per struct name per message, however often the struct is used."""
+        """One class per struct name per message, however often the struct is used. The
+        classes of nested structs are made with it only when its defaults need an instance;
+        the others are class attributes that make theirs when first read. Called with
+        ``_MAKING`` held (by :meth:`class_of`)."""
         if struct_name in self._classes:
             return self._classes[struct_name]
         key = self.name if struct_name == self.name else f"{self.name}.{struct_name}"
         nested = {}
         spec = []
         for f in fields:
-            if f.is_struct and f.element_type not in nested:
-                nested[f.element_type] = self._make_class(f.element_type, self.struct_fields(f))
+            if f.is_struct and f.element_type not in nested and self._default_needs_class(f):
+                nested[f.element_type] = self.class_of(f.element_type)
             default = self.default_of(f, nested)
             spec.append((f.name, object, dataclasses.field(default=default)))
         cls = dataclasses.make_dataclass(struct_name, spec, frozen=True, slots=True,
                                          namespace={"__doc__": f"Kafka {key} (all versions)."})
         cls.__qualname__ = key
         cls.__module__ = "protocol.messages"
-        for name, sub in nested.items():
-            setattr(cls, name, sub)
+        for f in fields:
+            if f.is_struct:
+                sub = nested.get(f.element_type) or self._classes.get(f.element_type)
+                setattr(cls, f.element_type, sub or _NestedClass(self, f.element_type))
         CLASSES[key] = self._classes[struct_name] = cls
         return cls
+
+    @staticmethod
+    def _default_needs_class(f: F) -> bool:
+        """A struct field (not an array) that is not nullable defaults to an instance."""
+        return (f.explicit_default is _UNSET and not f.type.startswith("[]")
+                and f.nullable is None)
 
     def default_of(self, f: F, nested: dict[str, type] | None = None):
         if f.explicit_default is not _UNSET:
@@ -130,7 +155,24 @@ class Message:
         return _ZERO[f.type]
 
     def class_of(self, struct_name: str) -> type:
-        return self._classes[struct_name]
+        """The class of the message itself or of one of its structs, made on first use."""
+        cls = self._classes.get(struct_name)
+        if cls is None:
+            with _MAKING:
+                if self._structs is None:
+                    structs = {self.name: self.fields}
+                    self._find_structs(self.fields, structs)
+                    self._structs = structs
+                cls = self._make_class(struct_name, self._structs[struct_name])
+        return cls
+
+    def _find_structs(self, fields: list[F], structs: dict[str, list[F]]) -> None:
+        """Struct name -> its fields, depth first: the first declaration of a name makes its
+        class, as when every class was made eagerly."""
+        for f in fields:
+            if f.is_struct and f.element_type not in structs:
+                structs[f.element_type] = self.struct_fields(f)
+                self._find_structs(structs[f.element_type], structs)
 
     # codecs ----------------------------------------------------------------------------
     def codec(self, version: int) -> Codec:
@@ -174,6 +216,19 @@ class Message:
             kind = self._kind(f, version, flexible) if present else None
             specs.append(_spec(f, kind, present, default, tag, self))
         return StructKind(cls, f"_CLASSES[{key!r}]", specs, flexible)
+
+
+class _NestedClass:
+    """A struct's class as an attribute of its parent's class (``Parent.Child``), made
+    when first read; the class then replaces this attribute."""
+
+    def __init__(self, message: Message, struct_name: str):
+        self.message, self.struct_name = message, struct_name
+
+    def __get__(self, obj, owner):
+        cls = self.message.class_of(self.struct_name)
+        setattr(owner, self.struct_name, cls)
+        return cls
 
 
 def _default_src(value, f: F, msg: Message) -> str:

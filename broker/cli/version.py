@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
-
 
 def groupbroker_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version    # ~25 ms: only when asked
     try:
         return version("groupbroker")
     except PackageNotFoundError:

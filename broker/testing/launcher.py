@@ -2,11 +2,13 @@
 
 Tests, examples and benchmarks start brokers with :class:`BrokerProcess`: Kafka-named ``-o``
 overrides on a data dir, ready once the broker prints its one stdout line
-``groupbroker listening on H:P`` and answers ApiVersions, its stderr (the log) in a file to read
-back, stopped with SIGTERM (the broker promises exit 0), killed, or restarted on the same data
-dir (by default on the same port). The embedded broker (in-process) takes its settings through
-:func:`kafka_props` and checks readiness with :func:`wait_until_answering` too. No trio and no
-server code in this process: the readiness check is our blocking client.
+``groupbroker listening on H:P``, answers ApiVersions and has loaded its coordinator shards (it
+answers as soon as it listens, and a group whose shard is still loading gets
+COORDINATOR_LOAD_IN_PROGRESS meanwhile; its log says when all have loaded), its stderr (the log)
+in a file to read back, stopped with SIGTERM (the broker promises exit 0), killed, or restarted
+on the same data dir (by default on the same port). The embedded broker (in-process) takes its
+settings through :func:`kafka_props` and checks readiness with :func:`wait_until_answering` too.
+No trio and no server code in this process: the readiness check is our blocking client.
 """
 
 from __future__ import annotations
@@ -25,9 +27,23 @@ from protocol.exceptions import ProtocolError
 
 REPO = Path(__file__).resolve().parent.parent.parent
 LISTENING = re.compile(r"^groupbroker listening on (\S+):(\d+)$")
+#: The broker's log line once every coordinator shard has loaded (broker/server/broker.py).
+SHARDS_LOADED = re.compile(r" all \d+ coordinator shards loaded$", re.MULTILINE)
 
-#: Fast group settings for test brokers: no initial rebalance delay, short sessions allowed.
-TEST_DEFAULTS = {"group.initial.rebalance.delay.ms": "0", "group.min.session.timeout.ms": "500",
+#: Fast group settings for test brokers: a short initial rebalance delay, short sessions allowed.
+#:
+#: group.initial.rebalance.delay.ms=50 (Kafka's default is 3000): a new group's first join phase
+#: ends once a 50 ms window passes without a newcomer (capped by the rebalance timeout), so a
+#: lone consumer waits 50 ms and consumers started together, whose JoinGroups arrive within
+#: tens of ms of each other, all land in generation 1 after about 100 ms. With 0 the first
+#: member completes the join alone and the rest force more generations, which the clients
+#: only notice late: librdkafka rejoins after a failed SyncGroup at most once a second, and a
+#: member that already synced (either client) learns of the rebalance at its next heartbeat,
+#: 3 s by default; kafka-python's leader may also assign before it has the topic's metadata
+#: (its retry_backoff_ms of 100 ms holds the refresh back) and then rejoin. Measured with
+#: bench/group_forming.py: 1, 5 and 20 kafka-python or confluent-kafka consumers hold one
+#: generation's assignment within 0.5 s at 50 ms; with 0 groups of 5 and 20 need 2-3 s.
+TEST_DEFAULTS = {"group.initial.rebalance.delay.ms": "50", "group.min.session.timeout.ms": "500",
                  # KIP-848 groups: heartbeats every 500 ms, sessions of 10 s
                  "group.consumer.heartbeat.interval.ms": "500",
                  "group.consumer.min.heartbeat.interval.ms": "100",
@@ -74,8 +90,11 @@ class BrokerProcess:
         self.starts = 0
 
     # --- lifecycle -------------------------------------------------------------------------
-    def start(self, port: int = 0, timeout: float = 20.0) -> BrokerProcess:
-        """Start it; returns once it answers (raises RuntimeError, with its log, if it does not)."""
+    def start(self, port: int = 0, timeout: float = 20.0, *, loaded: bool = True) -> BrokerProcess:
+        """Start it; returns once it answers and, if ``loaded``, once every coordinator shard
+        has loaded (raises RuntimeError, with its log, if it does not). With ``loaded=False`` it
+        returns as soon as the broker answers: group requests may then get
+        COORDINATOR_LOAD_IN_PROGRESS, which clients retry."""
         assert self.proc is None or self.proc.poll() is not None, "already running"
         cmd = [self.python, "-m", "broker", "serve", "--host", self.host, "--port", str(port),
                "--data-dir", str(self.data_dir)]
@@ -97,10 +116,22 @@ class BrokerProcess:
         self.port = int(match.group(2))
         try:
             wait_until_answering(self.host, self.port, max(deadline - time.monotonic(), 1.0))
+            if loaded:
+                self._wait_until_loaded(deadline)
         except (ConnectionFailed, ProtocolError) as e:
             self.kill()
             raise RuntimeError(f"broker does not answer: {e}; log:\n{self.log_text()[-3000:]}") from None
+        except BaseException:                # anything else (a bug, ^C): leave no broker behind
+            self.kill()
+            raise
         return self
+
+    def _wait_until_loaded(self, deadline: float) -> None:
+        while not SHARDS_LOADED.search(self.log_since_start()):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.kill()
+                raise RuntimeError(f"broker did not load its shards: log:\n{self.log_text()[-3000:]}")
+            time.sleep(0.02)
 
     @property
     def bootstrap(self) -> str:
