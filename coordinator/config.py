@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from offsets_log.segment import MAX_FRAME
+from offsets_log.limits import MAX_FRAME
 
 #: Kafka's fixed CLASSIC_GROUP_NEW_MEMBER_JOIN_TIMEOUT_MS: a brand-new member parked in its
 #: first JoinGroup is dropped after this long.

@@ -11,10 +11,12 @@ Both default to never. ``log.flush.interval.messages=1`` is fsync-before-acknowl
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from .errors import OffsetsLogError
-from .log import ShardLog
+
+if TYPE_CHECKING:
+    from .log import ShardLog
 
 NEVER = 2**63 - 1        # Kafka's Long.MAX_VALUE default for every log.flush.* setting
 

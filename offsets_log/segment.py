@@ -15,6 +15,8 @@ from typing import NamedTuple
 
 from crc32c import crc32c
 
+from .limits import MAX_FRAME
+
 HEADER = struct.Struct(">IIB")          # length, crc32c, format
 assert HEADER.size == 9
 PREFIX = struct.Struct(">II")           # length, crc32c (the format byte is under the CRC)
@@ -28,9 +30,6 @@ assert MARKER.size == 8
 
 FORMAT_RECORD = 1
 FORMAT_END_MARKER = 2
-#: Far above any real record (Kafka's default max.message.bytes is ~1 MiB); a larger length
-#: field is garbage, and refusing it keeps a torn length from swallowing the rest of a file.
-MAX_FRAME = 64 << 20
 
 
 class Frame(NamedTuple):

@@ -2,20 +2,30 @@
 
 Bytes in, frozen dataclasses out (and back). Declarations live in
 ``protocol.messages``; each version's codec is built from them with
-``construct`` and compiled on first use.
+``construct`` and compiled on first use. The names below are imported from their modules
+on first use, so importing one light module (``protocol.frames``) loads nothing else.
 """
 
-from .api_keys import ApiKey, api_name
-from .exceptions import DecodeError, EncodeError, FrameTooLarge, ProtocolError, UnsupportedVersion
-from .frames import DEFAULT_MAX_FRAME, FrameBuffer
-from .header import (Request, RequestHeader, decode_request, decode_response, encode_request,
-                     encode_response, encode_response_parts)
-from .messages import DATA, REQUESTS, RESPONSES
-from .registry import API_TABLE, ApiSpec
+from importlib import import_module
 
-__all__ = [
-    "API_TABLE", "ApiKey", "ApiSpec", "api_name", "DATA", "DEFAULT_MAX_FRAME", "DecodeError", "EncodeError", "FrameBuffer",
-    "FrameTooLarge", "ProtocolError", "REQUESTS", "RESPONSES", "Request", "RequestHeader",
-    "UnsupportedVersion", "decode_request", "decode_response", "encode_request", "encode_response",
-    "encode_response_parts",
-]
+_HOMES = {
+    "ApiKey": "api_keys", "api_name": "api_keys",
+    "DecodeError": "exceptions", "EncodeError": "exceptions", "FrameTooLarge": "exceptions",
+    "ProtocolError": "exceptions", "UnsupportedVersion": "exceptions",
+    "DEFAULT_MAX_FRAME": "frames", "FrameBuffer": "frames",
+    "Request": "header", "RequestHeader": "header", "decode_request": "header",
+    "decode_response": "header", "encode_request": "header", "encode_response": "header",
+    "encode_response_parts": "header",
+    "DATA": "messages", "REQUESTS": "messages", "RESPONSES": "messages",
+    "API_TABLE": "registry", "ApiSpec": "registry",
+}
+
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str):
+    if name not in _HOMES:
+        raise AttributeError(f"module 'protocol' has no attribute {name!r}")
+    value = getattr(import_module(f"protocol.{_HOMES[name]}"), name)
+    globals()[name] = value
+    return value

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 
 
 def add_parser(commands) -> None:
@@ -19,7 +20,7 @@ def add_parser(commands) -> None:
 
 def run(args) -> int:
     from broker.config import BrokerConfig, ConfigError, parse_properties
-    from broker.server.run import run_until_signalled
+    from broker.server.listen import HeldSignals, bind
 
     try:
         props = {}
@@ -32,4 +33,14 @@ def run(args) -> int:
     except (OSError, ConfigError) as e:
         logging.getLogger("groupbroker").error("bad configuration: %s", e)
         return 2
-    return run_until_signalled(config)
+    held = HeldSignals()
+    try:
+        sockets = bind(config.host, config.port)
+    except OSError as e:
+        logging.getLogger("groupbroker").error("cannot listen on %s:%s: %s", config.host, config.port, e)
+        return 1
+    # The port accepts from here on; the server (imported only now) takes the sockets over.
+    sys.stdout.write(f"groupbroker listening on {config.host}:{sockets[0].getsockname()[1]}\n")
+    sys.stdout.flush()
+    from broker.server.run import run_until_signalled
+    return run_until_signalled(config, sockets, held)

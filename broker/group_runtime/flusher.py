@@ -25,6 +25,7 @@ class Flusher:
         self.policy = policy
         self._wanted: dict[ShardRunner, None] = {}      # in the order they asked
         self._wake = trio.Event()
+        self._thread = trio.CapacityLimiter(1)     # its own: never queued behind other thread work
         self.passes = 0
 
     def request(self, runner: ShardRunner) -> None:
@@ -43,7 +44,8 @@ class Flusher:
                 self._wanted.clear()
                 if not batch:
                     continue
-                results = await trio.to_thread.run_sync(flush_pass, [shard_log for _, shard_log in batch])
+                results = await trio.to_thread.run_sync(flush_pass, [shard_log for _, shard_log in batch],
+                                                       limiter=self._thread)
                 self.passes += 1
                 for (runner, shard_log), result in zip(batch, results):
                     runner.flushed(shard_log, result)

@@ -29,7 +29,7 @@ import trio
 from coordinator.responses import error_response
 from coordinator.shard import Shard
 from offsets_log.errors import OffsetsLogError
-from offsets_log.log import ShardLog
+from offsets_log.log import ShardLog, shard_dir
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.exceptions import DecodeError, EncodeError, FrameTooLarge, UnsupportedVersion
@@ -91,21 +91,29 @@ class Broker:
         self._stop.set()
 
     async def _load_shards(self, nursery) -> None:
-        """Shards load concurrently while we already accept (group APIs answer 14 meanwhile)."""
-        async with trio.open_nursery() as loading:
-            for runner in self.runners:
-                # a shard whose log cannot be read answers NOT_COORDINATOR and retries by itself
-                loading.start_soon(nursery.start, runner.run)
+        """Shards load while we already accept (group APIs answer 14 meanwhile): one at a time
+        in a worker thread, so that replaying logs never crowds out the event loop, and the
+        smallest logs first, so that most groups are served soonest."""
+        sizes = {runner: _log_bytes(shard_dir(self.config.data_dir, n))
+                 for n, runner in enumerate(self.runners)}
+        for runner in sorted(self.runners, key=sizes.__getitem__):
+            # a shard whose log cannot be read answers NOT_COORDINATOR and retries by itself
+            await nursery.start(runner.run)
         self.ready.set()
         log.info("all %d coordinator shards loaded", len(self.runners))
 
-    async def serve(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+    async def serve(self, *, sockets=None, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        """Serve until stopped: on ``sockets`` already listening (``groupbroker serve`` opens
+        them early), or on new listeners at the configured host and port."""
         cfg = self.config
         async with trio.open_nursery() as shards:
             self._everything = shards.cancel_scope
             shards.start_soon(self._load_shards, shards)
             shards.start_soon(self.flusher.run, self.runners)
-            listeners = await trio.open_tcp_listeners(cfg.port, host=cfg.host)
+            if sockets is None:
+                listeners = await trio.open_tcp_listeners(cfg.port, host=cfg.host)
+            else:
+                listeners = [trio.SocketListener(trio.socket.from_stdlib_socket(s)) for s in sockets]
             self.port = listeners[0].socket.getsockname()[1]
             advertised = (cfg.advertised_host or cfg.host, cfg.advertised_port or self.port)
             self.handlers = Handlers(cfg, advertised, self._forget_topics, self.faults)
@@ -298,6 +306,15 @@ class Broker:
             # a data-plane answer we cannot encode is a bug of ours: Kafka's UNKNOWN_SERVER_ERROR
             return _encode(header, whole_request_error(header.api_key, header.api_version, body,
                                                        ErrorCode.UNKNOWN_SERVER_ERROR))
+
+
+def _log_bytes(directory: str) -> int:
+    """The size of the files in ``directory`` (0 if there is none)."""
+    try:
+        with os.scandir(directory) as entries:
+            return sum(entry.stat().st_size for entry in entries if entry.is_file())
+    except OSError:
+        return 0
 
 
 #: An ApiVersions request at a version this broker does not know.
