@@ -175,3 +175,18 @@ def test_socket_commands_never_load_trio_or_the_server(argv):
     loaded = out.stderr.rpartition("LOADED ")[2].split()
     assert "broker.cli" in loaded
     assert [m for m in loaded if m == "trio" or m.startswith(("trio.", "broker.server"))] == []
+
+
+def test_serve_on_a_port_in_use_says_so_and_exits_1(tmp_path):
+    import socket
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    port = taken.getsockname()[1]
+    try:
+        out = subprocess.run([sys.executable, "-m", "broker", "serve", "--port", str(port),
+                              "--data-dir", str(tmp_path)], capture_output=True, text=True, timeout=30)
+    finally:
+        taken.close()
+    assert out.returncode == 1 and out.stdout == ""
+    assert f"cannot listen on 127.0.0.1:{port}" in out.stderr and "in use" in out.stderr
