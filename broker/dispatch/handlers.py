@@ -37,14 +37,20 @@ class Handlers:
         self.data = DataPlane(config, advertised, on_topics_deleted)
         self.routes = {ApiKey.API_VERSIONS: self._api_versions, **self.data.routes}
         self._groups: GroupRouter | None = None
+        self._served = self._versions()
 
     def serve_groups(self, groups: GroupRouter) -> None:
         self.routes.update({key: groups.handle for key in groups.routes})
         self._groups = groups
+        self._served = self._versions()
         assert set(self.routes) == SERVED_APIS, "the dispatch table and SERVED_APIS disagree"
 
+    def _versions(self) -> frozenset[tuple[int, int]]:
+        return frozenset((key, v) for key in self.routes
+                         for v in range(API_TABLE[key].min_version, API_TABLE[key].max_version + 1))
+
     def serves(self, api_key: int, version: int) -> bool:
-        return api_key in self.routes and API_TABLE[api_key].supports(version)
+        return (api_key, version) in self._served
 
     async def handle(self, ctx, body):
         rule = self.faults.take(ctx, body) if self.faults.rules else None

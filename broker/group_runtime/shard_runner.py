@@ -425,7 +425,7 @@ class ShardRunner:
             return
 
     def _opened(self, shard_log: ShardLog) -> None:
-        """Everything a log holds when it is opened counts as flushed (recovery read it back)."""
+        """No reply waits on what a log holds when it is opened: count it as flushed."""
         self._appended = self._flushed = shard_log.next_offset - 1
         self._must_flush = -1
         self.last_flush = trio.current_time()
