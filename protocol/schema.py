@@ -260,6 +260,7 @@ class Codec:
         self.body = Body(message.struct_kind(message.name, message.fields, version, flexible))
         self.compiled = self.body.compile()
         self._parse, self._build = self.compiled.parsefunc, self.compiled.buildfunc
+        self._last: tuple | None = None          # (the last body encoded, its bytes)
 
     def decode(self, data: bytes, pos: int = 0, *, lenient: bool = False):
         """Decode ``data[pos:]``, which must hold exactly one body; ``lenient`` ignores bytes
@@ -294,9 +295,15 @@ class Codec:
         return b"".join(out.parts)
 
     def encode_parts(self, obj) -> list:
-        """The body as a list of chunks; ``bytes``/``records`` values are never copied."""
+        """The body as a list of chunks; ``bytes``/``records`` values are never copied. The
+        same answer object sent again (Heartbeat's answers are shared) is encoded once."""
+        last = self._last
+        if last is not None and last[0] is obj:
+            return [last[1]]
         out = Parts()
         self._encode_into(obj, out)
+        if len(out.parts) == 1:                 # no record data: small, and safe to keep
+            self._last = (obj, out.parts[0])
         return out.parts
 
     def encode_interpreted(self, obj) -> bytes:

@@ -32,8 +32,8 @@ _DELETE_TOPIC = RESPONSES[ApiKey.OFFSET_DELETE].cls.OffsetDeleteResponseTopic
 _RESULT_CLASSES = {
     ApiKey.OFFSET_COMMIT: (_COMMIT_TOPIC, _COMMIT_TOPIC.OffsetCommitResponsePartition),
     ApiKey.OFFSET_DELETE: (_DELETE_TOPIC, _DELETE_TOPIC.OffsetDeleteResponsePartition)}
-PIPELINED_APIS = (ApiKey.HEARTBEAT, ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_DELETE,
-                  ApiKey.CONSUMER_GROUP_HEARTBEAT)
+PIPELINED_APIS = frozenset({ApiKey.HEARTBEAT, ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_DELETE,
+                            ApiKey.CONSUMER_GROUP_HEARTBEAT})
 #: every group API (the router's table is checked against it)
 GROUP_APIS = frozenset({ApiKey.FIND_COORDINATOR, ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP,
                         ApiKey.LEAVE_GROUP, ApiKey.HEARTBEAT, ApiKey.OFFSET_COMMIT,
@@ -104,7 +104,7 @@ class GroupRouter:
         """Submit a pipelined request to its shard; returns its ticket and the function that
         turns the shard's answer into the response."""
         runner = self.runner_for(request.group_id)
-        if ctx.api_key not in (ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_DELETE):
+        if ctx.api_key not in _RESULT_CLASSES:          # not OffsetCommit or OffsetDelete
             return runner.submit(ctx.api_key, ctx.version, request, client_id=ctx.client_id,
                                  client_host=ctx.client_host), _unchanged
         # OffsetCommit/OffsetDelete: as Kafka's API layer does, answer partitions that do not

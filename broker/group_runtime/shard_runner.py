@@ -75,14 +75,17 @@ class Ticket:
         if not self.decided:
             self.response = response
             self.decided = True
-            self._wake("decided")
-            self.error = answered_error(self, response)
+            if self._events:
+                self._wake("decided")
+            if getattr(response, "error_code", 0) or self.api_key == ApiKey.OFFSET_COMMIT:
+                self.error = answered_error(self, response)
             if self.error is not None:
                 _log_error(self)
 
     def release(self) -> None:
         self.released = True
-        self._wake("released")
+        if self._events:
+            self._wake("released")
 
     def settle(self, response) -> None:
         """Answer at once, with nothing to write (the shard never saw the request)."""
@@ -172,6 +175,7 @@ class ShardRunner:
         self._compacted = trio.Event()               # set when the running compaction ends
         #: the topics as the coordinator must see them (the broker's topic store sets this)
         self.metadata: Callable[[], MetadataImage] = lambda: EMPTY_IMAGE
+        self._image: MetadataImage | None = None      # the one the shard was last given
 
     def now_ms(self) -> int:
         return int(self._epoch_ms + trio.current_time() * 1000)
@@ -355,7 +359,10 @@ class ShardRunner:
         coordinator), and the caller reloads the shard from its log.
         """
         try:
-            self.shard.on_metadata(self.metadata())
+            image = self.metadata()
+            if image is not self._image:           # the topics changed since the last step
+                self.shard.on_metadata(image)
+                self._image = image
             actions += operation(now).actions
             return True
         except Exception as failure:  # a bug or an unwritable record: the state is rebuilt from the log
@@ -381,7 +388,7 @@ class ShardRunner:
         arriving meanwhile COORDINATOR_LOAD_IN_PROGRESS, as while Kafka loads a coordinator."""
         self.loaded = False
         self._apply(self.shard.unload().actions)
-        self.shard = self.shard.fresh()
+        self.shard, self._image = self.shard.fresh(), None
         try:
             actions = (await trio.to_thread.run_sync(load_shard, self.shard, self.log, self.now_ms())).actions
         except Exception as e:       # whatever stops a load, retrying from a reopened log may cure
@@ -417,7 +424,7 @@ class ShardRunner:
                 log.warning("shard %d: reopening its log failed (%s); next try in %.0f s",
                             self.shard.shard_id, e, self._retry_s)
                 continue
-            self.log, self.shard = shard_log, shard
+            self.log, self.shard, self._image = shard_log, shard, None
             self._opened(shard_log)
             self.loaded = True
             self._apply(actions)
