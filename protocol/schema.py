@@ -259,16 +259,18 @@ class Codec:
         flexible = message.is_flexible(version)
         self.body = Body(message.struct_kind(message.name, message.fields, version, flexible))
         self.compiled = self.body.compile()
-        self._parse, self._build = self.compiled.parsefunc, self.compiled.buildfunc
+        generated = self.compiled.parsefunc.__globals__   # (data, pos, end) -> (obj, pos); (obj, parts)
+        self._decode_body, self._encode_body = generated["body_decoder"], generated["body_encoder"]
         self._last: tuple | None = None          # (the last body encoded, its bytes)
 
     def decode(self, data: bytes, pos: int = 0, *, lenient: bool = False):
         """Decode ``data[pos:]``, which must hold exactly one body; ``lenient`` ignores bytes
         after the last field, as Kafka's broker does for requests."""
-        stream = (Lenient if lenient else io.BytesIO)(data)
-        stream.seek(pos)
         try:
-            return self._parse(stream, None)
+            obj, end = self._decode_body(data, pos, len(data))
+            if end != len(data) and not lenient:
+                raise WireError(f"{len(data) - end} bytes left after the last field")
+            return obj
         except _DECODE_ERRORS as e:
             raise self._explain(data, pos, e, lenient) from None
 
@@ -318,7 +320,7 @@ class Codec:
     def _encode_into(self, obj, out: Parts):
         self._check_type(obj)
         try:
-            self._build(obj, out, None)
+            self._encode_body(obj, out.parts)
         except _ENCODE_ERRORS as e:
             try:                                   # the interpreted pass names the field
                 self.body._build(obj, io.BytesIO(), None, self.message.name)

@@ -658,6 +658,8 @@ class Body(Construct):
             names = code.kafka_names = self.struct._function_names(g)
             code.append(_PRELUDE)
             code.append(g.source())
+            # the body's own functions, for callers that hold bytes rather than a stream
+            code.append(f"body_decoder, body_encoder = {names[0]}, {names[1]}")
         return names
 
     def _emitparse(self, code):
