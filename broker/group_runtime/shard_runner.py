@@ -158,6 +158,7 @@ class ShardRunner:
         self.compact_interval_s = compact_interval_s
         self._wall_clock = wall_clock
         self._epoch_ms = 0.0
+        self._clock = None                           # the trio run's clock, once running
         self._inbox: deque = deque()                 # (operation, ticket, peer) for the shard task
         self._wakeup: trio.Event | None = None       # set while the shard task sleeps
         self._alarm = math.inf                       # when the sleeping shard task wakes by itself
@@ -178,7 +179,7 @@ class ShardRunner:
         self._image: MetadataImage | None = None      # the one the shard was last given
 
     def now_ms(self) -> int:
-        return int(self._epoch_ms + trio.current_time() * 1000)
+        return int(self._epoch_ms + self._clock.current_time() * 1000)
 
     def submit(self, api_key: int, version: int, request, *, client_id: str = "",
                client_host: str = "/127.0.0.1") -> Ticket:
@@ -303,6 +304,7 @@ class ShardRunner:
             self._wakeup.set()
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        self._clock = trio.lowlevel.current_clock()     # trio.current_time() without its lookups
         self._epoch_ms = self._wall_clock() * 1000 - trio.current_time() * 1000
         try:
             self.log = await trio.to_thread.run_sync(self._open_log)
