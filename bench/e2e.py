@@ -219,15 +219,19 @@ def _assign_time(n: int, make, subscribe, drive, close, timeout: float = 40.0, *
     stop.set()
     for t in threads:
         t.join(30)
-    closers = [threading.Thread(target=close, args=(c,), daemon=True) for c in consumers
-               if c is not None]
+    close_all([c for c in consumers if c is not None], close)
+    if errors:
+        raise RuntimeError(errors[0])
+    return elapsed
+
+
+def close_all(clients: list, close) -> None:
+    """``close(client)`` for every client at once (a consumer's close waits for its leave)."""
+    closers = [threading.Thread(target=close, args=(c,), daemon=True) for c in clients]
     for t in closers:
         t.start()
     for t in closers:
         t.join(30)
-    if errors:
-        raise RuntimeError(errors[0])
-    return elapsed
 
 
 def confluent_round(bootstrap: str, group: str, n: int) -> float:

@@ -40,7 +40,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from e2e import REPO, MockCluster, table  # noqa: E402
+from e2e import REPO, MockCluster, close_all, table  # noqa: E402
 
 sys.path.insert(0, str(REPO))
 from broker.testing.embedded import EmbeddedBroker  # noqa: E402
@@ -103,11 +103,7 @@ def consume_and_commit(bootstrap: str, group: str) -> None:
         except KafkaException as e:
             if e.args[0].code() != KafkaError._NO_OFFSET:     # it consumed nothing
                 errors.append(f"commit: {e}")
-    closers = [threading.Thread(target=c.close) for c in consumers]
-    for t in closers:
-        t.start()
-    for t in closers:
-        t.join(30)
+    close_all(consumers, lambda c: c.close())
     if errors:
         raise RuntimeError(errors[0])
     if sum(committed.values()) != RECORDS:

@@ -159,7 +159,7 @@ def test_kill_9_during_compaction_of_a_large_partition_loses_nothing(start_broke
         produce(30_000, round_ * 30_000)
         assert broker.stop() == 0
         broker.overrides["log.cleaner.enable"] = "true"
-        broker.start(broker.port)
+        broker.start(broker.port, loaded=False)      # the cleaning starts at once: no waiting
         started = broker.wait_for_log(CLEANING, 60, text=broker.log_since_start)
         time.sleep(random.uniform(0, 0.3) if round_ else 0)
         broker.kill()
