@@ -288,8 +288,7 @@ class Broker:
                 response = ticket.response
             else:
                 response = await ShardRunner.answer(ticket, ctx.barriers)
-            answers.append(Answer(ctx.barriers, self._answered(header, ctx, body, complete(response)),
-                                  header, body))
+            answers.append(self._answer(header, ctx, body, complete(response)))
         return answers
 
     def _answer(self, header, ctx: Call, body, response) -> Answer:
@@ -373,17 +372,9 @@ class OrderedSender:
 
     async def submit(self, answers: list[Answer]) -> None:
         """Send answers, in order, each once its tickets are released."""
-        if self._pending == 0:
-            for answer in answers:
-                for ticket in answer.barriers:
-                    if not ticket.released:
-                        break
-                else:
-                    continue
-                break
-            else:                               # every ticket released: send from here
-                await self._send(answers)
-                return
+        if self._pending == 0 and all(t.released for a in answers for t in a.barriers):
+            await self._send(answers)
+            return
         for answer in answers:
             self._pending += 1
             try:
