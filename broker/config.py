@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from coordinator.config import CoordinatorConfig
+from coordinator.transactions.config import TransactionConfig
 from offsets_log.flush import NEVER, FlushPolicy
 from protocol.frames import DEFAULT_MAX_FRAME
 
@@ -95,6 +96,7 @@ class BrokerConfig:
     journal_retention_ms: int = 7 * 86_400_000
     shutdown_grace_s: float = 3.0
     coordinator: CoordinatorConfig = field(default_factory=CoordinatorConfig)
+    transactions: TransactionConfig = field(default_factory=TransactionConfig)
     #: the Kafka-named settings as given (topic defaults and DescribeConfigs read them)
     props: dict = field(default_factory=dict)
 
@@ -146,6 +148,7 @@ class BrokerConfig:
         """Properties first, then explicit CLI values (which win); unknown names are refused."""
         values: dict = {}
         coordinator_names = CoordinatorConfig.kafka_names()
+        transaction_names = TransactionConfig.kafka_names()
         for key, raw in props.items():
             try:
                 if key in cls._NAMES:
@@ -155,13 +158,15 @@ class BrokerConfig:
                     raise ConfigError(f"no longer supported: {cls._REPLACED[key]}")
                 elif key == "advertised.listeners":
                     values.update(_advertised(raw))
-                elif key not in coordinator_names:
+                elif key not in coordinator_names and key not in transaction_names:
                     raise ConfigError("unknown config name")
             except ValueError as e:
                 raise ConfigError(f"{key}={raw}: {e}") from None
         try:
             values["coordinator"] = CoordinatorConfig.from_properties(
                 {k: v for k, v in props.items() if k in coordinator_names})
+            values["transactions"] = TransactionConfig.from_properties(
+                {k: v for k, v in props.items() if k in transaction_names})
         except ValueError as e:
             raise ConfigError(str(e)) from None
         values.update({k: v for k, v in explicit.items() if v is not None})

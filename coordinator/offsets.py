@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from offsets_log.errors import RecordError
 from offsets_log.records import (GroupMetadataTombstone, OffsetCommit, OffsetCommitTombstone,
-                                 encode_record, offset_commit_key, tombstone)
+                                 TransactionMarker, encode_record, offset_commit_key, tombstone)
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.logtext import safe
@@ -85,6 +85,9 @@ class CommittedOffset:
     metadata: str
     commit_ts: int
     expire_ts: int | None
+    #: where its record stands in the log (replay order): a transaction that commits later
+    #: replaces only offsets written before its own record, as Kafka compares record offsets
+    seq: int = 0
 
 
 class OffsetManager:
@@ -95,15 +98,23 @@ class OffsetManager:
                  timers: Timers):
         self.config, self.classic, self.consumer, self.timers = config, classic, consumer, timers
         self.offsets: dict[str, dict[tuple[str, int], CommittedOffset]] = {}
+        #: TxnOffsetCommit offsets awaiting their transaction's end: producer id -> group -> partition
+        self.pending: dict[int, dict[str, dict[tuple[str, int], CommittedOffset]]] = {}
+        self._seq = 0
 
     def replay(self, record) -> None:
         """Apply an offset record; a commit for an unknown group creates a "simple" group."""
         if isinstance(record, OffsetCommit):
             if record.group not in self.consumer.groups:
                 self.classic.group_for_commit(record.group, record.commit_ts)
-            self.offsets.setdefault(record.group, {})[(record.topic, record.partition)] = \
+            self._seq += 1
+            into = self.offsets if record.producer_id < 0 else \
+                self.pending.setdefault(record.producer_id, {})
+            into.setdefault(record.group, {})[(record.topic, record.partition)] = \
                 CommittedOffset(record.offset, record.leader_epoch, record.metadata,
-                                record.commit_ts, record.expire_ts)
+                                record.commit_ts, record.expire_ts, self._seq)
+        elif isinstance(record, TransactionMarker):
+            self._end_transaction(record)
         elif isinstance(record, OffsetCommitTombstone):
             group_offsets = self.offsets.get(record.group, {})
             group_offsets.pop((record.topic, record.partition), None)
@@ -111,6 +122,28 @@ class OffsetManager:
                 self.offsets.pop(record.group, None)
         else:
             self.classic.replay(record)     # a group tombstone written with its offsets'
+
+    def _end_transaction(self, marker: TransactionMarker) -> None:
+        """Kafka's replayEndTransactionMarker: a commit makes the producer's pending offsets
+        the committed ones, except where a later plain commit already replaced them; an abort
+        drops them."""
+        pending = self.pending.pop(marker.producer_id, {})
+        if not marker.commit:
+            return
+        for group, partitions in pending.items():
+            committed = self.offsets.setdefault(group, {})
+            for tp, offset in partitions.items():
+                current = committed.get(tp)
+                if current is None or current.seq < offset.seq:
+                    committed[tp] = offset
+
+    def has_pending(self, group_id: str, topic: str, partition: int) -> bool:
+        return any((topic, partition) in by_group.get(group_id, ()) for by_group in self.pending.values())
+
+    def complete_transaction(self, out: CoordinatorResult, now: int, producer_id: int, producer_epoch: int,
+                             commit: bool, coordinator_epoch: int) -> None:
+        """The transaction coordinator's marker for this shard: written, then applied."""
+        self.apply(out, [TransactionMarker(producer_id, producer_epoch, commit, coordinator_epoch)])
 
     def loaded(self, now: int) -> None:
         """After replay: start the expiry sweep."""
@@ -128,7 +161,7 @@ class OffsetManager:
         """Persist typed records, then apply them to the shard's state exactly as a reload would."""
         out.persist([encode_record(rec) for rec in records])
         for rec in records:
-            if isinstance(rec, (OffsetCommit, OffsetCommitTombstone, GroupMetadataTombstone)):
+            if isinstance(rec, (OffsetCommit, OffsetCommitTombstone, GroupMetadataTombstone, TransactionMarker)):
                 self.replay(rec)
             else:
                 self.consumer.replay(rec)
@@ -209,6 +242,62 @@ class OffsetManager:
             return E.REBALANCE_IN_PROGRESS
         return E.NONE
 
+    # --- TxnOffsetCommit -----------------------------------------------------------------------
+    def txn_offset_commit(self, out: CoordinatorResult, now: int, ctx: RequestContext, req) -> None:
+        """Kafka's commitTransactionalOffset: the offsets wait, pending, for the transaction."""
+        v = ctx.version
+        error = self._txn_commit_error(req)
+        if error != E.NONE:
+            out.reply(ctx.token, ApiKey.TXN_OFFSET_COMMIT, v, r.txn_offset_commit_error(req, error))
+            return
+        limit = self.config.offset_metadata_max_bytes
+        errors, records = [], []
+        for topic in req.topics:
+            for p in topic.partitions:
+                metadata = p.committed_metadata
+                if metadata and _metadata_too_large(metadata, limit):
+                    errors.append(_METADATA_TOO_LARGE)
+                    continue
+                errors.append(_NONE)
+                records.append(OffsetCommit(req.group_id, topic.name, p.partition_index, p.committed_offset,
+                                            p.committed_leader_epoch, metadata or "", now, None,
+                                            producer_id=req.producer_id, producer_epoch=req.producer_epoch))
+        try:
+            self.apply(out, records)
+        except RecordError as e:
+            error = unstorable(ctx, f"group {safe(req.group_id)}: the offsets cannot be stored ({e})")
+            out.reply(ctx.token, ApiKey.TXN_OFFSET_COMMIT, v, r.txn_offset_commit_error(req, error))
+            return
+        out.reply(ctx.token, ApiKey.TXN_OFFSET_COMMIT, v, r.txn_offset_commit(req, errors))
+
+    def _txn_commit_error(self, req) -> ErrorCode:
+        """Kafka's validateTransactionalOffsetCommit: the KIP-447 generation, member and instance
+        checks, without the group-state checks a plain commit has."""
+        if not req.group_id:
+            return E.INVALID_GROUP_ID
+        if not self.classic.owns(req.group_id):
+            return E.NOT_COORDINATOR
+        generation = req.generation_id
+        consumer_group = self.consumer.groups.get(req.group_id)
+        if consumer_group is not None:
+            # (version 9: a transactional commit has no version rule; a stale epoch is illegal)
+            error = self.consumer.validate_commit(consumer_group, req.member_id, generation, 9)
+            return E.ILLEGAL_GENERATION if error == E.STALE_MEMBER_EPOCH else error
+        group = self.classic.groups.get(req.group_id)
+        if group is None:
+            return E.NONE if generation < 0 else E.ILLEGAL_GENERATION
+        if group.is_in(S.DEAD):
+            return E.COORDINATOR_NOT_AVAILABLE
+        if generation < 0 and group.is_in(S.EMPTY):
+            return E.NONE
+        if generation >= 0 or req.member_id != "" or req.group_instance_id is not None:
+            error = validate_member(group, req.member_id, req.group_instance_id)
+            if error != E.NONE:
+                return error
+            if generation != group.generation:
+                return E.ILLEGAL_GENERATION
+        return E.NONE
+
     # --- OffsetFetch --------------------------------------------------------------------------
     def offset_fetch(self, out: CoordinatorResult, now: int, ctx: RequestContext, req) -> None:
         v = ctx.version
@@ -224,8 +313,9 @@ class OffsetManager:
                 consumer_group = self.consumer.groups.get(group_id)
                 error = E.NONE if consumer_group is None else \
                     self.consumer.validate_fetch(consumer_group, member_id, epoch)
-                answers.append((group_id, self.committed(group_id, topics) if error == E.NONE else [],
-                                error))
+                stable = v >= 7 and req.require_stable
+                answers.append((group_id, self.committed(group_id, topics, stable) if error == E.NONE
+                                else [], error))
         if v >= 8:
             response = r.OffsetFetchResponse(groups=tuple(
                 r.offset_fetch_group(v, gid, parts, error) for gid, parts, error in answers))
@@ -234,7 +324,7 @@ class OffsetManager:
             response = r.offset_fetch_single(v, parts, error)
         out.reply(ctx.token, ApiKey.OFFSET_FETCH, v, response)
 
-    def committed(self, group_id: str, topics):
+    def committed(self, group_id: str, topics, require_stable: bool = False):
         """[(topic, [(partition, offset, leader epoch, metadata)])]; -1 where nothing is committed.
 
         An unknown (or Dead) group is not an error for classic groups: Kafka's fetchOffsets answers
@@ -253,7 +343,10 @@ class OffsetManager:
             parts = []
             for p in t.partition_indexes:
                 c = offsets.get((t.name, p))
-                parts.append((p, -1, -1, "") if c is None else (p, c.offset, c.leader_epoch, c.metadata))
+                if require_stable and self.has_pending(group_id, t.name, p):
+                    parts.append((p, -1, -1, "", E.UNSTABLE_OFFSET_COMMIT))
+                else:
+                    parts.append((p, -1, -1, "") if c is None else (p, c.offset, c.leader_epoch, c.metadata))
             out.append((t.name, parts))
         return out
 

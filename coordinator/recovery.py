@@ -12,7 +12,7 @@ import logging
 
 from offsets_log.errors import RecordError
 from offsets_log.log import ShardLog
-from offsets_log.records import decode_record
+from offsets_log.records import decode
 
 from coordinator.result import CoordinatorResult
 from coordinator.shard import Shard
@@ -25,7 +25,7 @@ def load_shard(shard: Shard, shard_log: ShardLog, now: int) -> CoordinatorResult
     replayed = skipped = 0
     for offset, record in shard_log.read_all():
         try:
-            typed = decode_record(record.key, record.value)
+            typed = decode(record)
         except RecordError as e:
             log.warning("shard %d: skipping record at offset %d: %s", shard.shard_id, offset, e)
             skipped += 1

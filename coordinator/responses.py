@@ -23,6 +23,7 @@ SyncGroupResponse = RESPONSES[ApiKey.SYNC_GROUP].cls
 HeartbeatResponse = RESPONSES[ApiKey.HEARTBEAT].cls
 LeaveGroupResponse = RESPONSES[ApiKey.LEAVE_GROUP].cls
 OffsetCommitResponse = RESPONSES[ApiKey.OFFSET_COMMIT].cls
+TxnOffsetCommitResponse = RESPONSES[ApiKey.TXN_OFFSET_COMMIT].cls
 OffsetFetchResponse = RESPONSES[ApiKey.OFFSET_FETCH].cls
 DescribeGroupsResponse = RESPONSES[ApiKey.DESCRIBE_GROUPS].cls
 ListGroupsResponse = RESPONSES[ApiKey.LIST_GROUPS].cls
@@ -85,6 +86,21 @@ def offset_commit_error(request, error: ErrorCode):
     return offset_commit(request, [error] * sum(len(t.partitions) for t in request.topics))
 
 
+def txn_offset_commit(request, errors: list[ErrorCode]):
+    """One error per requested partition, in request order (as :func:`offset_commit`)."""
+    topic_cls = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
+    part_cls = topic_cls.TxnOffsetCommitResponsePartition
+    each = iter(errors)
+    return TxnOffsetCommitResponse(topics=tuple(
+        topic_cls(name=t.name, partitions=tuple(
+            part_cls(partition_index=p.partition_index, error_code=next(each)) for p in t.partitions))
+        for t in request.topics))
+
+
+def txn_offset_commit_error(request, error: ErrorCode):
+    return txn_offset_commit(request, [error] * sum(len(t.partitions) for t in request.topics))
+
+
 def described_group(version: int, group_id: str, error: ErrorCode = ErrorCode.NONE, *,
                     state: str = "", protocol_type: str = "", protocol_data: str = "",
                     members=(), authorized_operations: int = -2147483648,
@@ -111,6 +127,8 @@ def error_response(api_key: int, version: int, request, error: ErrorCode):
         return offset_commit_error(request, error)
     if api_key == ApiKey.OFFSET_FETCH:
         return offset_fetch_error(version, request, error)
+    if api_key == ApiKey.TXN_OFFSET_COMMIT:
+        return txn_offset_commit_error(request, error)
     if api_key == ApiKey.DESCRIBE_GROUPS:
         return DescribeGroupsResponse(groups=tuple(
             described_group(version, g, error) for g in request.groups))
@@ -157,8 +175,8 @@ def offset_fetch_partitions(version: int, topic_offsets):
     return tuple(
         tcls(name=topic, partitions=tuple(
             pcls(partition_index=p, committed_offset=o, committed_leader_epoch=e if version >= 5 else -1,
-                 metadata=m, error_code=ErrorCode.NONE)
-            for p, o, e, m in parts))
+                 metadata=m, error_code=error[0] if error else ErrorCode.NONE)
+            for p, o, e, m, *error in parts))
         for topic, parts in topic_offsets)
 
 

@@ -23,7 +23,7 @@ from functools import partial
 from typing import Callable
 
 from offsets_log.records import (ConsumerGroupRecord, GroupMetadata, GroupMetadataTombstone,
-                                 OffsetCommit, OffsetCommitTombstone, TypedRecord)
+                                 OffsetCommit, OffsetCommitTombstone, TransactionMarker, TypedRecord)
 from protocol.api_keys import ApiKey
 from protocol.logtext import safe
 
@@ -65,6 +65,7 @@ class Shard:
             ApiKey.HEARTBEAT: partial(self._classic_api, membership.heartbeat, classic_members.heartbeat),
             ApiKey.LEAVE_GROUP: partial(self._classic_api, membership.leave_group, classic_members.leave),
             ApiKey.OFFSET_COMMIT: offsets.offset_commit,
+            ApiKey.TXN_OFFSET_COMMIT: offsets.txn_offset_commit,
             ApiKey.OFFSET_FETCH: offsets.offset_fetch,
             ApiKey.OFFSET_DELETE: offsets.offset_delete,
             ApiKey.DESCRIBE_GROUPS: partial(group_admin.describe_groups, classic, consumer),
@@ -164,6 +165,12 @@ class Shard:
         """Drop the committed offsets of deleted topics (tombstones), as Kafka does on deletion."""
         return self._run(self.offset_manager.forget_topics, topics)
 
+    def complete_transaction(self, now: int, producer_id: int, producer_epoch: int, commit: bool,
+                             coordinator_epoch: int) -> CoordinatorResult:
+        """The transaction coordinator's marker: a producer's pending offsets committed or dropped."""
+        return self._run(self.offset_manager.complete_transaction, now, producer_id, producer_epoch,
+                         commit, coordinator_epoch)
+
     def fresh(self) -> Shard:
         """An empty shard like this one: what reloading from the log starts from."""
         shard = type(self)(self.shard_id, self.config, new_uuid=self.new_uuid, journal=self.journal)
@@ -196,7 +203,7 @@ class Shard:
 
         Live offset writes pass through here too (the managers replay their own records).
         """
-        if isinstance(record, (OffsetCommit, OffsetCommitTombstone)):
+        if isinstance(record, (OffsetCommit, OffsetCommitTombstone, TransactionMarker)):
             self.offset_manager.replay(record)
         elif isinstance(record, (GroupMetadata, GroupMetadataTombstone)):
             self.classic.replay(record)

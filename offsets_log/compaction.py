@@ -1,5 +1,10 @@
 """Compaction: keep the latest record per exact key bytes, drop tombstones once old enough.
 
+Transactions (TxnOffsetCommit records and their markers) are settled first: a committed
+transaction's records become plain commits and its marker goes; an aborted one's records and
+marker go; the records of a transaction still open are all kept, and so is whatever they
+would otherwise replace (the transaction may yet abort).
+
 The active segment is never touched (Kafka's cleaner). Every inactive segment is rewritten
 into one cleaned segment named after the first; it ends with an end marker naming the next
 offset it covers. The swap follows Kafka's ``LogLoader`` protocol so a crash at any step
@@ -18,7 +23,7 @@ import os
 from dataclasses import dataclass
 
 from .log import CLEANED_SUFFIX, SWAP_SUFFIX, ShardLog, segment_name
-from .segment import PREFIX, encode_marker, scan
+from .segment import PREFIX, Frame, encode_marker, encode_record, scan
 
 log = logging.getLogger(__name__)
 
@@ -52,12 +57,12 @@ def compact(shard_log: ShardLog, now_ms: int,
 
     buffers = [fs.read(os.path.join(directory, segment_name(b))) for b in bases]
     frames = [(f, buf) for buf in buffers for f in scan(buf)[0] if not f.is_marker]
+    frames, open_txns = _settle_transactions(frames)
     latest = {f.key: f.offset for f, _ in frames}
-    kept = [(f, buf) for f, buf in frames if latest[f.key] == f.offset
-            and (f.value is not None or now_ms - f.append_ms < delete_retention_ms)]
-    # A surviving frame is copied as it is (already framed and CRC-checked), not re-encoded.
-    data = b"".join(buf[f.position:f.position + PREFIX.size + PREFIX.unpack_from(buf, f.position)[0]]
-                    for f, buf in kept)
+    kept = sorted([(f, buf) for f, buf in frames if latest[f.key] == f.offset
+                   and (f.value is not None or now_ms - f.append_ms < delete_retention_ms)]
+                  + open_txns, key=lambda kept_frame: kept_frame[0].offset)
+    data = b"".join(_framed(f, buf) for f, buf in kept)
     data += encode_marker(end)
 
     final = os.path.join(directory, segment_name(bases[0]))
@@ -93,3 +98,28 @@ def compact(shard_log: ShardLog, now_ms: int,
              result.segments_in, result.records_in, result.records_out, result.bytes_in,
              result.bytes_out)
     return result
+
+
+def _settle_transactions(frames: list) -> tuple[list, list]:
+    """(the frames with transactions settled, the open transactions' frames kept aside)."""
+    open_by_producer: dict[int, list] = {}
+    settled: list = []
+    for f, buf in frames:
+        if f.producer_id < 0:
+            settled.append((f, buf))
+        elif f.control < 0:
+            open_by_producer.setdefault(f.producer_id, []).append((f, buf))
+        elif f.control == 1:                # committed: its records become plain commits
+            settled.extend((f._replace(producer_id=-1), buf) for f, buf in open_by_producer.pop(f.producer_id, []))
+        else:
+            open_by_producer.pop(f.producer_id, None)
+    settled.sort(key=lambda kept_frame: kept_frame[0].offset)
+    return settled, [entry for entries in open_by_producer.values() for entry in entries]
+
+
+def _framed(f: Frame, buf: bytes) -> bytes:
+    """A surviving frame: copied as it is (already framed and CRC-checked) unless it was a
+    committed transaction's record, which is written again as a plain one."""
+    if f.producer_id < 0 and buf[f.position + PREFIX.size] != 1:
+        return encode_record(f.offset, f.append_ms, f.key, f.value)
+    return buf[f.position:f.position + PREFIX.size + PREFIX.unpack_from(buf, f.position)[0]]

@@ -245,7 +245,9 @@ class ShardLog:
             if not records:
                 return []
             first = self.next_offset
-            frames = [encode_record(first + i, now_ms, r.key, r.value) for i, r in enumerate(records)]
+            frames = [encode_record(first + i, now_ms, r.key, r.value,
+                                    None if r.producer_id < 0 else (r.producer_id, r.producer_epoch, r.control))
+                      for i, r in enumerate(records)]
             for frame in frames:
                 if len(frame) - PREFIX.size > MAX_FRAME:
                     # Recovery would take it for garbage and cut the log there: never write it.
@@ -315,7 +317,8 @@ class ShardLog:
 
     def read_all(self) -> list[tuple[int, Record]]:
         """(offset, record) for every record, in log order: what a shard replays on load."""
-        return [(f.offset, Record(f.key, f.value)) for f in self.frames()]
+        return [(f.offset, Record(f.key, f.value, f.producer_id, f.producer_epoch, f.control))
+                for f in self.frames()]
 
     def close(self) -> None:
         """Release open append handles (they reopen lazily if the log is used again)."""

@@ -30,8 +30,14 @@ MemberMetadata = GroupMetadataValue.MemberMetadata
 
 
 class Record(NamedTuple):
+    """A log record. A transactional one (TxnOffsetCommit) names its producer, as Kafka's
+    transactional batches do; a transaction marker has ``control`` 0 (abort) or 1 (commit)
+    and Kafka's control record key and value."""
     key: bytes
     value: bytes | None
+    producer_id: int = -1
+    producer_epoch: int = -1
+    control: int = -1
 
 
 @dataclass(slots=True)        # not frozen: one is built per committed partition (frozen is slower)
@@ -46,6 +52,9 @@ class OffsetCommit:
     expire_ts: int | None          # None when the value carries no expiry (Kafka's -1)
     topic_id: uuid.UUID | None = None
     value_version: int = 3
+    #: a TxnOffsetCommit's: pending until its producer's transaction ends (-1: a plain commit)
+    producer_id: int = -1
+    producer_epoch: int = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,8 +89,18 @@ class ConsumerGroupRecord:
     value: object | None
 
 
+@dataclass(frozen=True, slots=True)
+class TransactionMarker:
+    """The end of a producer's transaction in this shard (Kafka's end-transaction marker)."""
+    producer_id: int
+    producer_epoch: int
+    commit: bool
+    coordinator_epoch: int
+
+
 TypedRecord = (OffsetCommit | OffsetCommitTombstone | GroupMetadata | GroupMetadataTombstone
-               | ConsumerGroupRecord)
+               | ConsumerGroupRecord | TransactionMarker)
+_CONTROL_KEY, _CONTROL_VALUE = struct.Struct(">hh"), struct.Struct(">hi")
 
 #: key version -> (key message, value message) of the consumer-group records
 CONSUMER_GROUP_KEYS = {
@@ -221,9 +240,15 @@ def consumer_group_record(record: ConsumerGroupRecord) -> Record:
 def encode_record(record: TypedRecord) -> Record:
     """The log form of a typed record (what the coordinator writes)."""
     if isinstance(record, OffsetCommit):
-        return offset_commit_record(record.group, record.topic, record.partition, record.offset,
-                                    record.leader_epoch, record.metadata, record.commit_ts,
-                                    record.expire_ts)
+        written = offset_commit_record(record.group, record.topic, record.partition, record.offset,
+                                       record.leader_epoch, record.metadata, record.commit_ts,
+                                       record.expire_ts)
+        if record.producer_id >= 0:
+            return written._replace(producer_id=record.producer_id, producer_epoch=record.producer_epoch)
+        return written
+    if isinstance(record, TransactionMarker):
+        return Record(_CONTROL_KEY.pack(0, int(record.commit)), _CONTROL_VALUE.pack(0, record.coordinator_epoch),
+                      record.producer_id, record.producer_epoch, int(record.commit))
     if isinstance(record, OffsetCommitTombstone):
         return tombstone(offset_commit_key(record.group, record.topic, record.partition))
     if isinstance(record, GroupMetadataTombstone):
@@ -242,6 +267,18 @@ def _decode(msg, data: bytes, what: str):
         return decode_payload(msg, data)
     except DecodeError as e:
         raise RecordError(f"bad {what}: {e}") from e
+
+
+def decode(record: Record) -> TypedRecord:
+    """The typed form of a log record, its producer and transaction marker included."""
+    if record.control >= 0:
+        epoch = _CONTROL_VALUE.unpack_from(record.value)[1] if record.value and \
+            len(record.value) >= _CONTROL_VALUE.size else -1
+        return TransactionMarker(record.producer_id, record.producer_epoch, record.control == 1, epoch)
+    typed = decode_record(record.key, record.value)
+    if record.producer_id >= 0 and isinstance(typed, OffsetCommit):
+        typed.producer_id, typed.producer_epoch = record.producer_id, record.producer_epoch
+    return typed
 
 
 def decode_record(key: bytes, value: bytes | None) -> TypedRecord:

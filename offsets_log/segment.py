@@ -5,7 +5,9 @@ payload: ``i64 offset, i64 append_ms, u32 key_len, key, i32 value_len (-1 = tomb
 The offset travels with the record so compaction can drop records yet keep every survivor's
 offset; the append time drives tombstone retention. Format 2 is an end marker
 (``i64 next_offset``) that compaction writes last, so a cleaned segment still says which
-offsets it covers (recovery needs that to finish an interrupted swap).
+offsets it covers (recovery needs that to finish an interrupted swap). Format 3 is a record of a
+transaction: ``i64 producer_id, i16 producer_epoch, i8 control`` (-1: data, 0 abort marker,
+1 commit marker), then format 1's payload.
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ assert MARKER.size == 8
 
 FORMAT_RECORD = 1
 FORMAT_END_MARKER = 2
+FORMAT_TXN_RECORD = 3
+PRODUCER = struct.Struct(">qhb")         # producer id, producer epoch, control
+assert PRODUCER.size == 11
 
 
 class Frame(NamedTuple):
@@ -39,6 +44,9 @@ class Frame(NamedTuple):
     key: bytes | None
     value: bytes | None
     position: int          # byte position of the frame in its segment
+    producer_id: int = -1
+    producer_epoch: int = -1
+    control: int = -1
 
     @property
     def is_marker(self) -> bool:
@@ -50,11 +58,15 @@ def _frame(fmt: int, payload: bytes) -> bytes:
     return PREFIX.pack(len(body), crc32c(body)) + body
 
 
-def encode_record(offset: int, append_ms: int, key: bytes, value: bytes | None) -> bytes:
+def encode_record(offset: int, append_ms: int, key: bytes, value: bytes | None,
+                  producer: tuple[int, int, int] | None = None) -> bytes:
+    """One record frame; ``producer`` = (id, epoch, control) makes it a transaction's."""
     vlen = -1 if value is None else len(value)
     payload = b"".join((RECORD.pack(offset, append_ms, len(key)), key, VALUE_LEN.pack(vlen),
                         value or b""))
-    return _frame(FORMAT_RECORD, payload)
+    if producer is None:
+        return _frame(FORMAT_RECORD, payload)
+    return _frame(FORMAT_TXN_RECORD, PRODUCER.pack(*producer) + payload)
 
 
 def encode_marker(next_offset: int) -> bytes:
@@ -68,6 +80,12 @@ def _parse_body(body: bytes, position: int) -> Frame | None:
         if len(body) != 1 + MARKER.size:
             return None
         return Frame(MARKER.unpack_from(body, 1)[0], -1, None, None, position)
+    if fmt == FORMAT_TXN_RECORD and len(body) > 1 + PRODUCER.size:
+        frame = _parse_body(bytes((FORMAT_RECORD,)) + body[1 + PRODUCER.size:], position)
+        if frame is None:
+            return None
+        producer_id, epoch, control = PRODUCER.unpack_from(body, 1)
+        return frame._replace(producer_id=producer_id, producer_epoch=epoch, control=control)
     if fmt != FORMAT_RECORD or len(body) < 1 + RECORD.size + VALUE_LEN.size:
         return None
     offset, append_ms, klen = RECORD.unpack_from(body, 1)

@@ -16,7 +16,8 @@ import sys
 from importlib import import_module
 
 #: command -> its module under broker.cli, in the order ``groupbroker --help`` lists them
-COMMANDS = {"apis": "apis", "serve": "serve", "log": "logs", "groups": "groups", "faults": "faults",
+COMMANDS = {"apis": "apis", "serve": "serve", "log": "logs", "groups": "groups",
+            "transactions": "transactions", "faults": "faults",
             "report": "report"}
 
 

@@ -7,12 +7,20 @@ ListOffsets and InitProducerId share the builders fault injection uses.
 
 from __future__ import annotations
 
+import logging
+
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages import RESPONSES
 from protocol.wire import ZERO_UUID
 
+from protocol.logtext import safe
+from protocol.registry import API_TABLE
+
+from broker.data.topics.errors import TopicsError
 from broker.faults.rules import error_answer
+
+log = logging.getLogger("groupbroker.data")
 
 Metadata = RESPONSES[ApiKey.METADATA].cls
 CreateTopics = RESPONSES[ApiKey.CREATE_TOPICS].cls
@@ -125,3 +133,23 @@ _ADMIN_ANSWERS = {
     ApiKey.ALTER_CONFIGS: _altered(RESPONSES[ApiKey.ALTER_CONFIGS].cls),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: _altered(RESPONSES[ApiKey.INCREMENTAL_ALTER_CONFIGS].cls),
 }
+
+
+def answering_errors(handler):
+    """``handler`` answering with Kafka's whole-request error instead of raising: a refused
+    request, a storage failure, or (as Kafka's UNKNOWN_SERVER_ERROR) a bug of ours."""
+    async def decide(ctx, req):
+        try:
+            return await handler(ctx, req)
+        except (Refused, TopicsError) as e:
+            log.warning("%s v%d from client %s: %s (%s)", API_TABLE[ctx.api_key].name, ctx.version,
+                        safe(ctx.client_id), e.error_code.name, safe(str(e)))
+            error, message = e.error_code, error_message(e)
+        except Exception:        # a bug must cost its request an error answer, never the connection
+            log.exception("%s v%d from client %s failed; answering UNKNOWN_SERVER_ERROR",
+                          API_TABLE[ctx.api_key].name, ctx.version, safe(ctx.client_id))
+            error, message = ErrorCode.UNKNOWN_SERVER_ERROR, None
+        if ctx.api_key == ApiKey.PRODUCE and req.acks == 0:
+            return None                  # a produce with acks=0 is never answered
+        return whole_request_error(ctx.api_key, ctx.version, req, error, message)
+    return decide

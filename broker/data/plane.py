@@ -19,17 +19,15 @@ import trio
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
-from protocol.logtext import safe
 from protocol.messages import RESPONSES
 from protocol.records import BatchHeader, read_batches
 from protocol.exceptions import DecodeError
-from protocol.registry import API_TABLE
 from protocol.wire import ZERO_UUID
 
 from broker.data.cluster_admin import CLUSTER_OPERATIONS, ClusterAdmin
 from broker.config import BrokerConfig
 from broker.data.config_apis import ConfigApis
-from broker.data.errors import EXCESSIVE_BATCH, MAX_RECORDS_PER_USER_OP, error_message, whole_request_error
+from broker.data.errors import EXCESSIVE_BATCH, MAX_RECORDS_PER_USER_OP, answering_errors, error_message
 from broker.data.errors import Refused as _Refused
 from broker.data.parked_fetches import ParkedFetches
 from broker.data.topic_admin import TopicAdmin
@@ -45,6 +43,7 @@ UNSET_OPERATIONS = -2147483648
 #: READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS (no ACLs here)
 TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
 LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
+READ_COMMITTED = 1
 
 Metadata = RESPONSES[ApiKey.METADATA].cls
 Produce = RESPONSES[ApiKey.PRODUCE].cls
@@ -52,7 +51,6 @@ Fetch = RESPONSES[ApiKey.FETCH].cls
 ListOffsets = RESPONSES[ApiKey.LIST_OFFSETS].cls
 CreateTopics = RESPONSES[ApiKey.CREATE_TOPICS].cls
 DeleteTopics = RESPONSES[ApiKey.DELETE_TOPICS].cls
-InitProducerId = RESPONSES[ApiKey.INIT_PRODUCER_ID].cls
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -72,7 +70,6 @@ class DataPlane:
                     ApiKey.FETCH: self.fetch, ApiKey.LIST_OFFSETS: self.list_offsets,
                     ApiKey.CREATE_TOPICS: self.create_topics,
                     ApiKey.DELETE_TOPICS: self.delete_topics,
-                    ApiKey.INIT_PRODUCER_ID: self.init_producer_id,
                     ApiKey.CREATE_PARTITIONS: topic_admin.create_partitions,
                     ApiKey.DELETE_RECORDS: topic_admin.delete_records,
                     ApiKey.DESCRIBE_CLUSTER: cluster_admin.describe_cluster,
@@ -81,7 +78,10 @@ class DataPlane:
                     ApiKey.DESCRIBE_CONFIGS: config_apis.describe_configs,
                     ApiKey.ALTER_CONFIGS: config_apis.alter_configs,
                     ApiKey.INCREMENTAL_ALTER_CONFIGS: config_apis.incremental_alter_configs}
-        self.routes = {key: _answering_errors(handler) for key, handler in handlers.items()}
+        self.routes = {key: answering_errors(handler) for key, handler in handlers.items()}
+        #: (transactional id, producer id, epoch, topic, partition) -> ErrorCode: the transaction
+        #: coordinator's check of a transactional produce (set by the broker)
+        self.verify_transaction: Callable | None = None
 
     def has_partition(self, topic: str, partition: int) -> bool:
         try:
@@ -158,11 +158,12 @@ class DataPlane:
             parts = []
             for p in t.partition_data:
                 try:
-                    if req.transactional_id is not None:
-                        raise _Refused(E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
                     log_ = self.store.partition(t.name, p.index)
                     records = bytes(p.records or b"")    # null records: an empty set
-                    info = log_.append(records, now, _one_batch(records))
+                    batches = _one_batch(records)
+                    if batches[0].is_transactional:
+                        self._verify(req.transactional_id, batches[0], t.name, p.index)
+                    info = log_.append(records, now, batches)
                     self.parked.appended(t.name, p.index)
                     parts.append(part_cls(index=p.index, error_code=E.NONE, base_offset=info.base_offset,
                                           log_append_time_ms=info.log_append_time,
@@ -176,6 +177,27 @@ class DataPlane:
         if req.acks == 0:
             return None
         return Produce(responses=tuple(responses))
+
+    def _verify(self, transactional_id: str | None, batch, topic: str, partition: int) -> None:
+        """Kafka's produce-side transaction verification: the partition must be in the
+        producer's open transaction. The coordinator's errors reach a pre-KIP-890 producer as
+        KafkaApis/ReplicaManager translate them."""
+        if transactional_id is None or self.verify_transaction is None:
+            raise _Refused(E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                           "transactional records need the producer's transactional id")
+        error = self.verify_transaction(transactional_id, batch.producer_id, batch.producer_epoch,
+                                        topic, partition)
+        if error == E.NONE:
+            return
+        if error in (E.TRANSACTION_ABORTABLE, E.INVALID_TXN_STATE):
+            raise _Refused(E.INVALID_TXN_STATE, "Partition was not added to the transaction")
+        if error == E.PRODUCER_FENCED:
+            raise _Refused(E.INVALID_PRODUCER_EPOCH)
+        if error in (E.CONCURRENT_TRANSACTIONS, E.COORDINATOR_LOAD_IN_PROGRESS,
+                     E.COORDINATOR_NOT_AVAILABLE, E.NOT_COORDINATOR):
+            raise _Refused(E.NOT_ENOUGH_REPLICAS, "Unable to verify the partition has been added to "
+                           f"the transaction. Underlying error: {error.name}")
+        raise _Refused(error)
 
     # --- Fetch -------------------------------------------------------------------------------
     async def fetch(self, ctx, req):
@@ -217,6 +239,7 @@ class DataPlane:
         topic_cls = Fetch.FetchableTopicResponse
         part_cls = topic_cls.PartitionData
         budget = max_bytes
+        committed = v >= 4 and req.isolation_level == READ_COMMITTED
         total = 0
         first = True
         failed = False
@@ -235,16 +258,18 @@ class DataPlane:
                         raise UnknownTopicId(f"unknown topic id {t.topic_id}")
                     log_ = self.store.partition(name, p.partition)
                     known.append((name, p.partition))
+                    stable = log_.last_stable_offset
                     records = log_.read(p.fetch_offset, max(0, min(p.partition_max_bytes, budget)),
-                                        min_one=first)
+                                        min_one=first, upto=stable if committed else None)
                     if records:
                         first = False
                     budget -= len(records)
                     total += len(records)
                     parts.append(part_cls(partition_index=p.partition, error_code=E.NONE,
-                                          high_watermark=log_.high_watermark,
-                                          last_stable_offset=log_.high_watermark,
-                                          log_start_offset=log_.log_start_offset, records=records))
+                                          high_watermark=log_.high_watermark, last_stable_offset=stable,
+                                          log_start_offset=log_.log_start_offset, records=records,
+                                          aborted_transactions=_aborted(log_, p.fetch_offset, records)
+                                          if committed else None))
                 except TopicsError as e:          # e.g. OFFSET_OUT_OF_RANGE still reports the bounds
                     failed = failed or log_ is not None      # unknown partitions are no read failure
                     parts.append(part_cls(partition_index=p.partition, error_code=e.error_code,
@@ -265,7 +290,9 @@ class DataPlane:
                 try:
                     log_ = self.store.partition(t.name, p.partition_index)
                     if p.timestamp == LATEST:
-                        offset, ts = log_.high_watermark, -1
+                        offset = log_.last_stable_offset if req.isolation_level == READ_COMMITTED \
+                            else log_.high_watermark
+                        ts = -1
                     elif p.timestamp == MAX_TIMESTAMP:
                         offset, ts = log_.max_timestamp_offset()
                     elif p.timestamp < 0:                    # earliest, earliest-local, tiered
@@ -359,19 +386,6 @@ class DataPlane:
             self.on_topics_deleted(deleted)
         return DeleteTopics(responses=tuple(results))
 
-    # --- InitProducerId ----------------------------------------------------------------------
-    async def init_producer_id(self, ctx, req):
-        """Kafka's handleInitProducerIdRequest and TransactionCoordinator.handleInitProducerId."""
-        if (req.producer_id == -1) != (req.producer_epoch == -1):
-            raise _Refused(E.INVALID_REQUEST, "producer id and epoch are both set or both -1")
-        if req.transactional_id is not None:
-            return InitProducerId(error_code=E.COORDINATOR_NOT_AVAILABLE, producer_id=-1, producer_epoch=-1)
-        # Without a transactional id Kafka always hands out a new producer id at epoch 0, whatever
-        # id and epoch came with the request: an idempotent producer bumps its epoch itself and
-        # asks again only when that epoch is exhausted (or its state is lost).
-        return InitProducerId(error_code=E.NONE, producer_id=self.store.producer_ids.allocate(),
-                              producer_epoch=0)
-
     # --- housekeeping ------------------------------------------------------------------------
     async def retention_loop(self, interval_s: float = 300.0) -> None:
         """Kafka's log.retention.check.interval.ms (5 minutes)."""
@@ -412,24 +426,15 @@ async def _cancel_when_done(event, scope: trio.CancelScope) -> None:
     scope.cancel()
 
 
-def _answering_errors(handler):
-    """``handler`` answering with Kafka's whole-request error instead of raising: a refused
-    request, a storage failure, or (as Kafka's UNKNOWN_SERVER_ERROR) a bug of ours."""
-    async def decide(ctx, req):
-        try:
-            return await handler(ctx, req)
-        except (_Refused, TopicsError) as e:
-            log.warning("%s v%d from client %s: %s (%s)", API_TABLE[ctx.api_key].name, ctx.version,
-                        safe(ctx.client_id), e.error_code.name, safe(str(e)))
-            error, message = e.error_code, error_message(e)
-        except Exception:        # a bug must cost its request an error answer, never the connection
-            log.exception("%s v%d from client %s failed; answering UNKNOWN_SERVER_ERROR",
-                          API_TABLE[ctx.api_key].name, ctx.version, safe(ctx.client_id))
-            error, message = E.UNKNOWN_SERVER_ERROR, None
-        if ctx.api_key == ApiKey.PRODUCE and req.acks == 0:
-            return None                  # a produce with acks=0 is never answered
-        return whole_request_error(ctx.api_key, ctx.version, req, error, message)
-    return decide
+def _aborted(log_, fetch_offset: int, records: bytes) -> tuple:
+    """The aborted transactions a read_committed reader of ``records`` must skip."""
+    if not records or not log_.transactions.aborted:
+        return ()
+    last = read_batches(records, verify_crc=False)[-1]
+    end = last.base_offset + last.last_offset_delta + 1
+    entry = Fetch.FetchableTopicResponse.PartitionData.AbortedTransaction
+    return tuple(entry(producer_id=a.producer_id, first_offset=a.first_offset)
+                 for a in log_.transactions.aborted_between(fetch_offset, end))
 
 
 def _one_batch(records: bytes) -> list[BatchHeader]:

@@ -39,8 +39,10 @@ class Handlers:
         self._groups: GroupRouter | None = None
         self._served = self._versions()
 
-    def serve_groups(self, groups: GroupRouter) -> None:
+    def serve_coordinators(self, groups: GroupRouter, transactions) -> None:
+        """Add the group and transaction APIs (once their coordinators exist)."""
         self.routes.update({key: groups.handle for key in groups.routes})
+        self.routes.update(transactions.routes)
         self._groups = groups
         self._served = self._versions()
         assert set(self.routes) == SERVED_APIS, "the dispatch table and SERVED_APIS disagree"

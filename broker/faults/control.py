@@ -81,6 +81,9 @@ class BrokerControl:
                 await runner.intervene(interventions.hold_revocations, group, False)
                 released.append(group)
         held = f"; revocations released: {released}" if released else ""
+        if self.broker.transactions is not None and self.broker.transactions.markers_held:
+            self.broker.transactions.hold_markers(False)
+            held += "; transaction markers released"
         return f"cleared {cleared} rule(s){held}; shards made available: {restored or 'none'}"
 
     # --- coordinator faults ------------------------------------------------------------------
@@ -125,6 +128,24 @@ class BrokerControl:
     async def op_shard_available(self, group: str | None = None, shard: int | None = None) -> str:
         """Bring the coordinator of GROUP (or SHARD) back (members get fresh sessions)."""
         return self._set_unavailable(self._shard(group, shard), None)
+
+    # --- transaction faults -------------------------------------------------------------------
+    async def op_abort_transaction(self, transactional_id: str) -> str:
+        """Abort TRANSACTIONAL_ID's open transaction as its timeout would: the producer's epoch
+        is bumped, so it is fenced (PRODUCER_FENCED / INVALID_PRODUCER_EPOCH) at its next request."""
+        return await self.broker.transactions.abort(transactional_id)
+
+    async def op_fence_transactional_id(self, transactional_id: str) -> str:
+        """Fence TRANSACTIONAL_ID's producer as a new incarnation's InitProducerId does: the
+        epoch is bumped (an open transaction is aborted) and the old producer gets PRODUCER_FENCED."""
+        return await self.broker.transactions.fence(transactional_id)
+
+    async def op_hold_markers(self, on: bool = True) -> str:
+        """Hold (or release) the markers of ending transactions: EndTxn is answered, the
+        transaction stays PrepareCommit/PrepareAbort and its id answers CONCURRENT_TRANSACTIONS."""
+        self.broker.transactions.hold_markers(bool(on))
+        log.warning("fault injection: transaction markers %s", "held" if on else "released")
+        return f"transaction markers {'held' if on else 'released'}"
 
     # --- recording ---------------------------------------------------------------------------
     async def op_record(self, on: bool = True) -> str:

@@ -29,12 +29,15 @@ log = logging.getLogger("groupbroker.faults")
 _GROUP_APIS = (ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP,
                ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH, ApiKey.DESCRIBE_GROUPS,
                ApiKey.LIST_GROUPS, ApiKey.DELETE_GROUPS, ApiKey.OFFSET_DELETE,
-               ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE)
+               ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE,
+               ApiKey.TXN_OFFSET_COMMIT)
 #: Data-plane APIs with a whole-request failure answer here.
 _DATA_APIS = (ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.LIST_OFFSETS, ApiKey.FIND_COORDINATOR,
               ApiKey.INIT_PRODUCER_ID)
+#: Transaction APIs with a whole-request failure answer here.
+_TXN_APIS = (ApiKey.ADD_PARTITIONS_TO_TXN, ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.END_TXN)
 #: APIs whose requests can be answered with an injected error.
-ERROR_APIS = frozenset(_GROUP_APIS + _DATA_APIS)
+ERROR_APIS = frozenset(_GROUP_APIS + _DATA_APIS + _TXN_APIS)
 #: How many requests a recording keeps (the oldest go first).
 RECORD_LIMIT = 100_000
 
@@ -112,6 +115,9 @@ class RecordedRequest:
     error: str                          # the first error code in the answer, "NONE" if none
     member_epoch: int | None = None
     answered_member_epoch: int | None = None
+    transactional_id: str | None = None
+    producer_id: int | None = None
+    producer_epoch: int | None = None
 
 
 class Faults:
@@ -166,11 +172,19 @@ class Faults:
         if ctx.api_key == ApiKey.CONSUMER_GROUP_HEARTBEAT:
             member_epoch = body.member_epoch
             answered = getattr(response, "member_epoch", None)
+        # the producer a transactional request names (InitProducerId: the one its answer gave)
+        producer = response if ctx.api_key == ApiKey.INIT_PRODUCER_ID and response is not None else body
         self.recorded.append(RecordedRequest(
             API_TABLE[ctx.api_key].name, ctx.api_key, ctx.version, ctx.client_id,
             next(iter(groups), None) if len(groups) == 1 else None,
             getattr(body, "member_id", None), generation, first_error(response).name,
-            member_epoch, answered))
+            member_epoch, answered, _either(body, "transactional_id"),
+            _either(producer, "producer_id"), _either(producer, "producer_epoch")))
+
+
+def _either(obj, name: str):
+    """A field that AddPartitionsToTxn v0-3 names with a ``v3_and_below_`` prefix."""
+    return getattr(obj, name, getattr(obj, f"v3_and_below_{name}", None))
 
 
 def groups_of(key: int, body) -> tuple[str, ...]:
@@ -219,6 +233,13 @@ def error_answer(key: int, version: int, body, error: ErrorCode):
         return cls(coordinators=tuple(cls.Coordinator(key=k, **failed) for k in body.coordinator_keys))
     if key == ApiKey.INIT_PRODUCER_ID:
         return cls(error_code=error, producer_id=-1, producer_epoch=-1)
+    if key in (ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.END_TXN):
+        return cls(error_code=error)
+    if key == ApiKey.ADD_PARTITIONS_TO_TXN:
+        topic = cls.AddPartitionsToTxnTopicResult
+        return cls(results_by_topic_v3_and_below=tuple(topic(name=t.name, results_by_partition=tuple(
+            topic.AddPartitionsToTxnPartitionResult(partition_index=p, partition_error_code=error)
+            for p in t.partitions)) for t in body.v3_and_below_topics))
     if key == ApiKey.PRODUCE:
         topic = cls.TopicProduceResponse
         return cls(responses=tuple(topic(name=t.name, partition_responses=tuple(

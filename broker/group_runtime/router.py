@@ -18,7 +18,6 @@ import trio
 from coordinator.routing import shard_for
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
-from protocol.logtext import safe
 from protocol.messages import RESPONSES
 
 from broker.group_runtime.shard_runner import ShardRunner, Ticket
@@ -28,10 +27,12 @@ log = logging.getLogger("groupbroker.groups")
 FindCoordinatorResponse = RESPONSES[ApiKey.FIND_COORDINATOR].cls
 _COMMIT_TOPIC = RESPONSES[ApiKey.OFFSET_COMMIT].cls.OffsetCommitResponseTopic
 _DELETE_TOPIC = RESPONSES[ApiKey.OFFSET_DELETE].cls.OffsetDeleteResponseTopic
+_TXN_COMMIT_TOPIC = RESPONSES[ApiKey.TXN_OFFSET_COMMIT].cls.TxnOffsetCommitResponseTopic
 #: per-partition result classes of OffsetCommit and OffsetDelete
 _RESULT_CLASSES = {
     ApiKey.OFFSET_COMMIT: (_COMMIT_TOPIC, _COMMIT_TOPIC.OffsetCommitResponsePartition),
-    ApiKey.OFFSET_DELETE: (_DELETE_TOPIC, _DELETE_TOPIC.OffsetDeleteResponsePartition)}
+    ApiKey.OFFSET_DELETE: (_DELETE_TOPIC, _DELETE_TOPIC.OffsetDeleteResponsePartition),
+    ApiKey.TXN_OFFSET_COMMIT: (_TXN_COMMIT_TOPIC, _TXN_COMMIT_TOPIC.TxnOffsetCommitResponsePartition)}
 PIPELINED_APIS = frozenset({ApiKey.HEARTBEAT, ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_DELETE,
                             ApiKey.CONSUMER_GROUP_HEARTBEAT})
 #: every group API (the router's table is checked against it)
@@ -39,7 +40,8 @@ GROUP_APIS = frozenset({ApiKey.FIND_COORDINATOR, ApiKey.JOIN_GROUP, ApiKey.SYNC_
                         ApiKey.LEAVE_GROUP, ApiKey.HEARTBEAT, ApiKey.OFFSET_COMMIT,
                         ApiKey.OFFSET_DELETE, ApiKey.OFFSET_FETCH, ApiKey.DESCRIBE_GROUPS,
                         ApiKey.DELETE_GROUPS, ApiKey.LIST_GROUPS,
-                        ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE})
+                        ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE,
+                        ApiKey.TXN_OFFSET_COMMIT})
 
 
 class GroupRouter:
@@ -47,7 +49,6 @@ class GroupRouter:
                  partition_exists: Callable[[str, int], bool]):
         self.runners, self.node_id, self.advertised = runners, node_id, advertised
         self.partition_exists = partition_exists
-        self._warned_transactions: set[tuple[str, str]] = set()
         #: the group APIs, each with the way it reaches its shards
         self.routes = {
             ApiKey.FIND_COORDINATOR: self._find_coordinator,
@@ -57,6 +58,7 @@ class GroupRouter:
             ApiKey.HEARTBEAT: self._pipelined,
             ApiKey.OFFSET_COMMIT: self._pipelined,
             ApiKey.OFFSET_DELETE: self._pipelined,
+            ApiKey.TXN_OFFSET_COMMIT: self._pipelined,
             ApiKey.OFFSET_FETCH: self._offset_fetch,
             ApiKey.DESCRIBE_GROUPS: partial(self._split, field="groups", group_of=_itself,
                                             result_field="groups"),
@@ -119,47 +121,30 @@ class GroupRouter:
             p for p in t.partitions if self.partition_exists(t.name, p.partition_index)))
             for t in request.topics)
         kept = tuple(t for t in kept if t.partitions)
-        if ctx.api_key == ApiKey.OFFSET_COMMIT and not kept:
+        if ctx.api_key in (ApiKey.OFFSET_COMMIT, ApiKey.TXN_OFFSET_COMMIT) and not kept:
             ticket = Ticket(ctx.api_key, ctx.version, request)
-            ticket.settle(RESPONSES[ApiKey.OFFSET_COMMIT].cls())
+            ticket.settle(RESPONSES[ctx.api_key].cls())
         else:
             ticket = runner.submit(ctx.api_key, ctx.version, dataclasses.replace(request, topics=kept),
                                    client_id=ctx.client_id, client_host=ctx.client_host)
         return ticket, partial(_with_unknown_partitions, ctx.api_key, request.topics)
 
     def find_coordinator(self, version: int, request, ctx):
+        """Groups (key type 0) and transactional ids (1) are all coordinated here; share
+        groups (2) are not served, which Kafka answers INVALID_REQUEST."""
         host, port = self.advertised
-        if request.key_type == 1:
-            keys = request.coordinator_keys if version >= 4 else (request.key,)
-            self._warn_transactions(ctx, keys)
 
         def answer(key_type: int) -> dict:
-            if key_type == 0:
+            if key_type in (0, 1):
                 return dict(error_code=ErrorCode.NONE, node_id=self.node_id, host=host, port=port)
-            error = ErrorCode.COORDINATOR_NOT_AVAILABLE if key_type == 1 else ErrorCode.INVALID_REQUEST
-            return dict(error_code=error, node_id=-1, host="", port=-1,
-                        error_message="groupbroker hosts consumer groups only")
+            return dict(error_code=ErrorCode.INVALID_REQUEST, node_id=-1, host="", port=-1,
+                        error_message="groupbroker coordinates groups and transactions only")
 
         if version < 4:
             return FindCoordinatorResponse(**answer(request.key_type))
         coordinator = FindCoordinatorResponse.Coordinator
         return FindCoordinatorResponse(coordinators=tuple(
             coordinator(key=k, **answer(request.key_type)) for k in request.coordinator_keys))
-
-    def _warn_transactions(self, ctx, transactional_ids) -> None:
-        """Transactions are not served yet and a transactional producer retries FindCoordinator
-        for ever: say so once per client, so the user learns why init_transactions() hangs."""
-        who = (ctx.client_id, ctx.client_host)
-        if who in self._warned_transactions:
-            return
-        if len(self._warned_transactions) >= 1024:             # bounded: client ids are free text
-            self._warned_transactions.clear()
-        self._warned_transactions.add(who)
-        log.warning("client %s at %s asked for the transaction coordinator of transactional.id %s: "
-                    "groupbroker does not serve transactions yet (it answers COORDINATOR_NOT_AVAILABLE, "
-                    "so the producer's init_transactions() waits until it times out)",
-                    safe(ctx.client_id), ctx.client_host.lstrip("/"),
-                    ", ".join(safe(k) for k in transactional_ids[:3]))
 
     async def _split(self, ctx, request, field: str, group_of, result_field: str):
         """Send each shard the items naming its groups; rebuild the answer in request order."""

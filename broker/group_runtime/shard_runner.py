@@ -256,6 +256,27 @@ class ShardRunner:
             raise outcome[0]
         return outcome[0]
 
+    async def complete_transaction(self, producer_id: int, producer_epoch: int, commit: bool,
+                                   coordinator_epoch: int) -> ErrorCode:
+        """Write a transaction marker into this shard (Kafka's WriteTxnMarkers to a group
+        coordinator); NONE once it is written, else the error to retry on."""
+        refused = self._refusal(ApiKey.WRITE_TXN_MARKERS)
+        if refused is not None:
+            return refused
+        done = trio.Event()
+
+        def operation(now: int) -> CoordinatorResult:
+            try:
+                return self.shard.complete_transaction(now, producer_id, producer_epoch, commit,
+                                                       coordinator_epoch)
+            finally:
+                done.set()
+
+        self._post(operation)
+        await done.wait()
+        await trio.lowlevel.checkpoint()          # the shard task appends before it yields
+        return ErrorCode.NONE if self.failed is None else ErrorCode.NOT_COORDINATOR
+
     def set_unavailable(self, error: ErrorCode | None) -> None:
         """Fault injection: answer every group request with ``error`` (COORDINATOR_LOAD_IN_PROGRESS
         or NOT_COORDINATOR) until called with None. Timers stop meanwhile; coming back is a

@@ -47,6 +47,8 @@ from broker.group_runtime.router import GroupRouter
 from broker.dispatch.handlers import Call, Handlers
 from broker.server.inbound import Inbound
 from broker.group_runtime.shard_runner import ShardRunner
+from broker.txn_runtime.apis import TransactionApis
+from broker.txn_runtime.service import TransactionService, group_partition, write_data_marker
 
 log = logging.getLogger("groupbroker.server")
 
@@ -70,6 +72,7 @@ class Broker:
                                     journal=self.journal, flusher=self.flusher)
                         for i in range(n)]
         self.handlers: Handlers | None = None
+        self.transactions: TransactionService | None = None
         self.faults = faults or Faults()           # kept across restarts by EmbeddedBroker
         self.control = BrokerControl(self)
         self.port: int | None = None
@@ -120,7 +123,12 @@ class Broker:
             for runner in self.runners:
                 runner.metadata = self.handlers.data.store.metadata_image
             groups = GroupRouter(self.runners, cfg.node_id, advertised, self.handlers.data.has_partition)
-            self.handlers.serve_groups(groups)
+            self.transactions = self._transaction_service()
+            self.handlers.serve_coordinators(groups, TransactionApis(
+                self.transactions, self.handlers.data.store.producer_ids.allocate,
+                self.handlers.data.has_partition, partial(group_partition, offsets_partitions=len(self.runners))))
+            self.handlers.data.verify_transaction = self.transactions.verify
+            shards.start_soon(self.transactions.run)
             shards.start_soon(self.handlers.data.retention_loop)
             if cfg.log_cleaner_enable:
                 shards.start_soon(self.handlers.data.cleaner_loop)
@@ -144,6 +152,13 @@ class Broker:
                 shards.cancel_scope.cancel()
                 with trio.CancelScope(shield=True):
                     await trio.to_thread.run_sync(self._close_logs)
+
+    def _transaction_service(self) -> TransactionService:
+        data = self.handlers.data
+        return TransactionService(
+            self.config.data_dir, self.config.transactions, data.store.producer_ids.allocate,
+            write_data_marker=partial(write_data_marker, data), group_runner=self.runners.__getitem__,
+            fsync_each=self.config.log_flush_interval_messages == 1)
 
     def _close_idle_connections(self) -> None:
         """At shutdown, a connection waiting for its next request closes at once; the others
@@ -170,6 +185,8 @@ class Broker:
                 runner.log.close()
         if self.journal is not None and not self._crashed:
             self.journal.close()              # before the topics close: it samples them last
+        if self.transactions is not None:
+            self.transactions.close()
         if self.handlers is not None:
             self.handlers.close()
 

@@ -1,8 +1,7 @@
 """What the broker does not serve reaches the user as a clear log line, never a silent hang.
 
 Clients that do not speak plaintext Kafka get their connection closed at once, with a line that
-says what they spoke (instead of being read as a frame of hundreds of megabytes); a
-transactional producer is told, once, that transactions are not served yet."""
+says what they spoke (instead of being read as a frame of hundreds of megabytes)."""
 
 from __future__ import annotations
 
@@ -33,16 +32,3 @@ def test_an_http_request_is_named_in_the_log(broker):
     conn.close()
     wait_until(lambda: "HTTP request (GET) on a Kafka listener" in broker.log_text(), 5, "the log line")
 
-
-def test_a_transactional_producer_is_told_about_in_the_broker_log(broker):
-    """Transactions are not served yet: the producer's init_transactions() times out (it retries
-    FindCoordinator), and the broker says why, once per client."""
-    from tests.support.processes import import_client
-    ck = import_client("confluent_kafka")
-    producer = ck.Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "tx-1",
-                            "client.id": "payments"})
-    with pytest.raises(ck.KafkaException):
-        producer.init_transactions(2)
-    wait_until(lambda: "does not serve transactions yet" in broker.log_text(), 5, "the warning")
-    lines = [l for l in broker.log_text().splitlines() if "does not serve transactions yet" in l]
-    assert len(lines) == 1 and "client payments" in lines[0] and "tx-1" in lines[0]

@@ -19,7 +19,7 @@ from typing import Iterable, Mapping
 
 from coordinator.metadata import MetadataImage, TopicImage
 from coordinator.routing import shard_for
-from offsets_log.records import ConsumerGroupRecord, decode_record, encode_record
+from offsets_log.records import ConsumerGroupRecord, decode, encode_record
 from protocol import REQUESTS
 from protocol.api_keys import ApiKey
 
@@ -152,7 +152,7 @@ class ConsumerHarness(Harness):
 
     def records(self, start: int = 0) -> list:
         """The persisted records from index ``start`` on, decoded."""
-        return [decode_record(*r) for r in self.persisted[start:]]
+        return [decode(r) for r in self.persisted[start:]]
 
     def seed(self, records: Iterable) -> None:
         """Replay typed records into the shard as if loaded (and keep them in ``persisted``)."""
@@ -206,7 +206,7 @@ def replayed(h: Harness, now: int | None = None):
     """A fresh shard that replayed every record ``h`` persisted, decoded, then loaded."""
     fresh = h.shard.fresh()
     for record in h.persisted:
-        fresh.replay(decode_record(*record))
+        fresh.replay(decode(record))
     fresh.loaded(h.now if now is None else now)
     return fresh
 

@@ -5,7 +5,8 @@ it from the task that owns the store (or a worker thread) and catch :class:`Topi
 whose ``error_code`` goes into the response. Handlers map requests to it like this:
 
 ``TopicStore(data_dir, num_partitions=, auto_create=, **PartitionLog options)``
-    Opens (and recovers) every ``<data-dir>/<topic>-<p>/`` except ``__consumer_offsets-*``;
+    Opens (and recovers) every ``<data-dir>/<topic>-<p>/`` except the coordinators' logs
+    (``__consumer_offsets-*``, ``__transaction_state-*``);
     recovery is skipped after a clean shutdown (``close()`` leaves Kafka's
     ``.kafka_cleanshutdown``). ``disk`` carries every write (``fail(errno)``/``heal()``
     inject storage failures).
@@ -38,7 +39,7 @@ whose ``error_code`` goes into the response. Handlers map requests to it like th
     * Produce: ``append(records, now_ms) -> AppendInfo(base_offset, last_offset,
       log_append_time)``. A retried idempotent batch returns its original offsets without
       writing (answer NONE). Raises CorruptRecords 2, InvalidRecord 87, MessageTooLarge 10,
-      TransactionsUnsupported 48, OutOfOrderSequence 45, InvalidProducerEpoch 47,
+      InvalidTxnState 48, OutOfOrderSequence 45, InvalidProducerEpoch 47,
       StorageError 56. Kafka's produce v3+ allows one batch per partition: check that in
       the handler (INVALID_RECORD); ``append`` itself accepts several.
     * Fetch: ``read(offset, max_bytes, min_one=True) -> bytes`` of whole stored batches
@@ -57,7 +58,7 @@ whose ``error_code`` goes into the response. Handlers map requests to it like th
 
 from .errors import (CorruptRecords, InvalidPartitions, InvalidProducerEpoch, InvalidRecord,
                      InvalidTopic, MessageTooLarge, OffsetOutOfRange, OutOfOrderSequence,
-                     StorageError, TopicAlreadyExists, TopicsError, TransactionsUnsupported,
+                     StorageError, TopicAlreadyExists, TopicsError, InvalidTxnState,
                      UnknownTopicId, UnknownTopicOrPartition)
 from .partition_log import AppendInfo, PartitionLog, TimestampOffset
 from .producer_state import ProducerIds, ProducerStateTable
@@ -67,6 +68,6 @@ __all__ = [
     "AppendInfo", "CorruptRecords", "InvalidPartitions", "InvalidProducerEpoch", "InvalidRecord",
     "InvalidTopic", "MessageTooLarge", "OffsetOutOfRange", "OutOfOrderSequence", "PartitionLog",
     "ProducerIds", "ProducerStateTable", "StorageError", "TimestampOffset", "Topic",
-    "TopicAlreadyExists", "TopicStore", "TopicsError", "TransactionsUnsupported",
+    "TopicAlreadyExists", "TopicStore", "TopicsError", "InvalidTxnState",
     "UnknownTopicId", "UnknownTopicOrPartition", "validate_topic_name",
 ]

@@ -38,8 +38,8 @@ class MessageTooLarge(TopicsError):
     error_code = ErrorCode.MESSAGE_TOO_LARGE
 
 
-class TransactionsUnsupported(TopicsError):
-    """A transactional batch: this broker has no transaction coordinator."""
+class InvalidTxnState(TopicsError):
+    """A batch that does not fit the producer's transaction (a plain one while it is open)."""
 
     error_code = ErrorCode.INVALID_TXN_STATE
 

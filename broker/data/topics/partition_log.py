@@ -39,15 +39,17 @@ from typing import NamedTuple
 
 from crc32c import crc32c
 
+from protocol.control_records import control_batch
 from protocol.exceptions import DecodeError
 from protocol.record_batch import records_of
 from protocol.records import BatchHeader, check_crc, read_batches, with_base_offset
 
 from .batches import check_batch
 from .errors import (CorruptRecords, InvalidRecord, MessageTooLarge, OffsetOutOfRange, StorageError,
-                     TopicsError, TransactionsUnsupported, UnknownTopicOrPartition)
+                     TopicsError, InvalidTxnState, UnknownTopicOrPartition)
 from .fsutil import Disk, atomic_write, fsync_dir
 from .producer_state import ProducerStateTable
+from .transactions import PartitionTransactions
 from .segment_swap import finish_interrupted
 
 log = logging.getLogger(__name__)
@@ -164,6 +166,7 @@ class PartitionLog:
         self.log_append_time = log_append_time
         self.disk = disk or Disk()
         self.producers = ProducerStateTable()
+        self.transactions = PartitionTransactions()
         self._segments: list[_Segment] = []
         self._closed = False
         self._failed: str | None = None      # why writes stopped; the next append retries
@@ -209,7 +212,7 @@ class PartitionLog:
         """Validate, number and write a produce request's record batches (``headers``: the
         batches as the caller already parsed them, CRCs not yet checked).
 
-        Raises CorruptRecords, InvalidRecord, MessageTooLarge, TransactionsUnsupported,
+        Raises CorruptRecords, InvalidRecord, MessageTooLarge, InvalidTxnState,
         InvalidProducerEpoch, OutOfOrderSequence or StorageError; nothing is written then.
         """
         self._check_open()
@@ -221,6 +224,10 @@ class PartitionLog:
         except DecodeError as exc:
             raise CorruptRecords(str(exc)) from exc
         self._check_batches(headers)
+        for h in headers:
+            if not h.is_transactional and h.producer_id in self.transactions.ongoing:
+                raise InvalidTxnState(f"producer {h.producer_id} wrote a plain batch inside its "
+                                      "open transaction")
         if "compact" in self.cleanup_policy:
             self._check_keys(records, headers)
         duplicate = self.producers.check(headers)
@@ -229,6 +236,23 @@ class PartitionLog:
                       duplicate.first_offset, duplicate.last_offset)
             return AppendInfo(duplicate.first_offset, duplicate.last_offset,
                               duplicate.timestamp if self.log_append_time else -1)
+        return self._place(records, headers, now_ms)
+
+    def write_marker(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
+                     now_ms: int) -> int:
+        """Append the marker that ends ``producer_id``'s transaction here (the transaction
+        coordinator's WriteTxnMarkers); its offset. Raises StorageError."""
+        self._check_open()
+        batch = control_batch(producer_id, producer_epoch, commit, coordinator_epoch, now_ms)
+        return self._place(batch, read_batches(batch, verify_crc=False), now_ms).base_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        """Where read_committed readers stop: the first offset of the earliest open transaction."""
+        return self.transactions.last_stable_offset(self.high_watermark)
+
+    def _place(self, records: bytes, headers: list[BatchHeader], now_ms: int) -> AppendInfo:
+        """Number and write checked batches; index them and their producers and transactions."""
         was_failed = self._reopen_if_failed()
         total = sum(h.size for h in headers)
         self._maybe_roll(total, now_ms)
@@ -251,6 +275,7 @@ class PartitionLog:
             max_ts = now_ms if self.log_append_time else h.max_timestamp
             active.add(at, at + h.last_offset_delta, len(batch), max_ts, now_ms)
             self.producers.record(h, at)
+            self.transactions.record(h, at, batch)
         return AppendInfo(base, offset - 1, now_ms if self.log_append_time else -1)
 
     def _check_batches(self, headers: list[BatchHeader]) -> None:
@@ -259,8 +284,6 @@ class PartitionLog:
         for h in headers:
             if h.is_control:
                 raise InvalidRecord("clients may not write control batches")
-            if h.is_transactional:
-                raise TransactionsUnsupported("transactional batches are not supported")
             if h.size > self.max_message_bytes:
                 raise MessageTooLarge(f"batch of {h.size} bytes exceeds max.message.bytes "
                                       f"{self.max_message_bytes}")
@@ -365,17 +388,19 @@ class PartitionLog:
 
     # -- fetch -----------------------------------------------------------------------------
 
-    def read(self, offset: int, max_bytes: int, *, min_one: bool = True) -> bytes:
+    def read(self, offset: int, max_bytes: int, *, min_one: bool = True,
+             upto: int | None = None) -> bytes:
         """Whole batches from the one holding ``offset``, at most ``max_bytes`` of them.
 
         The first batch is returned even if larger than ``max_bytes`` when ``min_one`` is
         true (Kafka's KIP-74 rule for the first partition of a Fetch response). Reading at
         the high watermark gives b""; outside [log start, high watermark] raises
         OffsetOutOfRange. An offset in a gap (a lost or unreadable stretch of a sealed
-        segment) reads from the next batch after it.
+        segment) reads from the next batch after it. ``upto`` (a read_committed fetch's last
+        stable offset) leaves out the batches that start at or after it.
         """
         self._check_open()
-        if offset == self.high_watermark:
+        if offset == self.high_watermark or (upto is not None and offset >= upto):
             return b""
         if not self.log_start_offset <= offset < self.high_watermark:
             raise OffsetOutOfRange(f"offset {offset} outside [{self.log_start_offset}, "
@@ -388,9 +413,11 @@ class PartitionLog:
                 continue
             start = seg.positions[i]
             end = start
+            stopped = False
             for j in range(i, len(seg.positions)):
                 nxt = seg.positions[j + 1] if j + 1 < len(seg.positions) else seg.size
-                if nxt - start > budget and not (min_one and not parts and j == i):
+                stopped = upto is not None and seg.bases[j] >= upto
+                if stopped or (nxt - start > budget and not (min_one and not parts and j == i)):
                     break
                 end = nxt
             if end == start:
@@ -400,7 +427,7 @@ class PartitionLog:
             except OSError as exc:
                 raise StorageError(f"reading {seg.path} failed: {exc}") from exc
             budget -= end - start
-            if end < seg.size:
+            if end < seg.size or stopped:
                 break
         return b"".join(parts)
 
@@ -673,6 +700,7 @@ class PartitionLog:
         bases = sorted(int(n[:-len(SUFFIX)]) for n in os.listdir(self.directory)
                        if n.endswith(SUFFIX) and n[:-len(SUFFIX)].isdigit())
         producers = ProducerStateTable()
+        self.transactions = PartitionTransactions()
         segments: list[_Segment] = []
         for n, base in enumerate(bases):
             seg = _Segment(os.path.join(self.directory, segment_name(base)), base)
@@ -743,6 +771,8 @@ class PartitionLog:
                             header.size, header.max_timestamp, mtime_ms)
                     if intact:
                         producers.record(header, header.base_offset)
+                        self.transactions.record(header, header.base_offset,
+                                                 mm[pos:pos + header.size] if header.is_control else None)
                     pos += header.size
                 return pos, size, ""
         finally:

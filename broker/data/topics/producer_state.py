@@ -3,8 +3,9 @@
 Follows Kafka's ProducerStateEntry / ProducerAppendInfo for data batches from clients: a
 producer's state on a partition is its epoch and the metadata of its last
 :data:`NUM_BATCHES_TO_RETAIN` batches, so a retried batch (same epoch, same sequence range)
-is answered with its original offsets instead of being written twice. Transactions are not
-kept (no coordinator): transactional and control batches are refused before they get here.
+is answered with its original offsets instead of being written twice. Transaction markers
+carry no sequence: they only move the epoch on (broker/data/topics/transactions.py keeps the
+transactions themselves).
 """
 
 from __future__ import annotations
@@ -107,6 +108,11 @@ class ProducerStateTable:
         if batch.producer_id < 0:
             return
         entry = self._entries.setdefault(batch.producer_id, ProducerEntry())
+        if batch.is_control:             # a marker carries no sequence; a newer epoch resets them
+            if batch.producer_epoch > entry.epoch:
+                entry.batches.clear()
+                entry.epoch = batch.producer_epoch
+            return
         if entry.epoch != batch.producer_epoch:
             entry.batches.clear()
             entry.epoch = batch.producer_epoch

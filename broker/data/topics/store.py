@@ -7,7 +7,8 @@ line of ours, so a topic whose creation was cut short by a crash comes back whol
 nothing and are discarded with a log line). Deleting renames the directories to ``*.delete``
 before removing them, so a crash mid-delete never resurrects a partial topic. A clean
 shutdown leaves Kafka's ``.kafka_cleanshutdown`` marker, and the next start skips recovery.
-``__consumer_offsets-*`` belongs to offsets_log and is ignored.
+``__consumer_offsets-*`` and ``__transaction_state-*`` belong to the coordinators' logs and are
+ignored.
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ from .producer_state import ProducerIds
 log = logging.getLogger(__name__)
 
 OFFSETS_TOPIC = "__consumer_offsets"
+#: the coordinators' own logs (offsets_log), never topic partitions of the data plane
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, "__transaction_state"})
 METADATA_FILE = "partition.metadata"
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"        # Kafka's name for the same marker
 MAX_NAME_LENGTH = 249
@@ -190,7 +193,7 @@ class TopicStore:
 
     def _check_creatable(self, name: str, count: int) -> None:
         validate_topic_name(name)
-        if name in self._topics or name in self._creating or name == OFFSETS_TOPIC:
+        if name in self._topics or name in self._creating or name in INTERNAL_TOPICS:
             raise TopicAlreadyExists(f"topic {name!r} already exists")
         clash = next((t for t in (*self._topics, *self._creating)
                       if _collision_key(t) == _collision_key(name)), None)
@@ -399,7 +402,7 @@ class TopicStore:
             if not match or not os.path.isdir(os.path.join(self.data_dir, entry)):
                 continue
             name, p = match["topic"], int(match["partition"])
-            if name == OFFSETS_TOPIC:
+            if name in INTERNAL_TOPICS:
                 continue
             try:
                 validate_topic_name(name)

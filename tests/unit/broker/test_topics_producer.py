@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from broker.data.topics import (InvalidProducerEpoch, OutOfOrderSequence, PartitionLog, ProducerIds,
-                           TransactionsUnsupported)
+                           InvalidTxnState)
 from broker.data.topics.producer_state import INT32_MAX, last_sequence
 from protocol.errors import ErrorCode
 from tests.unit.broker.test_topics_batches import batch, values_of
@@ -92,14 +92,34 @@ def test_state_of_producers_gone_with_retention_is_forgotten(tmp_path):
     assert plog.producers.entry(1) is None and plog.producers.entry(2) is not None
 
 
-def test_transactional_batches_are_refused(tmp_path):
+def _txn_batch(pid: int, seq: int, value: bytes) -> bytes:
     from kafka.record.default_records import DefaultRecordBatchBuilder
     builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=True,
-                                        producer_id=1, producer_epoch=0, base_sequence=0,
+                                        producer_id=pid, producer_epoch=0, base_sequence=seq,
                                         batch_size=1 << 16)
-    builder.append(0, timestamp=1, key=None, value=b"t", headers=[])
-    with pytest.raises(TransactionsUnsupported):
-        PartitionLog(tmp_path / "t-0").append(bytes(builder.build()), 0)
+    builder.append(0, timestamp=1, key=None, value=value, headers=[])
+    return bytes(builder.build())
+
+
+def test_transactions_in_a_partition_and_after_reopening(tmp_path):
+    plog = PartitionLog(tmp_path / "t-0")
+    plog.append(_txn_batch(1, 0, b"a"), 0)              # offset 0: producer 1 opens
+    plog.append(idem([b"plain"], 0, pid=9), 0)          # offset 1
+    plog.append(_txn_batch(2, 0, b"b"), 0)              # offset 2: producer 2 opens
+    assert plog.last_stable_offset == 0 and plog.high_watermark == 3
+    assert plog.write_marker(1, 0, False, 0, 5) == 3    # producer 1 aborts
+    assert plog.last_stable_offset == 2
+    with pytest.raises(InvalidTxnState):                # a plain batch inside its own transaction
+        plog.append(idem([b"x"], 1, pid=2), 0)
+    plog.write_marker(2, 0, True, 0, 5)
+    plog.append(_txn_batch(1, 1, b"c"), 0)              # the marker left producer 1's sequence alone
+    assert plog.last_stable_offset == 5 and plog.high_watermark == 6
+    assert plog.transactions.aborted_between(0, 6) == [(1, 0, 3)]
+    assert plog.transactions.aborted_between(4, 6) == []
+    plog.close()
+    again = PartitionLog(tmp_path / "t-0")
+    assert again.last_stable_offset == 5 and again.transactions.aborted == [(1, 0, 3)]
+    assert again.transactions.ongoing == {1: 5}
 
 
 def test_sequences_wrap_at_int32_max():

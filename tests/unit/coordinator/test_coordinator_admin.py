@@ -8,7 +8,7 @@ import pytest
 
 from coordinator.config import CoordinatorConfig
 from coordinator.classic.state import GroupState as S
-from offsets_log.records import GroupMetadataTombstone, OffsetCommitTombstone, decode_record
+from offsets_log.records import GroupMetadataTombstone, OffsetCommitTombstone, decode
 from protocol import REQUESTS
 
 from tests.support.coordinator_harness import Harness
@@ -164,7 +164,7 @@ def test_delete_writes_a_tombstone_per_offset_then_the_group():
     commit(h, group="keep")
     before = len(h.persisted)
     assert delete(h, "g", "ghost", "keep") == {"g": 0, "ghost": 69, "keep": 0}
-    written = [decode_record(*r) for r in h.persisted[before:]]
+    written = [decode(r) for r in h.persisted[before:]]
     assert written[:3] == [OffsetCommitTombstone("g", "t", 0), OffsetCommitTombstone("g", "t", 1),
                            OffsetCommitTombstone("g", "u", 0)]
     assert written[3:] == [GroupMetadataTombstone("g"), OffsetCommitTombstone("keep", "t", 0),

@@ -14,7 +14,7 @@ from coordinator.actions import Persist, Reply
 from coordinator.config import CoordinatorConfig
 from coordinator.classic.state import GroupState as S
 from offsets_log.records import (GroupMetadataTombstone, OffsetCommit, OffsetCommitTombstone,
-                                 decode_record)
+                                 decode, decode_record)
 from protocol import DATA, REQUESTS
 from protocol.api_keys import ApiKey
 from protocol.payloads import encode_payload
@@ -244,7 +244,7 @@ def test_all_partitions_too_large_writes_nothing_but_creates_the_group():
 def test_retention_time_becomes_an_expire_timestamp(version, retention, expire, value_version):
     h = Harness(config(), now=100_000)
     commit(h, version, retention=retention, t=[(0, 7, "md", 3)])
-    record = decode_record(*h.persisted[-1])
+    record = decode(h.persisted[-1])
     assert (record.expire_ts, record.value_version, record.commit_ts) == (expire, value_version, 100_000)
     assert h.shard.offsets["g"][("t", 0)].expire_ts == expire
     # value v1 has no leader epoch field (and v2-4 requests carry none)
@@ -354,7 +354,7 @@ def test_offset_delete_active_consumer_group_uses_subscriptions(state):
     assert response.error_code == 0
     assert {(t.name, p.partition_index): p.error_code for t in response.topics for p in t.partitions} \
         == {("a", 0): 86, ("b", 0): 0, ("b", 5): 0}
-    assert [decode_record(*r) for r in h.persisted[before:]] == [OffsetCommitTombstone("g", "b", 0)]
+    assert [decode(r) for r in h.persisted[before:]] == [OffsetCommitTombstone("g", "b", 0)]
     assert offsets_of(h) == {("a", 0): 1, ("b", 1): 3}
 
 
@@ -439,10 +439,10 @@ def test_simple_group_offsets_expire_exactly_at_retention_since_commit():
     commit(h, t=[(1, 2, "")])                          # committed at 1
     h.advance(MINUTE - 1)                              # sweep at 60 000: 60 000 - 0 >= retention
     assert offsets_of(h) == {("t", 1): 2}
-    assert [decode_record(*r) for r in h.persisted[-1:]] == [OffsetCommitTombstone("g", "t", 0)]
+    assert [decode(r) for r in h.persisted[-1:]] == [OffsetCommitTombstone("g", "t", 0)]
     h.advance(INTERVAL)                                # sweep at 70 000: the other one, then the group
     assert offsets_of(h) == {} and "g" not in h.shard.groups
-    assert [decode_record(*r) for r in h.persisted[-2:]] == [OffsetCommitTombstone("g", "t", 1),
+    assert [decode(r) for r in h.persisted[-2:]] == [OffsetCommitTombstone("g", "t", 1),
                                                              GroupMetadataTombstone("g")]
 
 
@@ -497,7 +497,7 @@ def test_empty_group_without_offsets_is_removed_at_the_next_sweep():
     assert h.group_state().state == S.EMPTY
     h.advance(INTERVAL)
     assert "g" not in h.shard.groups
-    assert decode_record(*h.persisted[-1]) == GroupMetadataTombstone("g")
+    assert decode(h.persisted[-1]) == GroupMetadataTombstone("g")
 
 
 def test_partial_expiry_keeps_an_empty_group():
@@ -507,13 +507,13 @@ def test_partial_expiry_keeps_an_empty_group():
     commit(h, t=[(1, 2, "")])
     h.advance(30_000)
     assert offsets_of(h) == {("t", 1): 2} and h.shard.groups["g"].state == S.EMPTY
-    assert not any(isinstance(decode_record(*r), GroupMetadataTombstone) for r in h.persisted)
+    assert not any(isinstance(decode(r), GroupMetadataTombstone) for r in h.persisted)
 
 
 def test_live_commit_records_replay_to_the_same_offsets():
     h = Harness(config())
     commit(h, 2, retention=1_000, t=[(0, 1, "a")])
     commit(h, 9, t=[(1, 2, "b", 4)])
-    assert [decode_record(*r) for r in h.persisted] == [
+    assert [decode(r) for r in h.persisted] == [
         OffsetCommit("g", "t", 0, 1, -1, "a", 0, 1_000, None, 1),
         OffsetCommit("g", "t", 1, 2, 4, "b", 0, None, None, 3)]

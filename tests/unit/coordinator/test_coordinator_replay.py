@@ -19,7 +19,7 @@ from coordinator.recovery import load_shard
 from coordinator.shard import Shard
 from coordinator.classic.state import GroupState as S
 from offsets_log.log import ShardLog
-from offsets_log.records import GroupMetadata, GroupMetadataTombstone, Record, decode_record, group_metadata_key, tombstone
+from offsets_log.records import GroupMetadata, GroupMetadataTombstone, Record, decode, group_metadata_key, tombstone
 
 from tests.support.coordinator_harness import Harness
 from tests.unit.coordinator.test_coordinator_admin import delete, describe
@@ -63,7 +63,7 @@ def check_equivalent(h: Harness, directory: str) -> Shard:
     assert set(rebuilt.groups) == set(live.groups)
     last_record = {}
     for rec in h.persisted:
-        typed = decode_record(*rec)
+        typed = decode(rec)
         if isinstance(typed, GroupMetadata):
             last_record[typed.group] = typed.value
         elif isinstance(typed, GroupMetadataTombstone):
@@ -113,7 +113,7 @@ def test_group_being_created_is_written_as_kafkas_empty_record(tmp_path):
     protocol type "", generation 0, no members (GroupMetadataManager.classicGroupJoin)."""
     h = Harness(config(), group="g")
     h.join(version=3)                                   # member added at once: PreparingRebalance
-    record = decode_record(*h.persisted[0])
+    record = decode(h.persisted[0])
     assert (record.value.protocol_type, record.value.generation, record.value.protocol,
             record.value.leader, record.value.members) == ("", 0, None, None, ())
     rebuilt, _ = reload(h.persisted, h.config, h.now, str(tmp_path))

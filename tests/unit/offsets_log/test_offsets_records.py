@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from offsets_log.errors import RecordError
 from offsets_log.records import (GroupMetadata, GroupMetadataTombstone, GroupMetadataValue,
                                  MemberMetadata, OffsetCommit, OffsetCommitTombstone,
-                                 decode_record, group_metadata_key, group_metadata_record,
+                                 decode, decode_record, group_metadata_key, group_metadata_record,
                                  offset_commit_key, offset_commit_record, tombstone)
 from protocol.messages import DATA
 from protocol.messages.offsets_records import RECORDS
@@ -40,7 +40,7 @@ def test_offset_commit_value_v1_when_expiry_given():
     r = offset_commit_record("g", "t", 0, 100, 5, "m", 1000, expire_ts=2000)
     # v1 has no leader epoch; it carries the expiry after the commit timestamp.
     assert r.value == h("0001 | 0000000000000064 | 0001 6d | 00000000000003e8 | 00000000000007d0")
-    assert decode_record(*r) == OffsetCommit("g", "t", 0, 100, -1, "m", 1000, 2000, None, 1)
+    assert decode(r) == OffsetCommit("g", "t", 0, 100, -1, "m", 1000, 2000, None, 1)
 
 
 I64 = st.integers(-2**63, 2**63 - 1)
@@ -132,18 +132,18 @@ def test_group_metadata_value_round_trips_every_version(version):
 
 def test_typed_round_trips_and_tombstones():
     r = offset_commit_record("grp", "topic", 7, 42, 3, "meta", 123)
-    assert decode_record(*r) == OffsetCommit("grp", "topic", 7, 42, 3, "meta", 123, None, None, 3)
-    assert decode_record(*tombstone(r.key)) == OffsetCommitTombstone("grp", "topic", 7)
+    assert decode(r) == OffsetCommit("grp", "topic", 7, 42, 3, "meta", 123, None, None, 3)
+    assert decode(tombstone(r.key)) == OffsetCommitTombstone("grp", "topic", 7)
     g = group_metadata_record("grp", protocol_type="consumer", generation=4, protocol="range",
                               leader="m1", current_state_ts=9, members=[MEMBER])
-    typed = decode_record(*g)
+    typed = decode(g)
     assert typed.group == "grp" and typed.value.members == (MEMBER,)
-    assert decode_record(*tombstone(g.key)) == GroupMetadataTombstone("grp")
+    assert decode(tombstone(g.key)) == GroupMetadataTombstone("grp")
 
 
 def test_null_metadata_is_written_as_empty_string():
     r = offset_commit_record("g", "t", 0, 1, -1, None, 5)
-    assert decode_record(*r).metadata == ""
+    assert decode(r).metadata == ""
 
 
 def test_key_version_0_is_also_an_offset_commit():

@@ -46,6 +46,17 @@ CAPPED = {
     "FetchResponse": ("4-18", "4-17"),
     "ListOffsetsRequest": ("1-11", "1-9"),
     "ListOffsetsResponse": ("1-11", "1-9"),
+    # Transactions: the classic protocol (TV1) only. AddPartitionsToTxn v4+ is sent between
+    # brokers; EndTxn v5 and TxnOffsetCommit v5 mark a KIP-890 (TV2) client; ListTransactions
+    # v2 (KIP-1152's id pattern) is Kafka 4.1's.
+    "AddPartitionsToTxnRequest": ("0-5", "0-3"),
+    "AddPartitionsToTxnResponse": ("0-5", "0-3"),
+    "EndTxnRequest": ("0-5", "0-4"),
+    "EndTxnResponse": ("0-5", "0-4"),
+    "TxnOffsetCommitRequest": ("0-5", "0-4"),
+    "TxnOffsetCommitResponse": ("0-5", "0-4"),
+    "ListTransactionsRequest": ("0-2", "0-1"),
+    "ListTransactionsResponse": ("0-2", "0-1"),
     "InitProducerIdRequest": ("0-6", "0-5"),
     "InitProducerIdResponse": ("0-6", "0-5"),
     "DescribeLogDirsRequest": ("1-5", "1-4"),

@@ -1,0 +1,1 @@
+"""The transaction coordinator at run time: its logs, its markers, its timers and its APIs."""

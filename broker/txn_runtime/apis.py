@@ -1,0 +1,129 @@
+"""The transaction APIs on the wire (Kafka's KafkaApis handlers): InitProducerId,
+AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, DescribeTransactions, ListTransactions.
+
+They turn requests into calls of :class:`TransactionService` and its answers into responses,
+with the version rules of Kafka's API layer: clients older than PRODUCER_FENCED (InitProducerId
+before v4, the others before v2) are told INVALID_PRODUCER_EPOCH instead, and an
+AddPartitionsToTxn naming a partition that does not exist adds none of them.
+"""
+
+from __future__ import annotations
+
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+from protocol.messages import RESPONSES
+
+from broker.data.errors import Refused, answering_errors
+from broker.txn_runtime.service import TransactionService
+
+E = ErrorCode
+InitProducerId = RESPONSES[ApiKey.INIT_PRODUCER_ID].cls
+AddPartitions = RESPONSES[ApiKey.ADD_PARTITIONS_TO_TXN].cls
+AddOffsets = RESPONSES[ApiKey.ADD_OFFSETS_TO_TXN].cls
+EndTxn = RESPONSES[ApiKey.END_TXN].cls
+DescribeTransactions = RESPONSES[ApiKey.DESCRIBE_TRANSACTIONS].cls
+ListTransactions = RESPONSES[ApiKey.LIST_TRANSACTIONS].cls
+#: the first version of each API that knows PRODUCER_FENCED
+_FENCED_SINCE = {ApiKey.INIT_PRODUCER_ID: 4, ApiKey.ADD_PARTITIONS_TO_TXN: 2,
+                 ApiKey.ADD_OFFSETS_TO_TXN: 2, ApiKey.END_TXN: 2}
+
+
+def for_version(api_key: int, version: int, error: ErrorCode) -> ErrorCode:
+    if error == E.PRODUCER_FENCED and version < _FENCED_SINCE[api_key]:
+        return E.INVALID_PRODUCER_EPOCH
+    return error
+
+
+class TransactionApis:
+    """``allocate`` hands out idempotent producers' ids; ``partition_exists(topic, p)`` and
+    ``group_partition(group_id)`` (its ``__consumer_offsets`` partition) come from the broker."""
+
+    def __init__(self, service: TransactionService, allocate, partition_exists, group_partition):
+        self.service, self.allocate = service, allocate
+        self.partition_exists, self.group_partition = partition_exists, group_partition
+        handlers = {ApiKey.INIT_PRODUCER_ID: self.init_producer_id,
+                    ApiKey.ADD_PARTITIONS_TO_TXN: self.add_partitions_to_txn,
+                    ApiKey.ADD_OFFSETS_TO_TXN: self.add_offsets_to_txn,
+                    ApiKey.END_TXN: self.end_txn,
+                    ApiKey.DESCRIBE_TRANSACTIONS: self.describe_transactions,
+                    ApiKey.LIST_TRANSACTIONS: self.list_transactions}
+        self.routes = {key: answering_errors(handler) for key, handler in handlers.items()}
+
+    async def init_producer_id(self, ctx, req):
+        """Kafka's handleInitProducerIdRequest: an idempotent producer (no transactional id)
+        always gets a new producer id at epoch 0, whatever id and epoch it names."""
+        if (req.producer_id == -1) != (req.producer_epoch == -1):
+            raise Refused(E.INVALID_REQUEST, "producer id and epoch are both set or both -1")
+        if req.transactional_id is None:
+            return InitProducerId(error_code=E.NONE, producer_id=self.allocate(), producer_epoch=0)
+        expected = None if req.producer_id == -1 else (req.producer_id, req.producer_epoch)
+        d = await self.service.init_producer_id(req.transactional_id, req.transaction_timeout_ms, expected)
+        error = for_version(ctx.api_key, ctx.version, d.error)
+        if error != E.NONE:
+            return InitProducerId(error_code=error, producer_id=-1, producer_epoch=-1)
+        return InitProducerId(error_code=E.NONE, producer_id=d.producer_id, producer_epoch=d.producer_epoch)
+
+    async def add_partitions_to_txn(self, ctx, req):
+        """Versions 0-3, the clients' (v4+ are sent between brokers only)."""
+        wanted = [(t.name, p) for t in req.v3_and_below_topics for p in t.partitions]
+        missing = {tp for tp in wanted if not self.partition_exists(*tp)}
+        if missing:
+            errors = {tp: E.UNKNOWN_TOPIC_OR_PARTITION if tp in missing else E.OPERATION_NOT_ATTEMPTED
+                      for tp in wanted}
+        else:
+            error = await self.service.add_partitions(req.v3_and_below_transactional_id,
+                                                      req.v3_and_below_producer_id,
+                                                      req.v3_and_below_producer_epoch, wanted)
+            errors = dict.fromkeys(wanted, for_version(ctx.api_key, ctx.version, error))
+        return _add_partitions_answer(errors)
+
+    async def add_offsets_to_txn(self, ctx, req):
+        error = await self.service.add_partitions(req.transactional_id, req.producer_id, req.producer_epoch,
+                                                  [self.group_partition(req.group_id)])
+        return AddOffsets(error_code=for_version(ctx.api_key, ctx.version, error))
+
+    async def end_txn(self, ctx, req):
+        d = await self.service.end_transaction(req.transactional_id, req.producer_id, req.producer_epoch,
+                                               req.committed)
+        return EndTxn(error_code=for_version(ctx.api_key, ctx.version, d.error))
+
+    async def describe_transactions(self, ctx, req):
+        state_cls = DescribeTransactions.TransactionState
+        topic_cls = state_cls.TopicData
+        states = []
+        for tid in req.transactional_ids:
+            found = self.service.describe(tid)
+            if isinstance(found, ErrorCode):
+                states.append(state_cls(error_code=found, transactional_id=tid))
+                continue
+            by_topic: dict[str, list[int]] = {}
+            for topic, p in sorted(found.partitions):
+                by_topic.setdefault(topic, []).append(p)
+            states.append(state_cls(
+                error_code=E.NONE, transactional_id=tid, transaction_state=found.state.display,
+                transaction_timeout_ms=found.timeout_ms, transaction_start_time_ms=found.start_ms,
+                producer_id=found.producer_id, producer_epoch=found.producer_epoch,
+                topics=tuple(topic_cls(topic=t, partitions=tuple(ps)) for t, ps in by_topic.items())))
+        return DescribeTransactions(transaction_states=tuple(states))
+
+    async def list_transactions(self, ctx, req):
+        duration = req.duration_filter if ctx.version >= 1 else -1
+        found = self.service.list(set(req.producer_id_filters), set(req.state_filters), duration)
+        if isinstance(found, ErrorCode):
+            return ListTransactions(error_code=found)
+        rows, unknown = found
+        row_cls = ListTransactions.TransactionState
+        return ListTransactions(error_code=E.NONE, unknown_state_filters=tuple(unknown),
+                                transaction_states=tuple(
+                                    row_cls(transactional_id=r.transactional_id, producer_id=r.producer_id,
+                                            transaction_state=r.state.display) for r in rows))
+
+
+def _add_partitions_answer(errors: dict[tuple[str, int], ErrorCode]):
+    topic_cls = AddPartitions.AddPartitionsToTxnTopicResult
+    part_cls = topic_cls.AddPartitionsToTxnPartitionResult
+    by_topic: dict[str, list] = {}
+    for (topic, p), error in errors.items():
+        by_topic.setdefault(topic, []).append(part_cls(partition_index=p, partition_error_code=error))
+    return AddPartitions(results_by_topic_v3_and_below=tuple(
+        topic_cls(name=t, results_by_partition=tuple(ps)) for t, ps in by_topic.items()))

@@ -1,0 +1,302 @@
+"""The transaction coordinator service: drives :class:`coordinator.transactions.coordinator.
+TransactionCoordinator` over the ``__transaction_state-N`` logs and writes the markers.
+
+A decision's transit is written to its id's partition log (a plain buffered write, fsynced when
+``log.flush.interval.messages`` asks for every message) before the answer, as Kafka appends
+before it answers. Ending a transaction is Kafka's sequence: write PrepareCommit/PrepareAbort,
+answer the client, write a marker into every partition of the transaction (data partitions
+through the topic store; ``__consumer_offsets`` partitions through their group shard, which
+makes the pending offsets visible or drops them), then write CompleteCommit/CompleteAbort.
+Meanwhile every request for the id gets CONCURRENT_TRANSACTIONS. A transaction found prepared
+but not completed when the logs load (a crash between EndTxn and its markers) has its markers
+written again, so it completes as Kafka's new coordinator completes it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from typing import Callable
+
+import trio
+
+from coordinator.routing import shard_for
+from coordinator.transactions.config import TransactionConfig
+from coordinator.transactions.coordinator import Decision, TransactionCoordinator
+from coordinator.transactions.metadata import IllegalTransition, Transit, TxnState
+from coordinator.transactions.records import decode_record, encode_record
+from offsets_log.errors import OffsetsLogError
+from offsets_log.log import ShardLog
+from protocol.errors import ErrorCode
+from protocol.logtext import safe
+
+from broker.data.topics import TopicsError
+from broker.faults.rules import FaultError
+
+log = logging.getLogger("groupbroker.transactions")
+E = ErrorCode
+TOPIC = "__transaction_state"
+GROUP_TOPIC = "__consumer_offsets"
+#: the coordinator epoch of every transaction-state partition: one broker, led since epoch 0
+COORDINATOR_EPOCH = 0
+#: retriable marker errors are retried after this long, as Kafka's marker channel retries
+MARKER_RETRY_S = 0.1
+
+
+def state_dir(data_dir: str, partition: int) -> str:
+    return os.path.join(data_dir, f"{TOPIC}-{partition}")
+
+
+def group_partition(group_id: str, offsets_partitions: int) -> tuple[str, int]:
+    """The ``__consumer_offsets`` partition of a group: what AddOffsetsToTxn adds."""
+    return GROUP_TOPIC, shard_for(group_id, offsets_partitions)
+
+
+def write_data_marker(data, topic: str, partition: int, producer_id: int, epoch: int,
+                      commit: bool) -> ErrorCode:
+    """Write a marker into a topic partition of the data plane ``data`` and wake its fetches."""
+    try:
+        data.store.partition(topic, partition).write_marker(
+            producer_id, epoch, commit, COORDINATOR_EPOCH, _now_ms())
+    except TopicsError as e:
+        return e.error_code
+    data.parked.appended(topic, partition)
+    return E.NONE
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class TransactionService:
+    """``write_data_marker(topic, partition, producer_id, epoch, commit)`` writes a marker into a
+    topic partition (an ErrorCode back: UNKNOWN_TOPIC_OR_PARTITION means gone, skip it);
+    ``group_runner(partition)`` is the shard runner of a ``__consumer_offsets`` partition."""
+
+    def __init__(self, data_dir: str, config: TransactionConfig, new_producer_id: Callable[[], int], *,
+                 write_data_marker: Callable[..., ErrorCode], group_runner: Callable[[int], object],
+                 fsync_each: bool = False, now_ms: Callable[[], int] = _now_ms):
+        self.data_dir, self.config = data_dir, config
+        self.coordinator = TransactionCoordinator(config, new_producer_id)
+        self.write_data_marker, self.group_runner = write_data_marker, group_runner
+        self.fsync_each, self.now_ms = fsync_each, now_ms
+        self.logs: dict[int, ShardLog] = {}
+        self.loaded = False
+        self.markers_held = False           # a fault: markers wait until released
+        self._markers_released = trio.Event()
+        self._nursery: trio.Nursery | None = None
+
+    # --- loading ------------------------------------------------------------------------------
+    def _open_existing(self) -> list[tuple[str, Transit | None]]:
+        """Open every partition log on disk; their records in order (worker thread)."""
+        replayed = []
+        for p in range(self.config.transaction_state_log_num_partitions):
+            directory = state_dir(self.data_dir, p)
+            if os.path.isdir(directory):
+                shard_log = self._open(p)
+                replayed.extend(decode_record(r) for _, r in shard_log.read_all())
+        return replayed
+
+    def _open(self, partition: int) -> ShardLog:
+        shard_log = self.logs.get(partition)
+        if shard_log is None:
+            shard_log = self.logs[partition] = ShardLog(
+                state_dir(self.data_dir, partition),
+                segment_bytes=self.config.transaction_state_log_segment_bytes)
+        return shard_log
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        """Load the logs, finish what a crash interrupted, then run the timers."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            for tid, transit in await trio.to_thread.run_sync(self._open_existing):
+                self.coordinator.replay(tid, transit)
+            self.loaded = True
+            log.info("transaction state loaded: %d transactional id(s)", len(self.coordinator.txns))
+            for meta in self.coordinator.unfinished():
+                complete = self.coordinator.markers_begin(self.now_ms(), meta.transactional_id)
+                nursery.start_soon(self._send_markers, meta.transactional_id, meta.producer_id,
+                                   meta.producer_epoch, meta.state == TxnState.PREPARE_COMMIT,
+                                   sorted(meta.partitions), complete)
+            task_status.started()
+            nursery.start_soon(self._every, self.config.transaction_abort_timed_out_transaction_cleanup_interval_ms,
+                               self.abort_timed_out)
+            nursery.start_soon(self._every, self.config.transaction_remove_expired_transaction_cleanup_interval_ms,
+                               self.remove_expired)
+
+    @staticmethod
+    async def _every(interval_ms: int, job) -> None:
+        while True:
+            await trio.sleep(interval_ms / 1000)
+            await job()
+
+    def close(self) -> None:
+        for shard_log in self.logs.values():
+            try:
+                shard_log.sync()
+            except OffsetsLogError as e:
+                log.error("%s: final fsync failed: %s", shard_log.directory, e)
+            shard_log.close()
+
+    # --- writing ------------------------------------------------------------------------------
+    async def _write(self, tid: str, transit: Transit) -> ErrorCode:
+        """Append ``transit`` to its partition log and apply it; NOT_COORDINATOR if the write
+        fails (as Kafka answers when its append fails), with nothing changed."""
+        try:
+            shard_log = self._open(self.coordinator.partition_for(tid))
+            shard_log.append([encode_record(tid, transit)], self.now_ms())
+            if self.fsync_each:
+                await trio.to_thread.run_sync(shard_log.sync)
+        except OffsetsLogError as e:
+            log.error("transactional id %s: writing %s failed: %s", safe(tid), transit.state.display, e)
+            self.coordinator.failed(tid, transit)
+            return E.NOT_COORDINATOR
+        self.coordinator.written(tid, transit)
+        return E.NONE
+
+    def _refusal(self) -> ErrorCode | None:
+        return None if self.loaded else E.COORDINATOR_LOAD_IN_PROGRESS
+
+    # --- requests -----------------------------------------------------------------------------
+    async def init_producer_id(self, tid: str, timeout_ms: int,
+                               expected: tuple[int, int] | None) -> Decision:
+        if (refused := self._refusal()) is not None:
+            return Decision(refused)
+        decision = self.coordinator.init_producer_id(self.now_ms(), tid, timeout_ms, expected)
+        if decision.transit is None:
+            return decision
+        if decision.fence:
+            meta = self.coordinator.txns[tid]
+            ended = await self.end_transaction(tid, meta.producer_id, decision.transit.producer_epoch,
+                                               False, from_client=False)
+            return Decision(ended.error if ended.error != E.NONE else E.CONCURRENT_TRANSACTIONS)
+        error = await self._write(tid, decision.transit)
+        if error != E.NONE:
+            return Decision(error)
+        log.info("transactional id %s: producer id %d, epoch %d", safe(tid), decision.producer_id,
+                 decision.producer_epoch)
+        return decision
+
+    async def add_partitions(self, tid: str, producer_id: int, epoch: int, partitions) -> ErrorCode:
+        if (refused := self._refusal()) is not None:
+            return refused
+        decision = self.coordinator.add_partitions(self.now_ms(), tid, producer_id, epoch, partitions)
+        if decision.transit is None:
+            return decision.error
+        return await self._write(tid, decision.transit)
+
+    def verify(self, tid: str, producer_id: int, epoch: int, topic: str, partition: int) -> ErrorCode:
+        """A transactional produce's partition check (Kafka's verification)."""
+        if (refused := self._refusal()) is not None:
+            return refused
+        return self.coordinator.verify_partitions(tid, producer_id, epoch, [(topic, partition)])[(topic, partition)]
+
+    async def end_transaction(self, tid: str, producer_id: int, epoch: int, commit: bool, *,
+                              from_client: bool = True) -> Decision:
+        if (refused := self._refusal()) is not None:
+            return Decision(refused)
+        try:
+            decision = self.coordinator.end_transaction(self.now_ms(), tid, producer_id, epoch, commit,
+                                                        from_client=from_client)
+        except IllegalTransition:
+            log.exception("transactional id %s: EndTxn found an impossible state", safe(tid))
+            return Decision(E.UNKNOWN_SERVER_ERROR)
+        if decision.transit is None:
+            return decision
+        error = await self._write(tid, decision.transit)
+        if error != E.NONE:
+            return Decision(error)
+        meta = self.coordinator.txns[tid]
+        complete = self.coordinator.markers_begin(self.now_ms(), tid)
+        partitions = sorted(decision.transit.partitions)
+        log.info("transactional id %s: %s producer %d epoch %d over %d partition(s)", safe(tid),
+                 "committing" if commit else "aborting", meta.producer_id, meta.producer_epoch,
+                 len(partitions))
+        self._nursery.start_soon(self._send_markers, tid, meta.producer_id, meta.producer_epoch,
+                                 commit, partitions, complete)
+        return Decision(producer_id=meta.producer_id, producer_epoch=meta.producer_epoch)
+
+    def describe(self, tid: str):
+        """DescribeTransactions of one id: its metadata, or an ErrorCode."""
+        return self._refusal() or self.coordinator.describe(tid)
+
+    def list(self, producer_ids: set[int], states: set[str], min_duration_ms: int):
+        """ListTransactions: (rows, unknown state filters), or an ErrorCode while loading."""
+        return self._refusal() or self.coordinator.list(self.now_ms(), producer_ids, states, min_duration_ms)
+
+    # --- markers ------------------------------------------------------------------------------
+    async def _send_markers(self, tid: str, producer_id: int, epoch: int, commit: bool,
+                            partitions: list[tuple[str, int]], complete: Transit) -> None:
+        """Kafka's TransactionMarkerChannelManager: a marker into every partition, retried while
+        the partition cannot take it (a group shard loading), skipped once it is gone; then the
+        completion is written."""
+        if self.markers_held:
+            await self._markers_released.wait()
+        for topic, partition in partitions:
+            while True:
+                if topic == GROUP_TOPIC:
+                    error = await self.group_runner(partition).complete_transaction(
+                        producer_id, epoch, commit, COORDINATOR_EPOCH)
+                else:
+                    error = self.write_data_marker(topic, partition, producer_id, epoch, commit)
+                if error in (E.NONE, E.UNKNOWN_TOPIC_OR_PARTITION):
+                    break
+                log.debug("transactional id %s: marker for %s-%d: %s; retrying", safe(tid), topic,
+                          partition, error.name)
+                await trio.sleep(MARKER_RETRY_S)
+        while await self._write(tid, complete) != E.NONE:
+            await trio.sleep(1)           # the log reopens on the next append; Kafka retries too
+            complete = self.coordinator.markers_begin(self.now_ms(), tid)
+        log.info("transactional id %s: %s", safe(tid), complete.state.display)
+
+    def hold_markers(self, held: bool) -> None:
+        """A fault: end transactions but hold their markers (CONCURRENT_TRANSACTIONS meanwhile)."""
+        self.markers_held = held
+        if held:
+            self._markers_released = trio.Event()
+        else:
+            self._markers_released.set()
+
+    # --- faults -------------------------------------------------------------------------------
+    async def abort(self, tid: str) -> str:
+        """Abort the open transaction of ``tid`` as a timeout would (the fault injector's)."""
+        meta = self._known(tid)
+        if meta.state != TxnState.ONGOING or meta.has_pending:
+            raise FaultError(f"transactional id {tid} has no open transaction ({meta.state.display})")
+        epoch = meta.prepare_fence().producer_epoch
+        ended = await self.end_transaction(tid, meta.producer_id, epoch, False, from_client=False)
+        if ended.error != E.NONE:
+            raise FaultError(f"transactional id {tid}: the abort failed with {ended.error.name}")
+        return f"transactional id {tid}: transaction aborted, producer {meta.producer_id} fenced at epoch {epoch}"
+
+    async def fence(self, tid: str) -> str:
+        """Bump the epoch of ``tid`` as its next incarnation's InitProducerId would."""
+        meta = self._known(tid)
+        decided = await self.init_producer_id(tid, meta.timeout_ms, None)
+        if decided.error not in (E.NONE, E.CONCURRENT_TRANSACTIONS):     # 51: it aborts meanwhile
+            raise FaultError(f"transactional id {tid}: fencing failed with {decided.error.name}")
+        return f"transactional id {tid}: producer {meta.producer_id} fenced, epoch now {meta.producer_epoch}"
+
+    def _known(self, tid: str):
+        meta = self.coordinator.txns.get(tid) if self.loaded else None
+        if meta is None:
+            raise FaultError(f"transactional id {tid} is not known to the coordinator")
+        return meta
+
+    # --- timers -------------------------------------------------------------------------------
+    async def abort_timed_out(self) -> None:
+        for tid, producer_id, epoch in self.coordinator.timed_out(self.now_ms()):
+            await self.end_transaction(tid, producer_id, epoch, False, from_client=False)
+
+    async def remove_expired(self) -> None:
+        for tid, dead in self.coordinator.expired(self.now_ms()):
+            try:
+                self._open(self.coordinator.partition_for(tid)).append(
+                    [encode_record(tid, None)], self.now_ms())
+            except OffsetsLogError as e:
+                log.error("transactional id %s: its tombstone was not written: %s", safe(tid), e)
+                self.coordinator.failed(tid, dead)
+                continue
+            self.coordinator.written(tid, dead)
+            log.info("transactional id %s expired", safe(tid))

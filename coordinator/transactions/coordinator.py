@@ -1,0 +1,264 @@
+"""The transaction coordinator's decisions (Kafka's TransactionCoordinator), without I/O.
+
+Every transactional id lives in the transaction-state partition ``abs(hash(id)) % 50``; the
+driver (broker/txn_runtime/) owns the logs of those partitions and the markers. Each request
+method returns a :class:`Decision`: an error, or a :class:`Transit` to write. The driver writes
+it to the id's partition log and calls :meth:`TransactionCoordinator.written` (or
+:meth:`failed`), then answers. Checks and error codes follow Kafka, in its order; only the
+classic transaction protocol (TV1) is spoken, as we do not advertise ``transaction.version``.
+Time is milliseconds, passed in.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+from protocol.errors import ErrorCode
+from protocol.logtext import safe
+
+from coordinator.routing import shard_for
+from coordinator.transactions.config import TransactionConfig
+from coordinator.transactions.metadata import (EXPIRABLE, NO_PRODUCER_EPOCH, NO_PRODUCER_ID,
+                                               IllegalTransition, Transit, TxnMetadata, TxnState,
+                                               epoch_exhausted)
+
+log = logging.getLogger("groupbroker.transactions")
+E = ErrorCode
+S = TxnState
+
+
+@dataclass(slots=True)
+class Decision:
+    """What a request decided: ``transit`` to write (then :meth:`TransactionCoordinator.written`),
+    or only an answer. ``fence``: an InitProducerId that found a transaction open; its transit is
+    an epoch fence, to be carried out as an abort (:meth:`TransactionCoordinator.end_transaction`
+    with ``from_client=False``) before the client is told to retry."""
+    error: ErrorCode = E.NONE
+    producer_id: int = NO_PRODUCER_ID
+    producer_epoch: int = NO_PRODUCER_EPOCH
+    transit: Transit | None = None
+    fence: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Listed:
+    """One row of ListTransactions."""
+    transactional_id: str
+    producer_id: int
+    state: TxnState
+
+
+class TransactionCoordinator:
+    def __init__(self, config: TransactionConfig, new_producer_id: Callable[[], int]):
+        self.config = config
+        self.new_producer_id = new_producer_id
+        self.txns: dict[str, TxnMetadata] = {}
+
+    def partition_for(self, transactional_id: str) -> int:
+        """Kafka's partitionFor: the id's ``__transaction_state`` partition."""
+        return shard_for(transactional_id, self.config.transaction_state_log_num_partitions)
+
+    # --- replay -------------------------------------------------------------------------------
+    def replay(self, transactional_id: str, transit: Transit | None) -> None:
+        """Apply one transaction-log record (``None``: the id's tombstone)."""
+        if transit is None:
+            self.txns.pop(transactional_id, None)
+        else:
+            self.txns[transactional_id] = TxnMetadata.from_transit(transactional_id, transit)
+
+    def unfinished(self) -> list[TxnMetadata]:
+        """Transactions whose markers were not all written (PrepareCommit/PrepareAbort): after a
+        reload the driver writes their markers again, then completes them, as Kafka does."""
+        return [m for m in self.txns.values() if m.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT)]
+
+    # --- the write's outcome ------------------------------------------------------------------
+    def written(self, transactional_id: str, transit: Transit) -> None:
+        meta = self.txns.get(transactional_id)
+        if meta is None:
+            return
+        if transit.state == S.DEAD:
+            if meta.pending == S.DEAD:
+                del self.txns[transactional_id]
+            return
+        meta.complete(transit)
+
+    def failed(self, transactional_id: str, transit: Transit) -> None:
+        """The write of ``transit`` failed: nothing changes (a failed epoch fence keeps its
+        bumped epoch, so the next fence does not bump it again, as in Kafka)."""
+        meta = self.txns.get(transactional_id)
+        if meta is not None and meta.pending == transit.state:
+            meta.cancel()
+
+    # --- InitProducerId -----------------------------------------------------------------------
+    def init_producer_id(self, now: int, transactional_id: str, timeout_ms: int,
+                         expected: tuple[int, int] | None) -> Decision:
+        """Kafka's handleInitProducerId for a transactional producer; ``expected`` is the
+        (producer id, epoch) a v3+ request names (KIP-360), None when both are -1."""
+        if transactional_id == "":
+            return Decision(E.INVALID_REQUEST)
+        if not 0 < timeout_ms <= self.config.transaction_max_timeout_ms:
+            return Decision(E.INVALID_TRANSACTION_TIMEOUT)
+        meta = self.txns.get(transactional_id)
+        if meta is None:
+            meta = self.txns[transactional_id] = TxnMetadata(
+                transactional_id, self.new_producer_id(), timeout_ms, now)
+        if meta.has_pending:
+            return Decision(E.CONCURRENT_TRANSACTIONS)
+        if expected is not None and not _expected_is_valid(meta, *expected):
+            return Decision(E.PRODUCER_FENCED)
+        if meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            return Decision(E.CONCURRENT_TRANSACTIONS)
+        if meta.state == S.ONGOING:
+            # Abort the open transaction under a bumped epoch; the client retries meanwhile.
+            return Decision(transit=meta.prepare_fence(), fence=True)
+        if meta.state not in (S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
+            raise IllegalTransition(f"{transactional_id}: InitProducerId in state {meta.state.display}")
+        if epoch_exhausted(meta.producer_epoch) and (expected is None or expected[1] == meta.producer_epoch):
+            transit = meta.prepare_rotation(self.new_producer_id(), timeout_ms, now, expected is not None)
+        else:
+            transit = meta.prepare_epoch_bump(timeout_ms, None if expected is None else expected[1], now)
+            if transit is None:
+                return Decision(E.PRODUCER_FENCED)
+        return Decision(producer_id=transit.producer_id, producer_epoch=transit.producer_epoch,
+                        transit=transit)
+
+    # --- AddPartitionsToTxn / AddOffsetsToTxn -------------------------------------------------
+    def add_partitions(self, now: int, transactional_id: str, producer_id: int, producer_epoch: int,
+                       partitions: Iterable[tuple[str, int]]) -> Decision:
+        """Kafka's handleAddPartitionsToTransaction (AddOffsetsToTxn adds the group's
+        ``__consumer_offsets`` partition through it)."""
+        if not transactional_id:
+            return Decision(E.INVALID_REQUEST)
+        meta = self.txns.get(transactional_id)
+        partitions = set(partitions)
+        error = _owner_error(meta, producer_id, producer_epoch)
+        if error is not None:
+            return Decision(error)
+        if meta.has_pending or meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            return Decision(E.CONCURRENT_TRANSACTIONS)
+        if meta.state == S.ONGOING and partitions <= meta.partitions:
+            return Decision()
+        return Decision(transit=meta.prepare_add_partitions(partitions, now))
+
+    def verify_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                          partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], ErrorCode]:
+        """Kafka's handleVerifyPartitionsInTransaction: is each partition in the producer's
+        transaction? (The check a transactional produce passes first.)"""
+        partitions = list(partitions)
+        if not transactional_id:
+            return dict.fromkeys(partitions, E.INVALID_REQUEST)
+        meta = self.txns.get(transactional_id)
+        error = _owner_error(meta, producer_id, producer_epoch)
+        if error is None and meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            error = E.CONCURRENT_TRANSACTIONS
+        if error is not None:
+            return dict.fromkeys(partitions, error)
+        return {p: E.NONE if p in meta.partitions else E.TRANSACTION_ABORTABLE for p in partitions}
+
+    # --- EndTxn -------------------------------------------------------------------------------
+    def end_transaction(self, now: int, transactional_id: str, producer_id: int, producer_epoch: int,
+                        commit: bool, *, from_client: bool = True) -> Decision:
+        """Kafka's endTransaction (TV1). A decision with a transit means: write PrepareCommit or
+        PrepareAbort, answer, then write the markers (:meth:`markers_begin`)."""
+        if not transactional_id:
+            return Decision(E.INVALID_REQUEST)
+        meta = self.txns.get(transactional_id)
+        if meta is None:
+            return Decision(E.INVALID_PRODUCER_ID_MAPPING)
+        fencing = meta.pending == S.PREPARE_EPOCH_FENCE
+        valid_epoch = (not from_client or producer_epoch == meta.producer_epoch) \
+            and producer_epoch >= meta.producer_epoch
+        if meta.producer_id != producer_id:
+            return Decision(E.INVALID_PRODUCER_ID_MAPPING)
+        if not valid_epoch:
+            return Decision(E.PRODUCER_FENCED)
+        if meta.has_pending and not fencing:
+            return Decision(E.CONCURRENT_TRANSACTIONS)
+        wanted = S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT
+        if meta.state == S.ONGOING:
+            if fencing:
+                if commit:
+                    raise IllegalTransition(f"{transactional_id}: a fence ends in an abort")
+                meta.take_fence(producer_epoch)
+            return Decision(transit=meta.prepare_end(S.PREPARE_COMMIT if commit else S.PREPARE_ABORT, now))
+        if meta.state == wanted:                          # a retry of the end that completed
+            return Decision(producer_id=meta.producer_id, producer_epoch=meta.producer_epoch)
+        same_way = S.PREPARE_COMMIT if commit else S.PREPARE_ABORT
+        if meta.state == same_way:
+            return Decision(E.CONCURRENT_TRANSACTIONS)
+        if meta.state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT, S.PREPARE_COMMIT, S.PREPARE_ABORT, S.EMPTY):
+            log.debug("transactional id %s is %s; %s refused", safe(transactional_id),
+                      meta.state.display, "commit" if commit else "abort")
+            return Decision(E.INVALID_TXN_STATE)
+        raise IllegalTransition(f"{transactional_id}: EndTxn in state {meta.state.display}")
+
+    def markers_begin(self, now: int, transactional_id: str) -> Transit:
+        """PrepareCommit/PrepareAbort was written: the transit that completes the transaction
+        once every marker is written (pending meanwhile, so requests get
+        CONCURRENT_TRANSACTIONS)."""
+        return self.txns[transactional_id].prepare_complete(now)
+
+    # --- timers -------------------------------------------------------------------------------
+    def timed_out(self, now: int) -> list[tuple[str, int, int]]:
+        """Kafka's abortTimedOutTransactions: fence every transaction open for longer than its
+        timeout; (id, producer id, fenced epoch) of each, to abort with from_client=False."""
+        out = []
+        for tid, meta in self.txns.items():
+            if meta.state != S.ONGOING or meta.start_ms + meta.timeout_ms >= now or meta.has_pending:
+                continue
+            transit = meta.prepare_fence()
+            out.append((tid, meta.producer_id, transit.producer_epoch))
+            log.info("transactional id %s: transaction of producer %d open past its %d ms timeout; "
+                     "aborting it", safe(tid), meta.producer_id, meta.timeout_ms)
+        return out
+
+    def expired(self, now: int) -> list[tuple[str, Transit]]:
+        """Kafka's removeExpiredTransactionalIds: ids idle for transactional.id.expiration.ms;
+        (id, its Dead transit) each, to write as a tombstone."""
+        limit = now - self.config.transactional_id_expiration_ms
+        return [(tid, meta.prepare_dead()) for tid, meta in list(self.txns.items())
+                if meta.state in EXPIRABLE and not meta.has_pending and meta.last_update_ms <= limit]
+
+    # --- DescribeTransactions / ListTransactions ----------------------------------------------
+    def describe(self, transactional_id: str) -> TxnMetadata | ErrorCode:
+        if transactional_id == "":
+            return E.INVALID_REQUEST
+        meta = self.txns.get(transactional_id)
+        if meta is None or meta.state == S.DEAD:
+            return E.TRANSACTIONAL_ID_NOT_FOUND
+        return meta
+
+    def list(self, now: int, producer_ids: set[int], states: set[str],
+             min_duration_ms: int = -1) -> tuple[list[Listed], list[str]]:
+        """Kafka's listTransactionStates: the ids every given filter matches (an empty set is
+        no filter; a duration keeps transactions started longer ago than it), and the state
+        filters that name no state."""
+        unknown = [name for name in states if TxnState.from_name(name) is None]
+        out = []
+        for tid, meta in self.txns.items():
+            if meta.state == S.DEAD or (producer_ids and meta.producer_id not in producer_ids):
+                continue
+            if states and meta.state.display not in states:
+                continue
+            if min_duration_ms >= 0 and now - meta.start_ms <= min_duration_ms:
+                continue
+            out.append(Listed(tid, meta.producer_id, meta.state))
+        return out, unknown
+
+
+def _owner_error(meta: TxnMetadata | None, producer_id: int, producer_epoch: int) -> ErrorCode | None:
+    if meta is None or meta.producer_id != producer_id:
+        return E.INVALID_PRODUCER_ID_MAPPING
+    if meta.producer_epoch != producer_epoch:
+        return E.PRODUCER_FENCED
+    return None
+
+
+def _expected_is_valid(meta: TxnMetadata, producer_id: int, epoch: int) -> bool:
+    """KIP-360: an InitProducerId naming a producer id and epoch is fenced unless the id is
+    fresh, the producer id is the current one, or it is the previous one at an exhausted epoch
+    (a retry of a rotation whose answer was lost)."""
+    return meta.producer_epoch == NO_PRODUCER_EPOCH or producer_id == meta.producer_id or \
+        (producer_id == meta.previous_producer_id and epoch_exhausted(epoch))
