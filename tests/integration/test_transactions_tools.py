@@ -1,0 +1,88 @@
+"""Transactions from the outside: ``groupbroker transactions`` (kafka-transactions.sh's list
+and describe), the transaction faults, and the request recording with producer ids."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.integration.test_transactions_crash import SETTINGS, admin
+from tests.interop.test_transactions_confluent import read_all, transactional
+from tests.support.confluent import create_topics
+from tests.support.processes import import_client
+
+ck = import_client("confluent_kafka")
+
+
+def transactions_cli(broker, *args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "broker", "transactions", "--bootstrap-server",
+                           broker.bootstrap, *args], capture_output=True, text=True, timeout=60)
+
+
+def test_list_and_describe_as_kafka_transactions_sh(start_broker):
+    broker = start_broker(SETTINGS)
+    create_topics(broker.bootstrap, ("cli-out", 2))
+    producer = transactional(broker.bootstrap, "cli-tx")
+    producer.begin_transaction()
+    producer.produce("cli-out", value=b"x", partition=1)
+    producer.flush(15)
+    listed = transactions_cli(broker, "list")
+    assert listed.returncode == 0, listed.stderr
+    header, row = listed.stdout.splitlines()
+    assert header.split() == ["TransactionalId", "Coordinator", "ProducerId", "TransactionState"]
+    assert row.split()[0] == "cli-tx" and row.split()[1] == "1" and row.split()[3] == "Ongoing"
+    assert header.endswith("\t") and "\t" in row          # Kafka's padded, tab-ended columns
+    described = transactions_cli(broker, "describe", "--transactional-id", "cli-tx")
+    assert described.returncode == 0, described.stderr
+    fields = dict(zip(*(line.split("\t")[:-1] for line in described.stdout.splitlines())))
+    fields = {k.strip(): v.strip() for k, v in fields.items()}
+    assert fields["TransactionState"] == "Ongoing" and fields["TopicPartitions"] == "cli-out-1"
+    assert fields["ProducerEpoch"] == "0" and int(fields["TransactionDurationMs"]) >= 0
+    producer.commit_transaction(15)
+    done = transactions_cli(broker, "describe", "--transactional-id", "cli-tx")
+    assert "CompleteCommit" in done.stdout
+    missing = transactions_cli(broker, "describe", "--transactional-id", "nobody")
+    assert missing.returncode == 1 and missing.stderr.startswith(
+        "Failed to describe transaction state of transactional-id `nobody`: DescribeTransactions "
+        "request for transactionalId `nobody` failed because the ID could not be found.")
+
+
+@pytest.mark.parametrize("fault", ["fence-transactional-id", "abort-transaction"])
+def test_a_fenced_or_aborted_producer_cannot_commit(start_broker, fault):
+    broker = start_broker(SETTINGS)
+    create_topics(broker.bootstrap, ("fault-out", 1))
+    producer = transactional(broker.bootstrap, "fault-tx")
+    producer.begin_transaction()
+    producer.produce("fault-out", value=b"doomed")
+    producer.flush(15)
+    client = admin(broker)
+    assert "fenced" in client.call(fault, {"transactional_id": "fault-tx"})
+    with pytest.raises(ck.KafkaException) as failed:
+        producer.commit_transaction(15)
+    assert failed.value.args[0].fatal()
+    assert read_all(broker.bootstrap, "fault-out", 1, "read_committed", seconds=2) == []
+    with pytest.raises(Exception, match="not known"):
+        client.call(fault, {"transactional_id": "nobody"})
+    client.close()
+
+
+def test_failed_end_txn_is_retried_and_recorded_with_its_producer(start_broker):
+    broker = start_broker(SETTINGS)
+    create_topics(broker.bootstrap, ("rec-out", 1))
+    client = admin(broker)
+    client.call("record", {"on": True})
+    producer = transactional(broker.bootstrap, "rec-tx")
+    client.call("fail", {"api": "EndTxn", "error": "CONCURRENT_TRANSACTIONS", "count": 1})
+    producer.begin_transaction()
+    producer.produce("rec-out", value=b"once")
+    producer.commit_transaction(15)                      # retried past the injected error
+    assert read_all(broker.bootstrap, "rec-out", 1, "read_committed", expect=1) == [b"once"]
+    recorded = client.call("recorded", {})
+    init = next(r for r in recorded if r["api"] == "InitProducerId")
+    assert init["transactional_id"] == "rec-tx" and init["producer_id"] >= 0 and init["producer_epoch"] == 0
+    ends = [r for r in recorded if r["api"] == "EndTxn"]
+    assert [e["error"] for e in ends] == ["CONCURRENT_TRANSACTIONS", "NONE"]
+    assert {(e["producer_id"], e["producer_epoch"]) for e in ends} == {(init["producer_id"], 0)}
+    client.close()
