@@ -4,10 +4,15 @@ TransactionCoordinator` over the ``__transaction_state-N`` logs and writes the m
 A decision's transit is written to its id's partition log (a plain buffered write, fsynced when
 ``log.flush.interval.messages`` asks for every message) before the answer, as Kafka appends
 before it answers. Ending a transaction is Kafka's sequence: write PrepareCommit/PrepareAbort,
-answer the client, write a marker into every partition of the transaction (data partitions
-through the topic store; ``__consumer_offsets`` partitions through their group shard, which
-makes the pending offsets visible or drops them), then write CompleteCommit/CompleteAbort.
-Meanwhile every request for the id gets CONCURRENT_TRANSACTIONS. A transaction found prepared
+write a marker into every partition of the transaction (data partitions through the topic
+store; ``__consumer_offsets`` partitions through their group shard, which makes the pending
+offsets visible or drops them), then write CompleteCommit/CompleteAbort. Meanwhile every
+request for the id gets CONCURRENT_TRANSACTIONS. Kafka answers EndTxn as soon as the Prepare
+state is written; we answer once the markers are written too (at most MARKERS_AWAITED_S
+later), because the markers of one broker take microseconds and a producer that begins its
+next transaction at once would otherwise meet CONCURRENT_TRANSACTIONS and back off (a 25x
+slower loop in bench/transactions.py). The ``hold-markers`` fault answers first, as Kafka,
+to reproduce that window. A transaction found prepared
 but not completed when the logs load (a crash between EndTxn and its markers) has its markers
 written again, so it completes as Kafka's new coordinator completes it.
 """
@@ -42,6 +47,8 @@ GROUP_TOPIC = "__consumer_offsets"
 COORDINATOR_EPOCH = 0
 #: retriable marker errors are retried after this long, as Kafka's marker channel retries
 MARKER_RETRY_S = 0.1
+#: how long an EndTxn answer waits for its markers before it goes anyway (a shard loading)
+MARKERS_AWAITED_S = 0.5
 
 
 def state_dir(data_dir: str, partition: int) -> str:
@@ -210,11 +217,15 @@ class TransactionService:
         meta = self.coordinator.txns[tid]
         complete = self.coordinator.markers_begin(self.now_ms(), tid)
         partitions = sorted(decision.transit.partitions)
-        log.info("transactional id %s: %s producer %d epoch %d over %d partition(s)", safe(tid),
-                 "committing" if commit else "aborting", meta.producer_id, meta.producer_epoch,
-                 len(partitions))
+        log.debug("transactional id %s: %s producer %d epoch %d over %d partition(s)", safe(tid),
+                  "committing" if commit else "aborting", meta.producer_id, meta.producer_epoch,
+                  len(partitions))
+        done = trio.Event()
         self._nursery.start_soon(self._send_markers, tid, meta.producer_id, meta.producer_epoch,
-                                 commit, partitions, complete)
+                                 commit, partitions, complete, done)
+        if not self.markers_held:
+            with trio.move_on_after(MARKERS_AWAITED_S):
+                await done.wait()
         return Decision(producer_id=meta.producer_id, producer_epoch=meta.producer_epoch)
 
     def describe(self, tid: str):
@@ -227,7 +238,8 @@ class TransactionService:
 
     # --- markers ------------------------------------------------------------------------------
     async def _send_markers(self, tid: str, producer_id: int, epoch: int, commit: bool,
-                            partitions: list[tuple[str, int]], complete: Transit) -> None:
+                            partitions: list[tuple[str, int]], complete: Transit,
+                            done: trio.Event | None = None) -> None:
         """Kafka's TransactionMarkerChannelManager: a marker into every partition, retried while
         the partition cannot take it (a group shard loading), skipped once it is gone; then the
         completion is written."""
@@ -248,7 +260,9 @@ class TransactionService:
         while await self._write(tid, complete) != E.NONE:
             await trio.sleep(1)           # the log reopens on the next append; Kafka retries too
             complete = self.coordinator.markers_begin(self.now_ms(), tid)
-        log.info("transactional id %s: %s", safe(tid), complete.state.display)
+        log.debug("transactional id %s: %s", safe(tid), complete.state.display)
+        if done is not None:
+            done.set()
 
     def hold_markers(self, held: bool) -> None:
         """A fault: end transactions but hold their markers (CONCURRENT_TRANSACTIONS meanwhile)."""
