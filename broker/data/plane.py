@@ -1,4 +1,4 @@
-"""The data APIs around a group: Metadata, Produce, Fetch, ListOffsets, Create/DeleteTopics, InitProducerId.
+"""The data APIs around a group: Metadata, Produce, Fetch, ListOffsets, Create/DeleteTopics, DescribeProducers.
 
 All run in the trio thread against one :class:`broker.data.topics.TopicStore` (appends are plain
 buffered writes, as Kafka's are: durability of topic data comes from the page cache, not an
@@ -51,6 +51,7 @@ Fetch = RESPONSES[ApiKey.FETCH].cls
 ListOffsets = RESPONSES[ApiKey.LIST_OFFSETS].cls
 CreateTopics = RESPONSES[ApiKey.CREATE_TOPICS].cls
 DeleteTopics = RESPONSES[ApiKey.DELETE_TOPICS].cls
+DescribeProducers = RESPONSES[ApiKey.DESCRIBE_PRODUCERS].cls
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -70,6 +71,7 @@ class DataPlane:
                     ApiKey.FETCH: self.fetch, ApiKey.LIST_OFFSETS: self.list_offsets,
                     ApiKey.CREATE_TOPICS: self.create_topics,
                     ApiKey.DELETE_TOPICS: self.delete_topics,
+                    ApiKey.DESCRIBE_PRODUCERS: self.describe_producers,
                     ApiKey.CREATE_PARTITIONS: topic_admin.create_partitions,
                     ApiKey.DELETE_RECORDS: topic_admin.delete_records,
                     ApiKey.DESCRIBE_CLUSTER: cluster_admin.describe_cluster,
@@ -385,6 +387,32 @@ class DataPlane:
         if deleted:
             self.on_topics_deleted(deleted)
         return DeleteTopics(responses=tuple(results))
+
+    # --- DescribeProducers ----------------------------------------------------------------------
+    async def describe_producers(self, ctx, req):
+        """Kafka's handleDescribeProducersRequest: each partition's active producers, their
+        last sequence and timestamp, and where their open transaction began."""
+        topic_cls = DescribeProducers.TopicResponse
+        part_cls = topic_cls.PartitionResponse
+        state_cls = part_cls.ProducerState
+        topics = []
+        for t in req.topics:
+            parts = []
+            for p in t.partition_indexes:
+                try:
+                    log_ = self.store.partition(t.name, p)
+                except TopicsError as e:
+                    parts.append(part_cls(partition_index=p, error_code=e.error_code))
+                    continue
+                ongoing = log_.transactions.ongoing
+                parts.append(part_cls(partition_index=p, error_code=E.NONE, active_producers=tuple(
+                    state_cls(producer_id=pid, producer_epoch=entry.epoch, last_sequence=entry.last_seq,
+                              last_timestamp=entry.batches[-1].timestamp if entry.batches else -1,
+                              coordinator_epoch=entry.coordinator_epoch,
+                              current_txn_start_offset=ongoing.get(pid, -1))
+                    for pid, entry in log_.producers.entries())))
+            topics.append(topic_cls(name=t.name, partitions=tuple(parts)))
+        return DescribeProducers(topics=tuple(topics))
 
     # --- housekeeping ------------------------------------------------------------------------
     async def retention_loop(self, interval_s: float = 300.0) -> None:

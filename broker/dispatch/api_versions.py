@@ -22,7 +22,7 @@ SERVED_APIS = frozenset({
     ApiKey.API_VERSIONS,
     # the data plane (broker/data/plane.py)
     ApiKey.METADATA, ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.LIST_OFFSETS, ApiKey.CREATE_TOPICS,
-    ApiKey.DELETE_TOPICS, ApiKey.INIT_PRODUCER_ID,
+    ApiKey.DELETE_TOPICS, ApiKey.DESCRIBE_PRODUCERS,
     # topic and cluster admin (broker/data/topic_admin.py, cluster_admin.py)
     ApiKey.CREATE_PARTITIONS, ApiKey.DELETE_RECORDS, ApiKey.DESCRIBE_CLUSTER,
     ApiKey.DESCRIBE_LOG_DIRS, ApiKey.ELECT_LEADERS,
@@ -34,7 +34,7 @@ SERVED_APIS = frozenset({
     ApiKey.LIST_GROUPS, ApiKey.DELETE_GROUPS, ApiKey.OFFSET_DELETE,
     ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE, ApiKey.TXN_OFFSET_COMMIT,
     # the transaction coordinator (broker/txn_runtime/apis.py)
-    ApiKey.ADD_PARTITIONS_TO_TXN, ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.END_TXN,
+    ApiKey.INIT_PRODUCER_ID, ApiKey.ADD_PARTITIONS_TO_TXN, ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.END_TXN,
     ApiKey.DESCRIBE_TRANSACTIONS, ApiKey.LIST_TRANSACTIONS,
 })
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?\Z")

@@ -86,3 +86,34 @@ def test_failed_end_txn_is_retried_and_recorded_with_its_producer(start_broker):
     assert [e["error"] for e in ends] == ["CONCURRENT_TRANSACTIONS", "NONE"]
     assert {(e["producer_id"], e["producer_epoch"]) for e in ends} == {(init["producer_id"], 0)}
     client.close()
+
+
+def test_describe_producers_shows_the_open_transaction(start_broker):
+    from broker.client.blocking import BlockingClient
+    from protocol.api_keys import ApiKey
+    from protocol.messages import REQUESTS
+    broker = start_broker(SETTINGS)
+    create_topics(broker.bootstrap, ("dp-out", 1))
+    producer = transactional(broker.bootstrap, "dp-tx")
+    producer.begin_transaction()
+    for i in range(3):
+        producer.produce("dp-out", value=b"%d" % i)
+    producer.flush(15)
+    request = REQUESTS[ApiKey.DESCRIBE_PRODUCERS].cls
+    client = BlockingClient("127.0.0.1", broker.port, timeout=10)
+    try:
+        def describe():
+            answer = client.call(ApiKey.DESCRIBE_PRODUCERS, 0, request(topics=(
+                request.TopicRequest(name="dp-out", partition_indexes=(0, 7)),
+                request.TopicRequest(name="nope", partition_indexes=(0,)))))
+            return answer.topics
+        (out, nope) = describe()
+        (p0, p7) = out.partitions
+        [state] = p0.active_producers
+        assert (p7.error_code, nope.partitions[0].error_code) == (3, 3)
+        assert state.producer_epoch == 0 and state.current_txn_start_offset == 0 and state.last_sequence >= 0
+        producer.commit_transaction(15)
+        [state] = describe()[0].partitions[0].active_producers
+        assert state.current_txn_start_offset == -1 and state.coordinator_epoch == 0
+    finally:
+        client.close()

@@ -251,6 +251,12 @@ class PartitionLog:
         """Where read_committed readers stop: the first offset of the earliest open transaction."""
         return self.transactions.last_stable_offset(self.high_watermark)
 
+    def _note_transaction(self, producers: ProducerStateTable, header: BatchHeader, offset: int,
+                          batch) -> None:
+        coordinator_epoch = self.transactions.record(header, offset, batch)
+        if coordinator_epoch is not None and (entry := producers.entry(header.producer_id)) is not None:
+            entry.coordinator_epoch = coordinator_epoch
+
     def _place(self, records: bytes, headers: list[BatchHeader], now_ms: int) -> AppendInfo:
         """Number and write checked batches; index them and their producers and transactions."""
         was_failed = self._reopen_if_failed()
@@ -275,7 +281,7 @@ class PartitionLog:
             max_ts = now_ms if self.log_append_time else h.max_timestamp
             active.add(at, at + h.last_offset_delta, len(batch), max_ts, now_ms)
             self.producers.record(h, at)
-            self.transactions.record(h, at, batch)
+            self._note_transaction(self.producers, h, at, batch)
         return AppendInfo(base, offset - 1, now_ms if self.log_append_time else -1)
 
     def _check_batches(self, headers: list[BatchHeader]) -> None:
@@ -771,8 +777,8 @@ class PartitionLog:
                             header.size, header.max_timestamp, mtime_ms)
                     if intact:
                         producers.record(header, header.base_offset)
-                        self.transactions.record(header, header.base_offset,
-                                                 mm[pos:pos + header.size] if header.is_control else None)
+                        self._note_transaction(producers, header, header.base_offset,
+                                               mm[pos:pos + header.size] if header.is_control else None)
                     pos += header.size
                 return pos, size, ""
         finally:

@@ -54,6 +54,7 @@ class BatchMetadata(NamedTuple):
 class ProducerEntry:
     epoch: int = NO_PRODUCER_EPOCH
     batches: deque[BatchMetadata] = field(default_factory=lambda: deque(maxlen=NUM_BATCHES_TO_RETAIN))
+    coordinator_epoch: int = -1          # of the last transaction marker written for it
 
     @property
     def last_seq(self) -> int:

@@ -27,21 +27,23 @@ class PartitionTransactions:
         self.ongoing: dict[int, int] = {}            # producer id -> first offset
         self.aborted: list[AbortedTxn] = []          # in marker order, so by last offset
 
-    def record(self, header: BatchHeader, base_offset: int, batch=None) -> None:
-        """Note one written batch (``batch``: its bytes, needed for a marker)."""
+    def record(self, header: BatchHeader, base_offset: int, batch=None) -> int | None:
+        """Note one written batch (``batch``: its bytes, needed for a marker); a marker's
+        coordinator epoch is returned."""
         if not header.is_transactional:
-            return
+            return None
         pid = header.producer_id
         if not header.is_control:
             self.ongoing.setdefault(pid, base_offset)
-            return
+            return None
         try:
-            commit, _ = parse_control(batch)
+            commit, coordinator_epoch = parse_control(batch)
         except DecodeError:
-            return
+            return None
         first = self.ongoing.pop(pid, None)
         if first is not None and not commit:
             self.aborted.append(AbortedTxn(pid, first, base_offset))
+        return coordinator_epoch
 
     def last_stable_offset(self, high_watermark: int) -> int:
         """The first offset of the earliest open transaction, else the high watermark."""

@@ -466,3 +466,42 @@ def test_real_fs_appends_and_fsyncs_on_its_kept_descriptor_even_at_emfile(tmp_pa
             assert log.sync() == offset - 1
     log.close()
     assert records_of(ShardLog(shard_dir(str(tmp_path), 0))) == [commit(0, o) for o in range(1, 50)]
+
+
+def test_compaction_settles_transactions_and_keeps_open_ones():
+    """Committed transactional commits become plain ones, aborted ones and their markers go,
+    an open transaction's records stay with the plain commits they would replace; replaying the
+    cleaned log through the coordinator gives what replaying the original gave."""
+    from coordinator.config import CoordinatorConfig
+    from offsets_log.records import TransactionMarker, decode, encode_record
+    from tests.support.coordinator_harness import Harness
+
+    def txn(partition: int, offset: int, pid: int) -> Record:
+        return commit(partition, offset)._replace(producer_id=pid, producer_epoch=0)
+
+    def marker(pid: int, committed: bool) -> Record:
+        return encode_record(TransactionMarker(pid, 0, committed, 0))
+
+    records = [commit(0, 1), txn(0, 2, 7), txn(1, 3, 8), commit(1, 4), marker(7, True),
+               marker(8, False), commit(2, 5), txn(2, 6, 9), txn(0, 7, 9)]
+    records += [commit(3, n) for n in range(10, 20)]                 # seal the segments above
+    fs, log = build(records, segment_bytes=200)
+    assert log.bases[-1] > 8                    # every transactional record is in a sealed segment
+
+    def rebuilt(pairs):
+        h = Harness(CoordinatorConfig(offsets_topic_num_partitions=1))
+        for _, r in pairs:
+            h.shard.replay(decode(r))
+        pending = {tp: c.offset for by_group in h.shard.offset_manager.pending.values()
+                   for tp, c in by_group.get("g", {}).items()}
+        return {tp: c.offset for tp, c in h.shard.offsets["g"].items()}, pending
+
+    before = rebuilt(log.read_all())
+    assert before == ({("t", 0): 2, ("t", 1): 4, ("t", 2): 5, ("t", 3): 19}, {("t", 2): 6, ("t", 0): 7})
+    compact(log, now_ms=0)
+    after = log.read_all()
+    assert rebuilt(after) == before
+    assert not any(r.control >= 0 for _, r in after if _ < log.bases[-1])      # markers settled
+    assert [r.producer_id for _, r in after if r.producer_id >= 0] == [9, 9]   # the open one
+    reopened = ShardLog(DIR, fs, segment_bytes=200)
+    assert rebuilt(reopened.read_all()) == before
