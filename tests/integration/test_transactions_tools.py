@@ -117,3 +117,51 @@ def test_describe_producers_shows_the_open_transaction(start_broker):
         assert state.current_txn_start_offset == -1 and state.coordinator_epoch == 0
     finally:
         client.close()
+
+
+def test_wire_rules_verification_and_old_versions(start_broker):
+    """A transactional batch for a partition not added to the transaction is refused
+    (INVALID_TXN_STATE, Kafka's produce-side verification); a fenced producer is told
+    INVALID_PRODUCER_EPOCH by versions older than PRODUCER_FENCED."""
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+
+    from broker.client.blocking import BlockingClient
+    from protocol.api_keys import ApiKey
+    from protocol.messages import REQUESTS
+    broker = start_broker(SETTINGS)
+    create_topics(broker.bootstrap, ("wire-out", 2))
+    R = {k: REQUESTS[k].cls for k in (ApiKey.INIT_PRODUCER_ID, ApiKey.ADD_PARTITIONS_TO_TXN,
+                                       ApiKey.PRODUCE, ApiKey.END_TXN)}
+    client = BlockingClient("127.0.0.1", broker.port, timeout=10)
+    try:
+        init = client.call(ApiKey.INIT_PRODUCER_ID, 4, R[ApiKey.INIT_PRODUCER_ID](
+            transactional_id="wire-tx", transaction_timeout_ms=60000))
+        pid, epoch = init.producer_id, init.producer_epoch
+
+        def produce(partition: int) -> int:
+            builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=True,
+                                                producer_id=pid, producer_epoch=epoch, base_sequence=0,
+                                                batch_size=1 << 16)
+            builder.append(0, timestamp=1, key=None, value=b"x", headers=[])
+            req = R[ApiKey.PRODUCE]
+            tcls = req.TopicProduceData
+            answer = client.call(ApiKey.PRODUCE, 9, req(transactional_id="wire-tx", acks=-1, timeout_ms=5000,
+                                 topic_data=(tcls(name="wire-out", partition_data=(
+                                     tcls.PartitionProduceData(index=partition, records=bytes(builder.build())),)),)))
+            return answer.responses[0].partition_responses[0].error_code
+
+        assert produce(0) == 48                                       # INVALID_TXN_STATE
+        add = R[ApiKey.ADD_PARTITIONS_TO_TXN]
+        added = client.call(ApiKey.ADD_PARTITIONS_TO_TXN, 3, add(
+            v3_and_below_transactional_id="wire-tx", v3_and_below_producer_id=pid,
+            v3_and_below_producer_epoch=epoch, v3_and_below_topics=(
+                add.AddPartitionsToTxnTopic(name="wire-out", partitions=(0, 9)),)))
+        assert {p.partition_index: p.partition_error_code
+                for p in added.results_by_topic_v3_and_below[0].results_by_partition} == {0: 55, 9: 3}
+        end = R[ApiKey.END_TXN]
+        for version, error in ((1, 47), (2, 90)):                    # INVALID_PRODUCER_EPOCH, PRODUCER_FENCED
+            answer = client.call(ApiKey.END_TXN, version, end(transactional_id="wire-tx", producer_id=pid,
+                                                              producer_epoch=epoch + 5, committed=True))
+            assert answer.error_code == error
+    finally:
+        client.close()

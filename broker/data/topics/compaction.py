@@ -158,7 +158,9 @@ class LogCleaner:
             young = next((s for s in dirty if s.retention_timestamp() > now_ms - lag), None)
             if young is not None:
                 first_uncleanable = young.base_offset
-        first_uncleanable = max(first_dirty, first_uncleanable)
+        # as Kafka's cleanableOffsets: nothing at or past the last stable offset (an open
+        # transaction may yet abort, and its records must not replace older ones)
+        first_uncleanable = max(first_dirty, min(first_uncleanable, plog.last_stable_offset))
         clean_bytes = sum(s.size for s in sealed if s.base_offset < first_dirty)
         cleanable = [s for s in dirty if s.base_offset < first_uncleanable]
         cleanable_bytes = sum(s.size for s in cleanable)
