@@ -14,8 +14,25 @@ NEW_MEMBER_JOIN_TIMEOUT_MS = 300_000
 MIGRATION_POLICIES = ("disabled", "upgrade", "downgrade", "bidirectional")
 
 
+class KafkaNamed:
+    """A settings dataclass whose fields are Kafka's config names with dots as underscores."""
+    __slots__ = ()
+
+    @classmethod
+    def kafka_names(cls) -> dict[str, str]:
+        """Kafka config name (``group.max.size``) -> field name (``group_max_size``)."""
+        return {f.name.replace("_", "."): f.name for f in fields(cls)}
+
+    @classmethod
+    def from_properties(cls, props: dict[str, str]):
+        """Build from ``server.properties``-style pairs; keys this class does not know are ignored."""
+        names = cls.kafka_names()
+        types = {f.name: type(f.default) for f in fields(cls)}
+        return cls(**{names[k]: types[names[k]](v) for k, v in props.items() if k in names})
+
+
 @dataclass(frozen=True, slots=True)
-class CoordinatorConfig:
+class CoordinatorConfig(KafkaNamed):
     offsets_topic_num_partitions: int = 50
     group_initial_rebalance_delay_ms: int = 3_000
     group_min_session_timeout_ms: int = 6_000
@@ -86,16 +103,3 @@ class CoordinatorConfig:
     @property
     def offsets_retention_ms(self) -> int:
         return self.offsets_retention_minutes * 60_000
-
-    @classmethod
-    def kafka_names(cls) -> dict[str, str]:
-        """Kafka config name (``group.max.size``) -> field name (``group_max_size``)."""
-        return {f.name.replace("_", "."): f.name for f in fields(cls)}
-
-    @classmethod
-    def from_properties(cls, props: dict[str, str]) -> CoordinatorConfig:
-        """Build from ``server.properties``-style pairs; keys this class does not know are ignored."""
-        names = cls.kafka_names()
-        types = {f.name: type(f.default) for f in fields(cls)}
-        values = {names[k]: types[names[k]](v) for k, v in props.items() if k in names}
-        return cls(**values)

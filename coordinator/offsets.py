@@ -78,6 +78,27 @@ def _expired(c, base: int, now: int, retention: int) -> bool:
 
 
 
+def _classic_commit_error(group: ClassicGroup, generation: int, member_id: str, instance: str | None,
+                          transactional: bool) -> ErrorCode:
+    """ClassicGroup.validateOffsetCommit: a transactional commit (KIP-447) is checked against
+    the member and generation it names, never against the group's state."""
+    if group.is_in(S.DEAD):
+        return E.COORDINATOR_NOT_AVAILABLE
+    if generation < 0 and group.is_in(S.EMPTY):
+        return E.NONE
+    if generation >= 0 or member_id != "" or instance is not None:
+        error = validate_member(group, member_id, instance)
+        if error != E.NONE:
+            return error
+        if generation != group.generation:
+            return E.ILLEGAL_GENERATION
+    elif not transactional and not group.is_in(S.EMPTY):
+        return E.UNKNOWN_MEMBER_ID
+    if not transactional and group.is_in(S.COMPLETING_REBALANCE):
+        return E.REBALANCE_IN_PROGRESS
+    return E.NONE
+
+
 @dataclass(slots=True)
 class CommittedOffset:
     offset: int
@@ -174,20 +195,7 @@ class OffsetManager:
             out.reply(ctx.token, ApiKey.OFFSET_COMMIT, v, r.offset_commit_error(req, error))
             return
         expire = None if req.retention_time_ms == -1 else now + req.retention_time_ms
-        limit = self.config.offset_metadata_max_bytes
-        errors: list[ErrorCode] = []          # one per requested partition, in request order
-        records = []
-        group_id = req.group_id
-        for topic in req.topics:
-            name = topic.name
-            for p in topic.partitions:
-                metadata = p.committed_metadata
-                if metadata and _metadata_too_large(metadata, limit):
-                    errors.append(_METADATA_TOO_LARGE)
-                    continue
-                errors.append(_NONE)
-                records.append(OffsetCommit(group_id, name, p.partition_index, p.committed_offset,
-                                            p.committed_leader_epoch, metadata or "", now, expire))
+        errors, records = self._commit_records(req, now, expire)
         try:
             out.persist([encode_record(rec) for rec in records])     # before anything changes
         except RecordError as e:
@@ -211,6 +219,27 @@ class OffsetManager:
                      offsets=records)
         out.reply(ctx.token, ApiKey.OFFSET_COMMIT, v, r.offset_commit(req, errors))
 
+    def _commit_records(self, req, now: int, expire: int | None, producer_id: int = -1,
+                        producer_epoch: int = -1) -> tuple[list[ErrorCode], list[OffsetCommit]]:
+        """A commit's records, one per partition whose metadata fits offset.metadata.max.bytes,
+        and an error per requested partition, in request order."""
+        limit = self.config.offset_metadata_max_bytes
+        errors: list[ErrorCode] = []
+        records = []
+        group_id = req.group_id
+        for topic in req.topics:
+            name = topic.name
+            for p in topic.partitions:
+                metadata = p.committed_metadata
+                if metadata and _metadata_too_large(metadata, limit):
+                    errors.append(_METADATA_TOO_LARGE)
+                    continue
+                errors.append(_NONE)
+                records.append(OffsetCommit(group_id, name, p.partition_index, p.committed_offset,
+                                            p.committed_leader_epoch, metadata or "", now, expire,
+                                            None, 3, producer_id, producer_epoch))
+        return errors, records
+
     def _commit_error(self, v: int, req) -> ErrorCode:
         """OffsetMetadataManager.validateOffsetCommit, then ClassicGroup.validateOffsetCommit."""
         if req.group_id is None:
@@ -226,21 +255,7 @@ class OffsetManager:
             if generation < 0:
                 return E.NONE                       # a "simple" commit creates the group
             return E.GROUP_ID_NOT_FOUND if v >= 9 else E.ILLEGAL_GENERATION
-        if group.is_in(S.DEAD):
-            return E.COORDINATOR_NOT_AVAILABLE
-        if generation < 0 and group.is_in(S.EMPTY):
-            return E.NONE
-        if generation >= 0 or req.member_id != "" or req.group_instance_id is not None:
-            error = validate_member(group, req.member_id, req.group_instance_id)
-            if error != E.NONE:
-                return error
-            if generation != group.generation:
-                return E.ILLEGAL_GENERATION
-        elif not group.is_in(S.EMPTY):
-            return E.UNKNOWN_MEMBER_ID
-        if group.is_in(S.COMPLETING_REBALANCE):
-            return E.REBALANCE_IN_PROGRESS
-        return E.NONE
+        return _classic_commit_error(group, generation, req.member_id, req.group_instance_id, False)
 
     # --- TxnOffsetCommit -----------------------------------------------------------------------
     def txn_offset_commit(self, out: CoordinatorResult, now: int, ctx: RequestContext, req) -> None:
@@ -250,18 +265,7 @@ class OffsetManager:
         if error != E.NONE:
             out.reply(ctx.token, ApiKey.TXN_OFFSET_COMMIT, v, r.txn_offset_commit_error(req, error))
             return
-        limit = self.config.offset_metadata_max_bytes
-        errors, records = [], []
-        for topic in req.topics:
-            for p in topic.partitions:
-                metadata = p.committed_metadata
-                if metadata and _metadata_too_large(metadata, limit):
-                    errors.append(_METADATA_TOO_LARGE)
-                    continue
-                errors.append(_NONE)
-                records.append(OffsetCommit(req.group_id, topic.name, p.partition_index, p.committed_offset,
-                                            p.committed_leader_epoch, metadata or "", now, None,
-                                            producer_id=req.producer_id, producer_epoch=req.producer_epoch))
+        errors, records = self._commit_records(req, now, None, req.producer_id, req.producer_epoch)
         try:
             self.apply(out, records)
         except RecordError as e:
@@ -286,17 +290,7 @@ class OffsetManager:
         group = self.classic.groups.get(req.group_id)
         if group is None:
             return E.NONE if generation < 0 else E.ILLEGAL_GENERATION
-        if group.is_in(S.DEAD):
-            return E.COORDINATOR_NOT_AVAILABLE
-        if generation < 0 and group.is_in(S.EMPTY):
-            return E.NONE
-        if generation >= 0 or req.member_id != "" or req.group_instance_id is not None:
-            error = validate_member(group, req.member_id, req.group_instance_id)
-            if error != E.NONE:
-                return error
-            if generation != group.generation:
-                return E.ILLEGAL_GENERATION
-        return E.NONE
+        return _classic_commit_error(group, generation, req.member_id, req.group_instance_id, True)
 
     # --- OffsetFetch --------------------------------------------------------------------------
     def offset_fetch(self, out: CoordinatorResult, now: int, ctx: RequestContext, req) -> None:

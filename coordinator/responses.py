@@ -75,8 +75,12 @@ def offset_commit(request, errors: list[ErrorCode]):
     named twice is answered twice, as Kafka answers it)."""
     topic_cls = OffsetCommitResponse.OffsetCommitResponseTopic
     part_cls = topic_cls.OffsetCommitResponsePartition
+    return _per_partition(OffsetCommitResponse, topic_cls, part_cls, request, errors)
+
+
+def _per_partition(response_cls, topic_cls, part_cls, request, errors: list[ErrorCode]):
     each = iter(errors)
-    return OffsetCommitResponse(topics=tuple(
+    return response_cls(topics=tuple(
         topic_cls(name=t.name, partitions=tuple(
             part_cls(partition_index=p.partition_index, error_code=next(each)) for p in t.partitions))
         for t in request.topics))
@@ -89,12 +93,8 @@ def offset_commit_error(request, error: ErrorCode):
 def txn_offset_commit(request, errors: list[ErrorCode]):
     """One error per requested partition, in request order (as :func:`offset_commit`)."""
     topic_cls = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
-    part_cls = topic_cls.TxnOffsetCommitResponsePartition
-    each = iter(errors)
-    return TxnOffsetCommitResponse(topics=tuple(
-        topic_cls(name=t.name, partitions=tuple(
-            part_cls(partition_index=p.partition_index, error_code=next(each)) for p in t.partitions))
-        for t in request.topics))
+    return _per_partition(TxnOffsetCommitResponse, topic_cls,
+                          topic_cls.TxnOffsetCommitResponsePartition, request, errors)
 
 
 def txn_offset_commit_error(request, error: ErrorCode):

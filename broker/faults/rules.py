@@ -233,8 +233,16 @@ def error_answer(key: int, version: int, body, error: ErrorCode):
         return cls(coordinators=tuple(cls.Coordinator(key=k, **failed) for k in body.coordinator_keys))
     if key == ApiKey.INIT_PRODUCER_ID:
         return cls(error_code=error, producer_id=-1, producer_epoch=-1)
-    if key in (ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.END_TXN):
+    if key in (ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.END_TXN, ApiKey.LIST_TRANSACTIONS):
         return cls(error_code=error)
+    if key == ApiKey.DESCRIBE_TRANSACTIONS:
+        return cls(transaction_states=tuple(cls.TransactionState(error_code=error, transactional_id=t)
+                                            for t in body.transactional_ids))
+    if key == ApiKey.DESCRIBE_PRODUCERS:
+        topic = cls.TopicResponse
+        return cls(topics=tuple(topic(name=t.name, partitions=tuple(
+            topic.PartitionResponse(partition_index=p, error_code=error) for p in t.partition_indexes))
+            for t in body.topics))
     if key == ApiKey.ADD_PARTITIONS_TO_TXN:
         topic = cls.AddPartitionsToTxnTopicResult
         return cls(results_by_topic_v3_and_below=tuple(topic(name=t.name, results_by_partition=tuple(

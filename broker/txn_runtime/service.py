@@ -175,6 +175,9 @@ class TransactionService:
             return decision
         if decision.fence:
             meta = self.coordinator.txns[tid]
+            log.info("transactional id %s: InitProducerId fences producer %d at epoch %d; its open "
+                     "transaction is aborted (the caller retries on CONCURRENT_TRANSACTIONS)", safe(tid),
+                     meta.producer_id, decision.transit.producer_epoch)
             ended = await self.end_transaction(tid, meta.producer_id, decision.transit.producer_epoch,
                                                False, from_client=False)
             return Decision(ended.error if ended.error != E.NONE else E.CONCURRENT_TRANSACTIONS)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
+from coordinator.config import KafkaNamed
+
 
 @dataclass(frozen=True, slots=True)
-class TransactionConfig:
+class TransactionConfig(KafkaNamed):
     transaction_state_log_num_partitions: int = 50
     transaction_max_timeout_ms: int = 900_000
     transactional_id_expiration_ms: int = 604_800_000
@@ -18,13 +20,3 @@ class TransactionConfig:
         for f in fields(self):
             if getattr(self, f.name) < 1:
                 raise ValueError(f"{f.name.replace('_', '.')} must be at least 1")
-
-    @classmethod
-    def kafka_names(cls) -> dict[str, str]:
-        """Kafka config name (``transaction.max.timeout.ms``) -> field name."""
-        return {f.name.replace("_", "."): f.name for f in fields(cls)}
-
-    @classmethod
-    def from_properties(cls, props: dict[str, str]) -> TransactionConfig:
-        names = cls.kafka_names()
-        return cls(**{names[k]: int(v) for k, v in props.items() if k in names})

@@ -88,6 +88,15 @@ def test_fenced_instance_id():
           r"answered FENCED_INSTANCE_ID$" % gens.group(1), out)
 
 
+def test_producer_fenced():
+    import_client("confluent_kafka")
+    out = reproduced("producer_fenced.py")
+    found(r"^RESULT: PRODUCER_FENCED reproduced: .* readers see only \[b'from the new incarnation'\]$", out)
+    found(r"P1.commit_transaction\(\) raised _FENCED \(fatal=True\)", out)
+    found(r"broker\| transactional id \S+: InitProducerId fences producer \d+ at epoch 1; its open "
+          r"transaction is aborted", out)
+
+
 def test_member_id_required():
     out = reproduced("member_id_required.py")
     found(r"Received JoinGroup response: .*error_code=79", out)
