@@ -121,3 +121,28 @@ def test_replay_keeps_offsets_pending_until_the_marker():
     for record in written + fresh.persisted:
         again.shard.replay(decode(record))
     assert offsets_of(again) == {("t", 0): 42} and fetched(again, stable=True) == {0: (42, NONE)}
+
+
+@pytest.mark.parametrize("epoch_delta,who,expected", [
+    (0, "member", NONE),
+    (-1, "member", ILLEGAL_GEN),          # a stale member epoch: Kafka turns STALE_MEMBER_EPOCH into 22
+    (1, "member", ILLEGAL_GEN),
+    (0, "other", UNKNOWN_MEMBER),
+])
+def test_consumer_group_member_epochs(epoch_delta, who, expected):
+    """KIP-848 groups: the generation of a TxnOffsetCommit is the member epoch."""
+    from tests.support.consumer_harness import ConsumerHarness
+    h = ConsumerHarness(config(), topics={"t": 2})
+    joined = h.hb("m1", 0, topics=["t"])
+    member, epoch = joined.member_id, joined.member_epoch
+    assert epoch >= 1
+    answer = txn_commit(h, generation=epoch + epoch_delta, member=member if who == "member" else "x")
+    assert set(codes(answer).values()) == {expected}
+
+
+def test_consumer_group_empty_admin_commit():
+    from tests.support.consumer_harness import ConsumerHarness
+    h = ConsumerHarness(config(), topics={"t": 2})
+    h.hb("m1", 0, topics=["t"])
+    h.hb("m1", -1)                               # leaves: the group is empty
+    assert set(codes(txn_commit(h)).values()) == {NONE}
