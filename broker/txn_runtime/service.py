@@ -31,6 +31,7 @@ from coordinator.transactions.config import TransactionConfig
 from coordinator.transactions.coordinator import Decision, TransactionCoordinator
 from coordinator.transactions.metadata import IllegalTransition, Transit, TxnState
 from coordinator.transactions.records import decode_record, encode_record
+from offsets_log.compaction import compact
 from offsets_log.errors import OffsetsLogError
 from offsets_log.log import ShardLog
 from protocol.errors import ErrorCode
@@ -49,6 +50,8 @@ COORDINATOR_EPOCH = 0
 MARKER_RETRY_S = 0.1
 #: how long an EndTxn answer waits for its markers before it goes anyway (a shard loading)
 MARKERS_AWAITED_S = 0.5
+#: how often the state logs are checked for sealed segments to compact
+COMPACTION_CHECK_MS = 60_000
 
 
 def state_dir(data_dir: str, partition: int) -> str:
@@ -93,6 +96,7 @@ class TransactionService:
         self.markers_held = False           # a fault: markers wait until released
         self._markers_released = trio.Event()
         self._nursery: trio.Nursery | None = None
+        self._compacted: dict[int, tuple[int, ...]] = {}      # partition -> sealed bases then
 
     # --- loading ------------------------------------------------------------------------------
     def _open_existing(self) -> list[tuple[str, Transit | None]]:
@@ -131,12 +135,25 @@ class TransactionService:
                                self.abort_timed_out)
             nursery.start_soon(self._every, self.config.transaction_remove_expired_transaction_cleanup_interval_ms,
                                self.remove_expired)
+            nursery.start_soon(self._every, COMPACTION_CHECK_MS, self.compact)
 
     @staticmethod
     async def _every(interval_ms: int, job) -> None:
         while True:
             await trio.sleep(interval_ms / 1000)
             await job()
+
+    async def compact(self) -> None:
+        """Compact each log that rolled a segment since it was last compacted (the state log
+        is compacted in Kafka too: only each id's last record matters)."""
+        for partition, shard_log in list(self.logs.items()):
+            sealed = tuple(shard_log.bases[:-1])
+            if sealed and self._compacted.get(partition) != sealed:
+                try:
+                    await trio.to_thread.run_sync(compact, shard_log, self.now_ms())
+                except (OffsetsLogError, OSError) as e:       # the old segments stay
+                    log.error("%s: compaction failed: %s", shard_log.directory, e)
+                self._compacted[partition] = tuple(shard_log.bases[:-1])
 
     def close(self) -> None:
         for shard_log in self.logs.values():
