@@ -14,7 +14,7 @@ from .compaction import DEFAULT_DELETE_RETENTION_MS, CompactionResult, compact
 from .errors import RecordError
 from .fs import FS, RealFS
 from .log import Problem, ShardLog, segment_bases, segment_name, shard_dir, verify
-from .records import TypedRecord, decode_record
+from .records import Record, TransactionMarker, TypedRecord, decode
 from .segment import Frame, scan
 
 log = logging.getLogger(__name__)
@@ -33,17 +33,29 @@ def shards(data_dir: str, fs: FS, shard: int | None = None) -> list[int]:
 def records(data_dir: str, shard: int, fs: FS | None = None) -> Iterator[tuple[Frame, TypedRecord | RecordError]]:
     """Every record of one shard in log order, read without changing anything (a torn or
     corrupt tail ends a segment's records, as recovery would cut it): each frame with its
-    decoded record, or the :class:`RecordError` that decoding raised."""
+    decoded record, or the :class:`RecordError` that decoding raised. A transaction's offset
+    commits come when its commit marker does (an aborted or still open one's never), so a
+    reader sees the offsets a consumer could fetch."""
     fs = fs or RealFS()
     directory = shard_dir(data_dir, shard)
+    pending: dict[int, list] = {}
     for base in segment_bases(fs, directory):
         for f in scan(fs.read(os.path.join(directory, segment_name(base))))[0]:
             if f.is_marker:
                 continue
             try:
-                yield f, decode_record(f.key, f.value)
+                typed = decode(Record(f.key, f.value, f.producer_id, f.producer_epoch, f.control))
             except RecordError as e:
                 yield f, e
+                continue
+            if isinstance(typed, TransactionMarker):
+                ended = pending.pop(typed.producer_id, [])
+                if typed.commit:
+                    yield from ended
+            elif f.producer_id >= 0:
+                pending.setdefault(f.producer_id, []).append((f, typed))
+            else:
+                yield f, typed
 
 
 def dump(data_dir: str, shard: int | None = None, fs: FS | None = None,

@@ -496,6 +496,11 @@ def test_compaction_settles_transactions_and_keeps_open_ones():
                    for tp, c in by_group.get("g", {}).items()}
         return {tp: c.offset for tp, c in h.shard.offsets["g"].items()}, pending
 
+    from offsets_log.records import OffsetCommit
+    from offsets_log.tools import records as read_records
+    shown = [(r.partition, r.offset) for _, r in read_records("/data", 0, fs) if isinstance(r, OffsetCommit)]
+    assert shown[:4] == [(0, 1), (1, 4), (0, 2), (2, 5)]       # a commit shows at its marker; aborted
+    assert (2, 6) not in shown and (0, 7) not in shown         # and open ones never
     before = rebuilt(log.read_all())
     assert before == ({("t", 0): 2, ("t", 1): 4, ("t", 2): 5, ("t", 3): 19}, {("t", 2): 6, ("t", 0): 7})
     compact(log, now_ms=0)
