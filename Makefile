@@ -31,6 +31,7 @@ bench: $(STAMP)
 	$(VENV)/bin/python bench/journal.py
 	$(VENV)/bin/python bench/report.py
 	$(VENV)/bin/python bench/startup.py
+	$(VENV)/bin/python bench/transactions.py
 
 clean:
 	rm -rf $(VENV) .venv-kp2 .venv-quix build *.egg-info .pytest_cache .hypothesis
