@@ -406,11 +406,13 @@ class PartitionLog:
         stable offset) leaves out the batches that start at or after it.
         """
         self._check_open()
-        if offset == self.high_watermark or (upto is not None and offset >= upto):
+        if offset == self.high_watermark:
             return b""
         if not self.log_start_offset <= offset < self.high_watermark:
             raise OffsetOutOfRange(f"offset {offset} outside [{self.log_start_offset}, "
                                    f"{self.high_watermark}] of {self.directory}")
+        if upto is not None and offset >= upto:
+            return b""
         parts, budget = [], max_bytes
         first = self._segment_index(offset)
         for seg in self._segments[first:]:

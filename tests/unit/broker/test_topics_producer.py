@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from broker.data.topics import (InvalidProducerEpoch, OutOfOrderSequence, PartitionLog, ProducerIds,
+from broker.data.topics import (InvalidProducerEpoch, OffsetOutOfRange, OutOfOrderSequence, PartitionLog, ProducerIds,
                            InvalidTxnState)
 from broker.data.topics.producer_state import INT32_MAX, last_sequence
 from protocol.errors import ErrorCode
@@ -116,6 +116,8 @@ def test_transactions_in_a_partition_and_after_reopening(tmp_path):
     assert plog.last_stable_offset == 5 and plog.high_watermark == 6
     assert plog.transactions.aborted_between(0, 6) == [(1, 0, 3)]
     assert plog.transactions.aborted_between(4, 6) == []
+    with pytest.raises(OffsetOutOfRange):               # past the log end, whatever the isolation
+        plog.read(9, 1000, upto=plog.last_stable_offset)
     plog.close()
     again = PartitionLog(tmp_path / "t-0")
     assert again.last_stable_offset == 5 and again.transactions.aborted == [(1, 0, 3)]
