@@ -18,7 +18,7 @@ that way). The few tests that run Kafka's ``kafka-topics.sh`` get librdkafka_kaf
 in its place, which does the same through the Admin API.
 
 :data:`PASSING` must pass (:data:`SLOW` too, when ``LIBRDKAFKA_TESTS_ALL`` is set). Tests
-left out (transactions, ACLs, SASL/SSL, several brokers, Kafka 4.2 share groups, ...) are
+left out (ACLs, SASL/SSL, several brokers, Kafka 4.2 share groups, ...) are
 listed with their reason in :data:`OUT_OF_SCOPE`.
 """
 
@@ -123,6 +123,10 @@ PASSING: list[Case] = [
     # counts rebalance callbacks expecting both members in the first generation, which Kafka's
     # default 3 s initial rebalance delay gives
     case(COOPERATIVE, subtests="l_unsubscribe", group_initial_rebalance_delay_ms=3000),
+    # transactions
+    case("0129_fetch_aborted_msgs"),
+    case("0061_consumer_lag", subtests="with transactions"),
+    case("0137_barrier_batch_consume", subtests="control_msgs"),
     # admin
     admin("unclean_destroy"), admin("DeleteTopics"), admin("DeleteGroups"),
     admin("DeleteConsumerGroupOffsets"), admin("AlterConsumerGroupOffsets"),
@@ -167,8 +171,7 @@ SLOW: list[Case] = [
 OUT_OF_SCOPE: dict[str, str] = {
     "0028_long_topicnames, 0047_partial_buf_tmout": "librdkafka marks them known issues",
     "0055_producer_latency": "the runner skips it in CI mode (latency not reliable)",
-    "0061_consumer_lag[with transactions], 0098_consumer_txn, 0103_transactions, "
-    "0129_fetch_aborted_msgs, 0137_barrier_batch_consume[control_msgs]": "transactions",
+    "0098_consumer_txn": "drives Kafka's Java client (the transactions themselves are served)",
     "0077_compaction": "needs log compaction of data topics (cleanup.policy=compact)",
     "0092_mixed_msgver": "the runner skips it for Kafka 4.0 (MsgVersion 1 was removed)",
     "0097_ssl_verify, 0126_oauthbearer_oidc, 0135_sasl_credentials, 0142_reauthentication":
@@ -176,7 +179,7 @@ OUT_OF_SCOPE: dict[str, str] = {
     "0109_auto_create_topics, 0115_producer_auth, 0119_consumer_auth":
         "ACLs (0109's variants without kafka-acls.sh pass)",
     "0081_admin[Acls, UserScramCredentials]": "ACLs and SASL/SCRAM",
-    "0101_fetch_from_follower, 0107_topic_recreate, 0111_delay_create_topics":
+    "0101_fetch_from_follower, 0103_transactions, 0107_topic_recreate, 0111_delay_create_topics":
         "replication factor 3: three brokers",
     "0113_cooperative_rebalance[o_java_interop]": "needs Kafka's Java client",
     "0170-0185 share consumer tests": "share groups (Kafka 4.2)",
