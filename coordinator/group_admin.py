@@ -92,7 +92,7 @@ def delete_groups(groups: ClassicGroupManager, consumer: ConsumerGroupManager, o
         else:
             error = E.NONE
             records += [OffsetCommitTombstone(group_id, topic, partition)
-                        for topic, partition in sorted(offsets.offsets.get(group_id, {}))]
+                        for topic, partition in offsets.partitions_with_offsets(group_id)]
             if group_id in consumer.groups:
                 records += consumer.delete_records(group)
             else:

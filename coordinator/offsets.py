@@ -141,6 +141,8 @@ class OffsetManager:
             group_offsets.pop((record.topic, record.partition), None)
             if not group_offsets:
                 self.offsets.pop(record.group, None)
+            for by_group in self.pending.values():     # a tombstone ends pending offsets too
+                by_group.get(record.group, {}).pop((record.topic, record.partition), None)
         else:
             self.classic.replay(record)     # a group tombstone written with its offsets'
 
@@ -152,11 +154,21 @@ class OffsetManager:
         if not marker.commit:
             return
         for group, partitions in pending.items():
+            if not partitions:
+                continue
             committed = self.offsets.setdefault(group, {})
             for tp, offset in partitions.items():
                 current = committed.get(tp)
                 if current is None or current.seq < offset.seq:
                     committed[tp] = offset
+
+    def partitions_with_offsets(self, group_id: str) -> list[tuple[str, int]]:
+        """Every partition with a committed or a pending transactional offset (what deleting
+        the group writes a tombstone for, as Kafka's deleteAllOffsets)."""
+        held = set(self.offsets.get(group_id, {}))
+        for by_group in self.pending.values():
+            held.update(by_group.get(group_id, {}))
+        return sorted(held)
 
     def has_pending(self, group_id: str, topic: str, partition: int) -> bool:
         return any((topic, partition) in by_group.get(group_id, ()) for by_group in self.pending.values())

@@ -146,3 +146,18 @@ def test_consumer_group_empty_admin_commit():
     h.hb("m1", 0, topics=["t"])
     h.hb("m1", -1)                               # leaves: the group is empty
     assert set(codes(txn_commit(h)).values()) == {NONE}
+
+
+def test_deleting_the_group_tombstones_pending_offsets_too():
+    from offsets_log.records import OffsetCommitTombstone
+    h = Harness(config())
+    commit(h, t=[(0, 10, "")])
+    txn_commit(h, offsets=((0, 42), (1, 43)))
+    before = len(h.persisted)
+    answer = h.replies[h.send(ApiKey.DELETE_GROUPS, 2, REQUESTS[ApiKey.DELETE_GROUPS].cls(groups_names=("g",)))]
+    assert answer.results[0].error_code == NONE
+    written = [decode(r) for r in h.persisted[before:]]
+    assert [w for w in written if isinstance(w, OffsetCommitTombstone)] == [
+        OffsetCommitTombstone("g", "t", 0), OffsetCommitTombstone("g", "t", 1)]
+    end(h, True)                                    # the commit finds nothing left to apply
+    assert "g" not in h.shard.offsets
