@@ -80,6 +80,8 @@ class CleaningJob:
     delete_retention_ms: int
     segment_bytes: int
     producer_last_offsets: dict[int, int]
+    #: the partition's aborted transactions: their records are removed (Kafka's cleaner too)
+    aborted: tuple = ()
 
     @property
     def name(self) -> str:
@@ -177,7 +179,7 @@ class LogCleaner:
         return CleaningJob(topic, partition, plog,
                            [s for s in sealed if s.base_offset < first_uncleanable], first_dirty,
                            first_uncleanable, ratio, now_ms, plog.delete_retention_ms,
-                           plog.segment_bytes, producers)
+                           plog.segment_bytes, producers, tuple(plog.transactions.aborted))
 
     # -- cleaning (a worker thread) --------------------------------------------------------
 
@@ -229,10 +231,11 @@ class LogCleaner:
                          job.name, len(offset_map), seg.base_offset)
                 return offset_map, seg.base_offset
             for header, raw in self._batches(seg):
-                if header.is_control or header.base_offset + header.last_offset_delta < job.first_dirty:
+                if header.is_control or header.base_offset + header.last_offset_delta < job.first_dirty \
+                        or _aborted(job, header):
                     continue
                 for record in records_of(raw)[1]:
-                    if record.key is not None and record.offset >= job.first_dirty:
+                    if record.key is not None and job.first_dirty <= record.offset < job.first_uncleanable:
                         offset_map[_digest(record.key)] = record.offset
         return offset_map, job.first_uncleanable
 
@@ -286,7 +289,8 @@ class LogCleaner:
         records = records_of(raw)[1]
         horizon = delete_horizon_of(header)
         keep_deletes = horizon is None or job.now_ms < horizon
-        kept = [r for r in records if _survives(r, offset_map, keep_deletes)]
+        kept = [] if _aborted(job, header) else \
+            [r for r in records if _survives(r, offset_map, keep_deletes)]
         result.records_in += len(records)
         result.records_out += len(kept)
         last_offset = header.base_offset + header.last_offset_delta
@@ -416,6 +420,13 @@ def _survives(record: Record, offset_map: dict[bytes, int], keep_deletes: bool) 
     if record.offset < offset_map.get(_digest(record.key), -1):
         return False
     return record.value is not None or keep_deletes
+
+
+def _aborted(job: CleaningJob, header: BatchHeader) -> bool:
+    """A transactional batch of a transaction that was aborted."""
+    return header.is_transactional and any(
+        a.producer_id == header.producer_id and a.first_offset <= header.base_offset <= a.last_offset
+        for a in job.aborted)
 
 
 def _digest(key: bytes) -> bytes:

@@ -339,3 +339,26 @@ def test_a_compacted_log_reopens_the_same_after_clean_and_unclean_shutdowns(stor
         assert records(again.partition("t", 0)) == expected
         assert again.partition("t", 0).high_watermark == 32
     again.close()
+
+
+def test_aborted_transactions_are_removed_and_open_ones_hold_the_cleaner(store):
+    """Kafka's cleaner drops the records of aborted transactions (never letting them replace
+    older values) and keeps every marker; it cleans nothing at or past the last stable offset."""
+    plog = compacted(store)
+    plog.append(keyed([(b"a", b"kept")]), 1_000)
+    txn = DefaultRecordBatchBuilder(2, 0, True, 7, 0, 0, 1 << 20)
+    txn.append(0, timestamp=1_000, key=b"a", value=b"aborted", headers=[])
+    plog.append(bytes(txn.build()), 1_000)
+    plog.write_marker(7, 0, False, 0, 1_000)
+    seal(plog)
+    clean(store, LogCleaner(store.data_dir))
+    rows = records(plog)
+    assert latest(rows)[b"a"][1] == b"kept" and b"aborted" not in [v for _, _, v, _ in rows]
+    assert any(h.is_control for h in headers_of(plog))                 # the marker stays
+    open_txn = DefaultRecordBatchBuilder(2, 0, True, 8, 0, 0, 1 << 20)
+    open_txn.append(0, timestamp=1_000, key=b"a", value=b"open", headers=[])
+    plog.append(bytes(open_txn.build()), 1_000)
+    stable = plog.last_stable_offset
+    seal(plog)
+    clean(store, LogCleaner(store.data_dir))
+    assert b"kept" in [v for o, _, v, _ in records(plog) if o < stable]  # not replaced: still open
