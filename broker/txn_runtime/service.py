@@ -12,9 +12,9 @@ state is written; we answer once the markers are written too (at most MARKERS_AW
 later), because the markers of one broker take microseconds and a producer that begins its
 next transaction at once would otherwise meet CONCURRENT_TRANSACTIONS and back off (a 25x
 slower loop in bench/transactions.py). The ``hold-markers`` fault answers first, as Kafka,
-to reproduce that window. A transaction found prepared
-but not completed when the logs load (a crash between EndTxn and its markers) has its markers
-written again, so it completes as Kafka's new coordinator completes it.
+to reproduce that window. A transaction found prepared but not completed when the logs load
+(a crash between EndTxn and its markers) has its markers written again, so it completes as
+Kafka's new coordinator completes it.
 """
 
 from __future__ import annotations
