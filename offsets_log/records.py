@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple, Sequence
 
+from protocol.control_records import control_key, marker_coordinator_epoch, marker_value
 from protocol.exceptions import DecodeError, EncodeError
 from protocol.messages.offsets_records import CONSUMER_GROUP_RECORDS as CG, RECORDS
 from protocol.payloads import decode_payload, encode_payload
@@ -100,7 +101,6 @@ class TransactionMarker:
 
 TypedRecord = (OffsetCommit | OffsetCommitTombstone | GroupMetadata | GroupMetadataTombstone
                | ConsumerGroupRecord | TransactionMarker)
-_CONTROL_KEY, _CONTROL_VALUE = struct.Struct(">hh"), struct.Struct(">hi")
 
 #: key version -> (key message, value message) of the consumer-group records
 CONSUMER_GROUP_KEYS = {
@@ -247,7 +247,7 @@ def encode_record(record: TypedRecord) -> Record:
             return written._replace(producer_id=record.producer_id, producer_epoch=record.producer_epoch)
         return written
     if isinstance(record, TransactionMarker):
-        return Record(_CONTROL_KEY.pack(0, int(record.commit)), _CONTROL_VALUE.pack(0, record.coordinator_epoch),
+        return Record(control_key(record.commit), marker_value(record.coordinator_epoch),
                       record.producer_id, record.producer_epoch, int(record.commit))
     if isinstance(record, OffsetCommitTombstone):
         return tombstone(offset_commit_key(record.group, record.topic, record.partition))
@@ -272,8 +272,10 @@ def _decode(msg, data: bytes, what: str):
 def decode(record: Record) -> TypedRecord:
     """The typed form of a log record, its producer and transaction marker included."""
     if record.control >= 0:
-        epoch = _CONTROL_VALUE.unpack_from(record.value)[1] if record.value and \
-            len(record.value) >= _CONTROL_VALUE.size else -1
+        try:
+            epoch = marker_coordinator_epoch(record.value)
+        except DecodeError:
+            epoch = -1
         return TransactionMarker(record.producer_id, record.producer_epoch, record.control == 1, epoch)
     typed = decode_record(record.key, record.value)
     if record.producer_id >= 0 and isinstance(typed, OffsetCommit):

@@ -1,7 +1,7 @@
 """The transaction coordinator's decisions (Kafka's TransactionCoordinator), without I/O.
 
-Every transactional id lives in the transaction-state partition ``abs(hash(id)) % 50``; the
-driver (broker/txn_runtime/) owns the logs of those partitions and the markers. Each request
+Every transactional id lives in the transaction-state partition ``abs(javaHashCode(id)) % 50``
+(coordinator.routing, as groups); the driver (broker/txn_runtime/) owns the logs of those partitions and the markers. Each request
 method returns a :class:`Decision`: an error, or a :class:`Transit` to write. The driver writes
 it to the id's partition log and calls :meth:`TransactionCoordinator.written` (or
 :meth:`failed`), then answers. Checks and error codes follow Kafka, in its order; only the
