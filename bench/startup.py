@@ -144,7 +144,8 @@ def start_once(tree: Path, data_dir: str, env: dict, log_path: str, probes: list
         match = LISTENING.match(line.strip())
         if match is None:
             raise RuntimeError(f"no listening line: {line!r} (log: {log_path})")
-        client = BlockingClient("127.0.0.1", int(match.group(2)), client_id="bench-startup",
+        port = int(match.group(1).split(",")[0].rpartition(":")[2])
+        client = BlockingClient("127.0.0.1", port, client_id="bench-startup",
                                 timeout=timeout)
         try:
             client.negotiate()

@@ -64,9 +64,10 @@ class BrokerConfig:
     host: str = "127.0.0.1"
     port: int = 9092
     data_dir: str = "./groupbroker-data"
-    node_id: int = 1
+    node_id: int = 1                           # a single node's id (a cluster's are 0..nodes-1)
+    nodes: int = 1                             # broker nodes in this process (groupbroker serve --nodes)
     cluster_id: str = "groupbroker-local"
-    rack: str | None = None                    # broker.rack, reported in Metadata and DescribeCluster
+    rack: str | None = None                    # broker.rack (in a cluster: a comma-separated list, one per node)
     advertised_host: str | None = None
     advertised_port: int | None = None
     socket_request_max_bytes: int = DEFAULT_MAX_FRAME
@@ -170,6 +171,8 @@ class BrokerConfig:
         except ValueError as e:
             raise ConfigError(str(e)) from None
         values.update({k: v for k, v in explicit.items() if v is not None})
+        if values.get("nodes", 1) < 1:
+            raise ConfigError(f"--nodes must be at least 1, got {values['nodes']}")
         return cls(**values, props=dict(props))
 
     @property
@@ -177,9 +180,13 @@ class BrokerConfig:
         return FlushPolicy(self.log_flush_interval_messages, self.log_flush_interval_ms,
                            self.log_flush_scheduler_interval_ms)
 
-    @property
-    def advertised(self) -> tuple[str, int]:
-        return self.advertised_host or self.host, self.advertised_port or self.port
+    def rack_of(self, index: int) -> str | None:
+        """The rack of the ``index``-th node: ``broker.rack`` itself, or its ``index``-th item if
+        it lists one per node."""
+        if self.rack is None or "," not in self.rack:
+            return self.rack
+        racks = [r.strip() for r in self.rack.split(",")]
+        return racks[index] if index < len(racks) else None
 
 
 def _advertised(value: str) -> dict:

@@ -1,4 +1,5 @@
-"""One shard's log: ``<data-dir>/__consumer_offsets-<N>/<20-digit base offset>.log`` segments.
+"""One shard's log: ``<data-dir>/__consumer_offsets-<N>/<20-digit base offset>.log`` segments
+(in a cluster of nodes, under the owning node's folder: ``<data-dir>/nodes/<id>/``).
 
 Synchronous and clock-free (callers pass ``now_ms``); the broker drives it from a worker
 thread. Recovery on open follows Kafka's ``LogLoader`` / ``LogSegment.recover``: drop
@@ -29,8 +30,28 @@ LEFTOVER_SUFFIXES = (".tmp", ".cleaned")
 DEFAULT_SEGMENT_BYTES = 104_857_600     # Kafka's offsets.topic.segment.bytes
 
 
+#: the folder of a cluster's nodes in a data dir, one subfolder per node id
+NODES_DIR = "nodes"
+
+
 def shard_dir(data_dir: str, shard: int) -> str:
     return os.path.join(data_dir, f"__consumer_offsets-{shard}")
+
+
+def node_dir(data_dir: str, node_id: int) -> str:
+    return os.path.join(data_dir, NODES_DIR, str(node_id))
+
+
+def homes(data_dir: str, fs: FS) -> list[str]:
+    """Where shard logs may live: the data dir, then each node's folder (by node id)."""
+    nodes = os.path.join(data_dir, NODES_DIR)
+    ids = sorted(int(n) for n in fs.listdir(nodes) if n.isdigit()) if fs.exists(nodes) else []
+    return [data_dir, *(node_dir(data_dir, n) for n in ids)]
+
+
+def locate_shard(data_dir: str, shard: int, fs: FS) -> str | None:
+    """The folder holding a shard's log, wherever it lives; None if it has none."""
+    return next((d for home in homes(data_dir, fs) if fs.exists(d := shard_dir(home, shard))), None)
 
 
 def segment_name(base_offset: int) -> str:

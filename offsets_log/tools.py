@@ -13,7 +13,7 @@ from typing import Callable, Iterator
 from .compaction import DEFAULT_DELETE_RETENTION_MS, CompactionResult, compact
 from .errors import RecordError
 from .fs import FS, RealFS
-from .log import Problem, ShardLog, segment_bases, segment_name, shard_dir, verify
+from .log import Problem, ShardLog, homes, locate_shard, segment_bases, segment_name, shard_dir, verify
 from .records import Record, TransactionMarker, TypedRecord, decode
 from .segment import Frame, scan
 
@@ -23,11 +23,17 @@ _SHARD_DIR = re.compile(r"__consumer_offsets-(\d+)\Z")
 
 
 def shards(data_dir: str, fs: FS, shard: int | None = None) -> list[int]:
-    """The shard numbers present under ``data_dir`` (or just ``shard``), ascending."""
+    """The shard numbers present under ``data_dir`` or its nodes' folders (or just ``shard``),
+    ascending."""
     if shard is not None:
         return [shard]
-    found = (_SHARD_DIR.match(name) for name in fs.listdir(data_dir))
-    return sorted(int(m.group(1)) for m in found if m)
+    found = (_SHARD_DIR.match(name) for home in homes(data_dir, fs) for name in fs.listdir(home))
+    return sorted({int(m.group(1)) for m in found if m})
+
+
+def _shard_dir(data_dir: str, shard: int, fs: FS) -> str:
+    """Where a shard's log lives (in a cluster, under its node's folder)."""
+    return locate_shard(data_dir, shard, fs) or shard_dir(data_dir, shard)
 
 
 def records(data_dir: str, shard: int, fs: FS | None = None) -> Iterator[tuple[Frame, TypedRecord | RecordError]]:
@@ -37,7 +43,7 @@ def records(data_dir: str, shard: int, fs: FS | None = None) -> Iterator[tuple[F
     commits come when its commit marker does (an aborted or still open one's never), so a
     reader sees the offsets a consumer could fetch."""
     fs = fs or RealFS()
-    directory = shard_dir(data_dir, shard)
+    directory = _shard_dir(data_dir, shard, fs)
     pending: dict[int, list] = {}
     for base in segment_bases(fs, directory):
         for f in scan(fs.read(os.path.join(directory, segment_name(base))))[0]:
@@ -64,7 +70,7 @@ def dump(data_dir: str, shard: int | None = None, fs: FS | None = None,
     ``describe`` writes it."""
     fs = fs or RealFS()
     for n in shards(data_dir, fs, shard):
-        directory = shard_dir(data_dir, n)
+        directory = _shard_dir(data_dir, n, fs)
         if verify(directory, fs):
             log.warning("%s has problems; dumping the valid prefix only", directory)
         for f, typed in records(data_dir, n, fs):
@@ -77,7 +83,7 @@ def verify_all(data_dir: str, shard: int | None = None,
                fs: FS | None = None) -> list[tuple[int, Problem]]:
     """(shard, problem) for every problem found; empty means the data dir is sound."""
     fs = fs or RealFS()
-    return [(n, p) for n in shards(data_dir, fs, shard) for p in verify(shard_dir(data_dir, n), fs)]
+    return [(n, p) for n in shards(data_dir, fs, shard) for p in verify(_shard_dir(data_dir, n, fs), fs)]
 
 
 def compact_all(data_dir: str, now_ms: int, shard: int | None = None, fs: FS | None = None,
@@ -87,7 +93,7 @@ def compact_all(data_dir: str, now_ms: int, shard: int | None = None, fs: FS | N
     fs = fs or RealFS()
     out = {}
     for n in shards(data_dir, fs, shard):
-        shard_log = ShardLog(shard_dir(data_dir, n), fs)
+        shard_log = ShardLog(_shard_dir(data_dir, n, fs), fs)
         out[n] = compact(shard_log, now_ms, delete_retention_ms)
         shard_log.close()
     return out

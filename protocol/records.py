@@ -94,9 +94,14 @@ def check_crc(data, header: BatchHeader) -> None:
         raise DecodeError(f"record batch CRC mismatch at byte {start}", field="records")
 
 
-def with_base_offset(batch, base_offset: int) -> bytes:
-    """A copy of one batch with its base offset set (the CRC stays valid)."""
-    return struct.pack(">q", base_offset) + bytes(memoryview(batch)[8:])
+def with_base_offset(batch, base_offset: int, leader_epoch: int | None = None) -> bytes:
+    """A copy of one batch with its base offset (and partition leader epoch, if given) set:
+    neither is covered by the CRC, which stays valid."""
+    view = memoryview(batch)
+    if leader_epoch is None:
+        return struct.pack(">q", base_offset) + bytes(view[8:])
+    return struct.pack(">q", base_offset) + bytes(view[8:_LENGTH_END]) + struct.pack(">i", leader_epoch) \
+        + bytes(view[_LENGTH_END + 4:])
 
 
 def batch_crc(batch) -> int:

@@ -11,6 +11,9 @@ def add_parser(commands) -> None:
     serve.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port to listen on; 0 picks a free one (default 9092)")
     serve.add_argument("--data-dir", help="where logs live (default ./groupbroker-data)")
+    serve.add_argument("--nodes", type=int, help="broker nodes to run in this process: node ids "
+                       "0..N-1 on ports P..P+N-1 (free ones with --port 0), each coordinating and "
+                       "leading its share (default 1)")
     serve.add_argument("--config", help="a server.properties file (Kafka's config names)")
     serve.add_argument("--admin-port", type=int, help="serve the fault-injection admin endpoint "
                        "(groupbroker faults) on this port of 127.0.0.1; 0 picks a free one (logged)")
@@ -29,18 +32,22 @@ def run(args) -> int:
                 props.update(parse_properties(f.read()))
         props.update(parse_properties("\n".join(args.overrides)))
         config = BrokerConfig.build(props, host=args.host, port=args.port, data_dir=args.data_dir,
-                                     admin_port=args.admin_port)
+                                     admin_port=args.admin_port, nodes=args.nodes)
     except (OSError, ConfigError) as e:
         logging.getLogger("groupbroker").error("bad configuration: %s", e)
         return 2
     held = HeldSignals()
-    try:
-        sockets = bind(config.host, config.port)
-    except OSError as e:
-        logging.getLogger("groupbroker").error("cannot listen on %s:%s: %s", config.host, config.port, e)
-        return 1
-    # The port accepts from here on; the server (imported only now) takes the sockets over.
-    sys.stdout.write(f"groupbroker listening on {config.host}:{sockets[0].getsockname()[1]}\n")
+    sockets = []                      # each node's
+    for i in range(config.nodes):
+        port = config.port + i if config.port else 0
+        try:
+            sockets.append(bind(config.host, port))
+        except OSError as e:
+            logging.getLogger("groupbroker").error("cannot listen on %s:%s: %s", config.host, port, e)
+            return 1
+    # The ports accept from here on; the server (imported only now) takes the sockets over.
+    addresses = ",".join(f"{config.host}:{node[0].getsockname()[1]}" for node in sockets)
+    sys.stdout.write(f"groupbroker listening on {addresses}\n")
     sys.stdout.flush()
     from broker.server.run import run_until_signalled
     return run_until_signalled(config, sockets, held)

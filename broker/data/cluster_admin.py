@@ -1,7 +1,7 @@
-"""DescribeCluster, DescribeLogDirs and ElectLeaders, answered as a single-node Kafka 4 answers them.
+"""DescribeCluster, DescribeLogDirs and ElectLeaders, answered as a Kafka 4 cluster answers them.
 
-This broker is the whole cluster: the one live broker, the controller clients are told of
-(Kafka names a random live broker in KRaft mode), the preferred leader of every partition.
+The cluster is this process's nodes: the live ones, the controller clients are told of (Kafka
+names a random live broker in KRaft mode; we name the lowest), each partition's leader.
 With no authorizer, Kafka grants every operation a resource supports.
 """
 
@@ -14,6 +14,7 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages import RESPONSES
 
+from broker.cluster.topology import Topology
 from broker.config import BrokerConfig
 from broker.data.errors import Refused, error_message
 from broker.data.topics import TopicStore, UnknownTopicOrPartition
@@ -34,8 +35,8 @@ ELECTION_NOT_NEEDED = "Leader election not needed for topic partition."
 
 
 class ClusterAdmin:
-    def __init__(self, store: TopicStore, config: BrokerConfig, advertised: tuple[str, int]):
-        self.store, self.config, self.advertised = store, config, advertised
+    def __init__(self, store: TopicStore, config: BrokerConfig, topology: Topology):
+        self.store, self.config, self.topology = store, config, topology
 
     # --- DescribeCluster (KafkaApis.handleDescribeCluster, AuthHelper) ------------------------
     async def describe_cluster(self, ctx, req):
@@ -47,15 +48,14 @@ class ClusterAdmin:
             return DescribeCluster(error_code=E.INVALID_REQUEST if ctx.version == 0 else E.MISMATCHED_ENDPOINT_TYPE,
                                    error_message="The request was sent to an endpoint of type BROKER, "
                                                  "but we wanted an endpoint of type CONTROLLER")
-        host, port = self.advertised
-        node = self.config.node_id
-        broker = DescribeCluster.DescribeClusterBroker(broker_id=node, host=host, port=port,
-                                                        rack=self.config.rack, is_fenced=False)
+        brokers = tuple(DescribeCluster.DescribeClusterBroker(broker_id=n.node_id, host=n.host, port=n.port,
+                                                              rack=n.rack, is_fenced=False)
+                        for n in self.topology.live_nodes())
         operations = {"cluster_authorized_operations": CLUSTER_OPERATIONS} \
             if req.include_cluster_authorized_operations else {}      # else the schema's "not asked"
         return DescribeCluster(error_code=E.NONE, endpoint_type=BROKER_ENDPOINT,
-                               cluster_id=self.config.cluster_id, controller_id=node,
-                               brokers=(broker,), **operations)
+                               cluster_id=self.config.cluster_id, controller_id=self.topology.controller(),
+                               brokers=brokers, **operations)
 
     # --- DescribeLogDirs (KafkaApis.handleDescribeLogDirsRequest, ReplicaManager) ---------------
     async def describe_log_dirs(self, ctx, req):

@@ -76,8 +76,8 @@ _GROUP_CONFIGS = (("consumer.heartbeat.interval.ms", "group.consumer.heartbeat.i
 
 
 class ConfigApis:
-    def __init__(self, store: TopicStore, config: BrokerConfig):
-        self.store, self.config = store, config
+    def __init__(self, store: TopicStore, config: BrokerConfig, node_ids: list[int]):
+        self.store, self.config, self.node_ids = store, config, node_ids
         self.props = config.props
         self._altering = trio.Lock()
         self.dynamic = DynamicConfigs(os.path.join(config.data_dir, DYNAMIC_FILE))
@@ -141,7 +141,7 @@ class ConfigApis:
         for d in topic_configs.CONFIGS.values():
             for synonym in d.synonyms:
                 settings[synonym] = (topic_configs.broker_default(synonym), False, d.type)
-        node = str(self.config.node_id)
+        node = str(int(name))
         settings.update({"node.id": (node, True, 3), "broker.id": (node, True, 3)})
         rows = []
         for n, (default, read_only, type_) in settings.items():
@@ -176,8 +176,9 @@ class ConfigApis:
             broker = int(name)
         except ValueError:
             raise _Failed(E.INVALID_REQUEST, f"Broker id must be an integer, but it is: {name}") from None
-        if broker != self.config.node_id:
-            raise _Failed(E.INVALID_REQUEST, f"Unexpected broker id, expected {self.config.node_id} "
+        if broker not in self.node_ids:
+            expected = " or ".join(map(str, self.node_ids))
+            raise _Failed(E.INVALID_REQUEST, f"Unexpected broker id, expected {expected} "
                                              f"{or_empty}but received {name}")
 
     # --- AlterConfigs / IncrementalAlterConfigs --------------------------------------------------

@@ -94,6 +94,14 @@ def _delete_records(version, body, error, message):
         for p in t.partitions)) for t in body.topics))
 
 
+def _offset_for_leader_epoch(version, body, error, message):
+    answer = RESPONSES[ApiKey.OFFSET_FOR_LEADER_EPOCH].cls
+    topic = answer.OffsetForLeaderTopicResult
+    return answer(topics=tuple(topic(topic=t.topic, partitions=tuple(
+        topic.EpochEndOffset(error_code=error, partition=p.partition) for p in t.partitions))
+        for t in body.topics))
+
+
 def _elect_leaders(version, body, error, message):
     topic = ElectLeaders.ReplicaElectionResult
     part = topic.PartitionResult
@@ -124,6 +132,7 @@ def _altered(answer):
 _ADMIN_ANSWERS = {
     ApiKey.CREATE_PARTITIONS: _create_partitions,
     ApiKey.DELETE_RECORDS: _delete_records,
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: _offset_for_leader_epoch,
     ApiKey.ELECT_LEADERS: _elect_leaders,
     ApiKey.DESCRIBE_CLUSTER: lambda version, body, error, message: DescribeCluster(
         error_code=error, error_message=message),

@@ -24,6 +24,7 @@ from protocol.records import BatchHeader, read_batches
 from protocol.exceptions import DecodeError
 from protocol.wire import ZERO_UUID
 
+from broker.cluster.topology import NO_LEADER, Topology
 from broker.data.cluster_admin import CLUSTER_OPERATIONS, ClusterAdmin
 from broker.config import BrokerConfig
 from broker.data.config_apis import ConfigApis
@@ -31,7 +32,7 @@ from broker.data.errors import EXCESSIVE_BATCH, MAX_RECORDS_PER_USER_OP, answeri
 from broker.data.errors import Refused as _Refused
 from broker.data.parked_fetches import ParkedFetches
 from broker.data.topic_admin import TopicAdmin
-from broker.data.topics import (TopicAlreadyExists, TopicsError, TopicStore, UnknownTopicId,
+from broker.data.topics import (NotLeader, TopicAlreadyExists, TopicsError, TopicStore, UnknownTopicId,
                                 UnknownTopicOrPartition)
 from broker.data.topics import configs as topic_configs
 from broker.data.topics.compaction import LogCleaner
@@ -52,26 +53,30 @@ ListOffsets = RESPONSES[ApiKey.LIST_OFFSETS].cls
 CreateTopics = RESPONSES[ApiKey.CREATE_TOPICS].cls
 DeleteTopics = RESPONSES[ApiKey.DELETE_TOPICS].cls
 DescribeProducers = RESPONSES[ApiKey.DESCRIBE_PRODUCERS].cls
+OffsetForLeaderEpoch = RESPONSES[ApiKey.OFFSET_FOR_LEADER_EPOCH].cls
+UNDEFINED_EPOCH = -1
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
 class DataPlane:
-    def __init__(self, config: BrokerConfig, advertised: tuple[str, int],
+    def __init__(self, config: BrokerConfig, topology: Topology,
                  on_topics_deleted: Callable[[set[str]], None] = lambda names: None):
-        self.config, self.advertised = config, advertised
+        self.config, self.topology = config, topology
         self.on_topics_deleted = on_topics_deleted
         self.store = TopicStore(config.data_dir, num_partitions=config.num_partitions,
                                 auto_create=config.auto_create_topics_enable, broker_props=config.props)
         self.cleaner = LogCleaner(config.data_dir)
         self.parked = ParkedFetches()
-        topic_admin, cluster_admin = TopicAdmin(self.store, config), ClusterAdmin(self.store, config, advertised)
-        self.config_apis = config_apis = ConfigApis(self.store, config)
+        topic_admin = TopicAdmin(self.store, config, topology.node_ids, self.led)
+        cluster_admin = ClusterAdmin(self.store, config, topology)
+        self.config_apis = config_apis = ConfigApis(self.store, config, topology.node_ids)
         handlers = {ApiKey.METADATA: self.metadata, ApiKey.PRODUCE: self.produce,
                     ApiKey.FETCH: self.fetch, ApiKey.LIST_OFFSETS: self.list_offsets,
                     ApiKey.CREATE_TOPICS: self.create_topics,
                     ApiKey.DELETE_TOPICS: self.delete_topics,
                     ApiKey.DESCRIBE_PRODUCERS: self.describe_producers,
+                    ApiKey.OFFSET_FOR_LEADER_EPOCH: self.offset_for_leader_epoch,
                     ApiKey.CREATE_PARTITIONS: topic_admin.create_partitions,
                     ApiKey.DELETE_RECORDS: topic_admin.delete_records,
                     ApiKey.DESCRIBE_CLUSTER: cluster_admin.describe_cluster,
@@ -84,6 +89,26 @@ class DataPlane:
         #: (transactional id, producer id, epoch, topic, partition) -> ErrorCode: the transaction
         #: coordinator's check of a transactional produce (set by the broker)
         self.verify_transaction: Callable | None = None
+        #: (topic, partition) -> [(leader epoch, its start offset)] after epoch 0 (from offset 0):
+        #: Kafka's leader-epoch cache, one entry each time a node becomes leader
+        self.epoch_starts: dict[tuple[str, int], list[tuple[int, int]]] = {}
+
+    def led(self, ctx, topic: str, partition: int):
+        """The partition's log, if the node asked leads it: Kafka's UNKNOWN_TOPIC_OR_PARTITION
+        first, then NOT_LEADER_OR_FOLLOWER from any other node (in a cluster)."""
+        log_ = self.store.partition(topic, partition)
+        if not self.topology.single and self.topology.leader(topic, partition) != ctx.node_id:
+            raise NotLeader(f"node {ctx.node_id} does not lead {topic}-{partition}")
+        return log_
+
+    def _leader_hint(self, topic: str, partition: int, endpoints: dict) -> dict:
+        """KIP-951: the partition's current leader for a NOT_LEADER_OR_FOLLOWER answer, its
+        endpoint added to ``endpoints`` (node id -> NodeEndpoint fields)."""
+        lead = self.topology.of(topic, partition)
+        if lead.leader != NO_LEADER:
+            node = self.topology.nodes[lead.leader]
+            endpoints[node.node_id] = dict(node_id=node.node_id, host=node.host, port=node.port, rack=node.rack)
+        return dict(leader_id=lead.leader, leader_epoch=lead.epoch)
 
     def has_partition(self, topic: str, partition: int) -> bool:
         try:
@@ -100,8 +125,6 @@ class DataPlane:
     # --- Metadata --------------------------------------------------------------------------
     async def metadata(self, ctx, req):
         v = ctx.version
-        node = self.config.node_id
-        host, port = self.advertised
         wanted = req.topics
         if v < 12 and wanted and any(t.name is None or t.topic_id != ZERO_UUID for t in wanted):
             # Kafka's handleTopicMetadataRequest: topic ids (and so null names) only from v12 on
@@ -117,9 +140,10 @@ class DataPlane:
         # v8-10 may ask for the cluster's operations too (librdkafka's describe_cluster does)
         cluster = {"cluster_authorized_operations": CLUSTER_OPERATIONS} \
             if 8 <= v <= 10 and req.include_cluster_authorized_operations else {}
-        broker = Metadata.MetadataResponseBroker(node_id=node, host=host, port=port, rack=self.config.rack)
-        return Metadata(brokers=(broker,), cluster_id=self.config.cluster_id, controller_id=node,
-                        topics=tuple(topics), **cluster)
+        brokers = tuple(Metadata.MetadataResponseBroker(node_id=n.node_id, host=n.host, port=n.port, rack=n.rack)
+                        for n in self.topology.live_nodes())
+        return Metadata(brokers=brokers, cluster_id=self.config.cluster_id,
+                        controller_id=self.topology.controller(), topics=tuple(topics), **cluster)
 
     async def _lookup(self, wanted, allow_create: bool):
         T = Metadata.MetadataResponseTopic
@@ -144,11 +168,16 @@ class DataPlane:
 
     def _topic_metadata(self, topic, error):
         T = Metadata.MetadataResponseTopic
-        node = self.config.node_id
-        parts = tuple(T.MetadataResponsePartition(error_code=E.NONE, partition_index=p, leader_id=node,
-                                                  leader_epoch=0, replica_nodes=(node,), isr_nodes=(node,))
-                      for p in range(len(topic.partitions)))
+        parts = tuple(self._partition_metadata(topic.name, p) for p in range(len(topic.partitions)))
         return T(error_code=error, name=topic.name, topic_id=topic.topic_id, partitions=parts)
+
+    def _partition_metadata(self, topic: str, p: int):
+        """A partition's leader, epoch, replicas and in-sync replicas; a partition whose replicas
+        are all stopped has no leader: LEADER_NOT_AVAILABLE, as Kafka answers."""
+        lead, isr = self.topology.of(topic, p), self.topology.isr(topic, p)
+        return Metadata.MetadataResponseTopic.MetadataResponsePartition(
+            error_code=E.NONE if lead.leader != NO_LEADER else E.LEADER_NOT_AVAILABLE, partition_index=p,
+            leader_id=lead.leader, leader_epoch=lead.epoch, replica_nodes=lead.replicas, isr_nodes=isr)
 
     # --- Produce -----------------------------------------------------------------------------
     async def produce(self, ctx, req):
@@ -156,11 +185,12 @@ class DataPlane:
         topic_cls = Produce.TopicProduceResponse
         part_cls = topic_cls.PartitionProduceResponse
         responses = []
+        endpoints: dict = {}
         for t in req.topic_data:
             parts = []
             for p in t.partition_data:
                 try:
-                    log_ = self.store.partition(t.name, p.index)
+                    log_ = self.led(ctx, t.name, p.index)
                     records = bytes(p.records or b"")    # null records: an empty set
                     batches = _one_batch(records)
                     if batches[0].is_transactional:
@@ -173,12 +203,15 @@ class DataPlane:
                 except (TopicsError, _Refused) as e:
                     errors = tuple(part_cls.BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
                                    for i, m in getattr(e, "record_errors", ()))
+                    hint = {"current_leader": part_cls.LeaderIdAndEpoch(**self._leader_hint(
+                        t.name, p.index, endpoints))} if isinstance(e, NotLeader) and ctx.version >= 10 else {}
                     parts.append(part_cls(index=p.index, error_code=e.error_code, base_offset=-1,
-                                          error_message=error_message(e), record_errors=errors))
+                                          error_message=error_message(e), record_errors=errors, **hint))
             responses.append(topic_cls(name=t.name, partition_responses=tuple(parts)))
         if req.acks == 0:
             return None
-        return Produce(responses=tuple(responses))
+        return Produce(responses=tuple(responses), node_endpoints=tuple(
+            Produce.NodeEndpoint(**fields) for fields in endpoints.values()))
 
     def _verify(self, transactional_id: str | None, batch, topic: str, partition: int) -> None:
         """Kafka's produce-side transaction verification: the partition must be in the
@@ -208,7 +241,7 @@ class DataPlane:
         answer when enough is there, a partition failed or there is nothing known to wait on."""
         max_bytes = min(req.max_bytes, self.config.fetch_max_bytes)
         min_bytes = min(req.min_bytes, max_bytes)
-        read = self._read(ctx.version, req, max_bytes)
+        read = self._read(ctx, req, max_bytes)
         wait_ms = self._wait_ms(req.max_wait_ms)
         if wait_ms <= 0 or read.size >= min_bytes or read.failed or not read.partitions:
             return read.response
@@ -220,12 +253,12 @@ class DataPlane:
                         watching.start_soon(_cancel_when_done, ctx.until_closed, watching.cancel_scope)
                     while True:
                         await waiter.wait()
-                        read = self._read(ctx.version, req, max_bytes)
+                        read = self._read(ctx, req, max_bytes)
                         if read.size >= min_bytes or read.failed:
                             break
                     watching.cancel_scope.cancel()
             if waiter.woken:                    # records arrived as the wait ran out
-                read = self._read(ctx.version, req, max_bytes)
+                read = self._read(ctx, req, max_bytes)
         return read.response
 
     def _wait_ms(self, asked_ms: int) -> int:
@@ -235,9 +268,13 @@ class DataPlane:
         idle_ms = self.config.connections_max_idle_ms
         return min(asked_ms, idle_ms) if idle_ms >= 0 else asked_ms
 
-    def _read(self, v: int, req, max_bytes: int) -> _Read:
+    def _read(self, ctx, req, max_bytes: int) -> _Read:
         """One pass over the partitions (ReplicaManager.readFromLog): each gets what is left of
-        ``max_bytes`` up to its own partition_max_bytes; the first non-empty one may exceed both."""
+        ``max_bytes`` up to its own partition_max_bytes; the first non-empty one may exceed both.
+        A partition another node leads answers NOT_LEADER_OR_FOLLOWER (and, v16+, its leader)
+        at once, as Kafka answers any partition error."""
+        v = ctx.version
+        endpoints: dict = {}
         topic_cls = Fetch.FetchableTopicResponse
         part_cls = topic_cls.PartitionData
         budget = max_bytes
@@ -258,7 +295,7 @@ class DataPlane:
                 try:
                     if name is None:
                         raise UnknownTopicId(f"unknown topic id {t.topic_id}")
-                    log_ = self.store.partition(name, p.partition)
+                    log_ = self.led(ctx, name, p.partition)
                     known.append((name, p.partition))
                     stable = log_.last_stable_offset
                     records = log_.read(p.fetch_offset, max(0, min(p.partition_max_bytes, budget)),
@@ -273,13 +310,17 @@ class DataPlane:
                                           aborted_transactions=_aborted(log_, p.fetch_offset, records)
                                           if committed else None))
                 except TopicsError as e:          # e.g. OFFSET_OUT_OF_RANGE still reports the bounds
-                    failed = failed or log_ is not None      # unknown partitions are no read failure
+                    not_leader = isinstance(e, NotLeader)
+                    failed = failed or log_ is not None or not_leader   # unknown ones are no read failure
+                    hint = {"current_leader": part_cls.LeaderIdAndEpoch(**self._leader_hint(
+                        name, p.partition, endpoints))} if not_leader and v >= 16 else {}
                     parts.append(part_cls(partition_index=p.partition, error_code=e.error_code,
                                           high_watermark=log_.high_watermark if log_ else -1,
                                           log_start_offset=log_.log_start_offset if log_ else -1,
-                                          records=b""))
+                                          records=b"", **hint))
             out.append(topic_cls(topic=t.topic, topic_id=t.topic_id, partitions=tuple(parts)))
-        return _Read(Fetch(error_code=E.NONE, session_id=0, responses=tuple(out)), total, known, failed)
+        return _Read(Fetch(error_code=E.NONE, session_id=0, responses=tuple(out), node_endpoints=tuple(
+            Fetch.NodeEndpoint(**fields) for fields in endpoints.values())), total, known, failed)
 
     # --- ListOffsets -------------------------------------------------------------------------
     async def list_offsets(self, ctx, req):
@@ -290,7 +331,7 @@ class DataPlane:
             parts = []
             for p in t.partitions:
                 try:
-                    log_ = self.store.partition(t.name, p.partition_index)
+                    log_ = self.led(ctx, t.name, p.partition_index)
                     if p.timestamp == LATEST:
                         offset = log_.last_stable_offset if req.isolation_level == READ_COMMITTED \
                             else log_.high_watermark
@@ -303,8 +344,8 @@ class DataPlane:
                         offset, ts = log_.offset_for_timestamp(p.timestamp)
                     # LeaderEpoch exists from v4 on; v1-3 (kafka-python 2.0.2) keep the default.
                     parts.append(part_cls(partition_index=p.partition_index, error_code=E.NONE,
-                                          timestamp=ts, offset=offset,
-                                          leader_epoch=0 if ctx.version >= 4 else -1))
+                                          timestamp=ts, offset=offset, leader_epoch=self.topology.of(
+                                              t.name, p.partition_index).epoch if ctx.version >= 4 else -1))
                 except TopicsError as e:
                     parts.append(part_cls(partition_index=p.partition_index, error_code=e.error_code))
             topics.append(topic_cls(name=t.name, partitions=tuple(parts)))
@@ -359,13 +400,17 @@ class DataPlane:
     def _partitions_to_create(self, t) -> int:
         """The partition count a CreateTopics entry asks for; _Refused for what one broker cannot do."""
         partitions = t.num_partitions
+        nodes = self.topology.live
         if t.assignments:
-            if any(tuple(a.broker_ids) != (self.config.node_id,) for a in t.assignments):
+            if self.topology.single and any(tuple(a.broker_ids) != tuple(nodes) for a in t.assignments):
                 raise _Refused(E.INVALID_REPLICA_ASSIGNMENT, "this cluster has one broker")
+            unknown = {n for a in t.assignments for n in a.broker_ids} - set(self.topology.node_ids)
+            if unknown:
+                raise _Refused(E.INVALID_REPLICA_ASSIGNMENT, f"Unknown broker id(s) {sorted(unknown)}")
             partitions = len(t.assignments)
-        if t.replication_factor not in (-1, 1):
+        if t.replication_factor > len(nodes) or t.replication_factor == 0 or t.replication_factor < -1:
             raise _Refused(E.INVALID_REPLICATION_FACTOR, f"Replication factor: "
-                           f"{t.replication_factor} larger than available brokers: 1.")
+                           f"{t.replication_factor} larger than available brokers: {len(nodes)}.")
         return partitions
 
     async def delete_topics(self, ctx, req):
@@ -400,7 +445,7 @@ class DataPlane:
             parts = []
             for p in t.partition_indexes:
                 try:
-                    log_ = self.store.partition(t.name, p)
+                    log_ = self.led(ctx, t.name, p)
                 except TopicsError as e:
                     parts.append(part_cls(partition_index=p, error_code=e.error_code))
                     continue
@@ -413,6 +458,53 @@ class DataPlane:
                     for pid, entry in log_.producers.entries())))
             topics.append(topic_cls(name=t.name, partitions=tuple(parts)))
         return DescribeProducers(topics=tuple(topics))
+
+    # --- leader changes (in a cluster) ---------------------------------------------------------
+    def leader_changed(self, topic: str, partition: int) -> None:
+        """A new leader epoch starts at the partition's log end; fetches parked on it wake (and
+        are answered NOT_LEADER_OR_FOLLOWER where it no longer leads)."""
+        try:
+            log_ = self.store.partition(topic, partition)
+        except TopicsError:
+            return
+        log_.leader_epoch = epoch = self.topology.of(topic, partition).epoch
+        self.epoch_starts.setdefault((topic, partition), []).append((epoch, log_.high_watermark))
+        self.parked.appended(topic, partition)
+
+    async def offset_for_leader_epoch(self, ctx, req):
+        """Kafka's Partition.lastOffsetForLeaderEpoch for a consumer: the leader alone answers,
+        after checking the client's current epoch (FENCED_LEADER_EPOCH if older, UNKNOWN_LEADER_EPOCH
+        if newer); then LeaderEpochFileCache.endOffsetFor: the asked epoch's end (the start of
+        the next one), the log end for the current epoch, undefined past it."""
+        topic_cls = OffsetForLeaderEpoch.OffsetForLeaderTopicResult
+        part_cls = topic_cls.EpochEndOffset
+        topics = []
+        for t in req.topics:
+            parts = []
+            for p in t.partitions:
+                try:
+                    log_ = self.led(ctx, t.topic, p.partition)
+                except TopicsError as e:
+                    parts.append(part_cls(error_code=e.error_code, partition=p.partition))
+                    continue
+                current = self.topology.of(t.topic, p.partition).epoch
+                if p.current_leader_epoch != -1 and p.current_leader_epoch != current:
+                    error = E.FENCED_LEADER_EPOCH if p.current_leader_epoch < current else E.UNKNOWN_LEADER_EPOCH
+                    parts.append(part_cls(error_code=error, partition=p.partition))
+                    continue
+                epoch, end = self._epoch_end(t.topic, p.partition, p.leader_epoch, current, log_.high_watermark)
+                parts.append(part_cls(error_code=E.NONE, partition=p.partition, leader_epoch=epoch, end_offset=end))
+            topics.append(topic_cls(topic=t.topic, partitions=tuple(parts)))
+        return OffsetForLeaderEpoch(topics=tuple(topics))
+
+    def _epoch_end(self, topic: str, partition: int, asked: int, current: int, log_end: int) -> tuple[int, int]:
+        if asked == UNDEFINED_EPOCH or asked > current:
+            return UNDEFINED_EPOCH, -1
+        if asked == current:
+            return current, log_end
+        epochs = [(0, 0), *self.epoch_starts.get((topic, partition), ())]
+        floor = max((e for e, _ in epochs if e <= asked), default=asked)
+        return floor, min(start for e, start in epochs if e > asked)
 
     # --- housekeeping ------------------------------------------------------------------------
     async def retention_loop(self, interval_s: float = 300.0) -> None:

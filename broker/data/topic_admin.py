@@ -33,8 +33,9 @@ OFFSETS_TOPIC = "__consumer_offsets"
 
 
 class TopicAdmin:
-    def __init__(self, store: TopicStore, config: BrokerConfig):
-        self.store, self.config = store, config
+    def __init__(self, store: TopicStore, config: BrokerConfig, node_ids: list[int], led):
+        """``led(ctx, topic, partition)``: the partition's log if the node asked leads it."""
+        self.store, self.config, self.node_ids, self.led = store, config, node_ids, led
         self._growing = trio.Lock()
         self._deleting = trio.Lock()
 
@@ -87,14 +88,14 @@ class TopicAdmin:
         return added
 
     def _check_assignment(self, brokers: list[int]) -> None:
-        """ReplicationControlManager.validateManualPartitionAssignment for a one-broker cluster
-        (whose replication factor check then always passes: one broker, named once)."""
+        """ReplicationControlManager.validateManualPartitionAssignment (placement stays ours:
+        partitions are striped over the nodes whatever the assignment names)."""
         if not brokers:
             raise Refused(E.INVALID_REPLICA_ASSIGNMENT,
                           "The manual partition assignment includes an empty replica list.")
         previous = None
         for broker in sorted(brokers):
-            if broker != self.config.node_id:
+            if broker not in self.node_ids:
                 raise Refused(E.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment includes "
                               f"broker {broker}, but no such broker is registered.")
             if broker == previous:
@@ -118,7 +119,7 @@ class TopicAdmin:
                 parts = []
                 for partition, offset in offsets.items():
                     try:
-                        low = await self._delete_before(name, partition, offset)
+                        low = await self._delete_before(ctx, name, partition, offset)
                         parts.append(part_cls(partition_index=partition, low_watermark=low, error_code=E.NONE))
                     except (TopicsError, Refused) as e:
                         log.debug("DeleteRecords on %s-%d: %s", name, partition, e)
@@ -127,12 +128,12 @@ class TopicAdmin:
                 topics.append(topic_cls(name=name, partitions=tuple(parts)))
         return DeleteRecords(topics=tuple(topics))
 
-    async def _delete_before(self, name: str, partition: int, offset: int) -> int:
+    async def _delete_before(self, ctx, name: str, partition: int, offset: int) -> int:
         """Partition.deleteRecordsOnLeader: -1 means the high watermark; the answer is the new
         low watermark (the log start offset)."""
         if name == OFFSETS_TOPIC and 0 <= partition < self.config.coordinator.offsets_topic_num_partitions:
             raise Refused(E.INVALID_TOPIC_EXCEPTION, f"Cannot delete records of internal topic {name}")
-        plog = self.store.partition(name, partition)
+        plog = self.led(ctx, name, partition)
         target = plog.high_watermark if offset == HIGH_WATERMARK else offset
         if target < 0:
             raise Refused(E.OFFSET_OUT_OF_RANGE, f"The offset {target} for partition {name}-{partition} "

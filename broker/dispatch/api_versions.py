@@ -22,7 +22,7 @@ SERVED_APIS = frozenset({
     ApiKey.API_VERSIONS,
     # the data plane (broker/data/plane.py)
     ApiKey.METADATA, ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.LIST_OFFSETS, ApiKey.CREATE_TOPICS,
-    ApiKey.DELETE_TOPICS, ApiKey.DESCRIBE_PRODUCERS,
+    ApiKey.DELETE_TOPICS, ApiKey.DESCRIBE_PRODUCERS, ApiKey.OFFSET_FOR_LEADER_EPOCH,
     # topic and cluster admin (broker/data/topic_admin.py, cluster_admin.py)
     ApiKey.CREATE_PARTITIONS, ApiKey.DELETE_RECORDS, ApiKey.DESCRIBE_CLUSTER,
     ApiKey.DESCRIBE_LOG_DIRS, ApiKey.ELECT_LEADERS,

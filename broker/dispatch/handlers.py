@@ -11,6 +11,7 @@ from protocol.api_keys import ApiKey
 from protocol.registry import API_TABLE
 
 from broker.dispatch.api_versions import SERVED_APIS, api_versions_answer
+from broker.cluster.topology import Topology
 from broker.config import BrokerConfig
 from broker.data.plane import DataPlane
 from broker.faults.rules import ConnectionDropped, Faults, error_answer
@@ -28,13 +29,14 @@ class Call:
     barriers: list = field(default_factory=list)
     #: returns once the client has hung up (a parked request may then give up); None: never
     until_closed: Callable[[], Awaitable[None]] | None = None
+    #: the node the request came to (in a cluster, only some partitions and groups are its)
+    node_id: int = -1
 
 
 class Handlers:
-    def __init__(self, config: BrokerConfig, advertised: tuple[str, int], on_topics_deleted,
-                 faults: Faults):
-        self.config, self.advertised, self.faults = config, advertised, faults
-        self.data = DataPlane(config, advertised, on_topics_deleted)
+    def __init__(self, config: BrokerConfig, topology: Topology, on_topics_deleted, faults: Faults):
+        self.config, self.faults = config, faults
+        self.data = DataPlane(config, topology, on_topics_deleted)
         self.routes = {ApiKey.API_VERSIONS: self._api_versions, **self.data.routes}
         self._groups: GroupRouter | None = None
         self._served = self._versions()

@@ -19,6 +19,8 @@ from coordinator import interventions
 from coordinator.routing import shard_for
 from protocol.errors import ErrorCode
 
+from broker.cluster.moves import ClusterMoves
+from broker.cluster.topology import TopologyError
 from broker.faults.rules import FaultError, error_code
 
 if TYPE_CHECKING:
@@ -36,6 +38,7 @@ class BrokerControl:
     def __init__(self, broker: Broker):
         self.broker = broker
         self.faults = broker.faults
+        self.cluster = ClusterMoves(broker)
 
     async def execute(self, op: str, **args):
         """Run one operation; a bad one raises FaultError or InterventionError."""
@@ -45,6 +48,8 @@ class BrokerControl:
         try:
             return await method(**args)
         except TypeError as e:
+            raise FaultError(f"{op}: {e}") from None
+        except TopologyError as e:
             raise FaultError(f"{op}: {e}") from None
 
     # --- request faults ----------------------------------------------------------------------
@@ -69,8 +74,9 @@ class BrokerControl:
         return [rule.describe() for rule in self.faults.rules]
 
     async def op_clear(self) -> str:
-        """Remove every request-fault rule, release held revocations and make every shard
-        available again."""
+        """Remove every request-fault rule, release held revocations, make every shard
+        available again and (in a cluster) start every node and put every coordinator and
+        leader back where it started."""
         cleared = self.faults.clear()
         restored = [r.shard.shard_id for r in self.broker.runners if r.unavailable is not None]
         for shard in restored:
@@ -84,6 +90,8 @@ class BrokerControl:
         if self.broker.transactions is not None and self.broker.transactions.markers_held:
             self.broker.transactions.hold_markers(False)
             held += "; transaction markers released"
+        if not self.broker.topology.single:
+            held += "; " + await self.cluster.reset()
         return f"cleared {cleared} rule(s){held}; shards made available: {restored or 'none'}"
 
     # --- coordinator faults ------------------------------------------------------------------
@@ -128,6 +136,27 @@ class BrokerControl:
     async def op_shard_available(self, group: str | None = None, shard: int | None = None) -> str:
         """Bring the coordinator of GROUP (or SHARD) back (members get fresh sessions)."""
         return self._set_unavailable(self._shard(group, shard), None)
+
+    # --- cluster changes ------------------------------------------------------------------------
+    async def op_move_coordinator(self, node: int, group: str | None = None, shard: int | None = None) -> str:
+        """Move the coordinator of GROUP (or SHARD) to NODE: the old node answers NOT_COORDINATOR,
+        the new one COORDINATOR_LOAD_IN_PROGRESS until it has replayed the shard's log, then
+        serves it with every member's session started afresh."""
+        return self.cluster.move_coordinator(self._shard(group, shard), int(node))
+
+    async def op_move_leader(self, topic: str, partition: int, node: int) -> str:
+        """Make NODE the leader of TOPIC-PARTITION (its leader epoch is bumped): Produce and
+        Fetch elsewhere get NOT_LEADER_OR_FOLLOWER with the new leader."""
+        return self.cluster.move_leader(topic, int(partition), int(node))
+
+    async def op_stop_node(self, node: int) -> str:
+        """Stop NODE: its listeners close, its connections drop, and its coordinators and
+        leaderships move to the next running replicas."""
+        return self.cluster.stop_node(int(node))
+
+    async def op_start_node(self, node: int) -> str:
+        """Start NODE again on its port (what it led stays where it moved)."""
+        return await self.cluster.start_node(int(node))
 
     # --- transaction faults -------------------------------------------------------------------
     async def op_abort_transaction(self, transactional_id: str) -> str:

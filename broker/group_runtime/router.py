@@ -1,6 +1,9 @@
 """Group APIs: route each group to its shard's runner; split and merge the multi-group ones.
 
-FindCoordinator answers this node for every group (we host all 50 shards). DescribeGroups,
+FindCoordinator names the node that owns the group's shard (in a cluster, the leader of its
+``__consumer_offsets`` partition; a transactional id's, of its ``__transaction_state``
+partition); any other node answers the group's requests NOT_COORDINATOR, as Kafka does.
+DescribeGroups,
 DeleteGroups and OffsetFetch v8+ carry several groups: each shard gets the part naming its
 groups, the shards work concurrently, and the answers are put back in request order.
 ListGroups asks every shard.
@@ -15,11 +18,13 @@ from typing import Callable
 
 import trio
 
+from coordinator.responses import error_response
 from coordinator.routing import shard_for
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages import RESPONSES
 
+from broker.cluster.topology import NO_LEADER, Topology
 from broker.group_runtime.shard_runner import ShardRunner, Ticket
 
 log = logging.getLogger("groupbroker.groups")
@@ -45,10 +50,10 @@ GROUP_APIS = frozenset({ApiKey.FIND_COORDINATOR, ApiKey.JOIN_GROUP, ApiKey.SYNC_
 
 
 class GroupRouter:
-    def __init__(self, runners: list[ShardRunner], node_id: int, advertised: tuple[str, int],
-                 partition_exists: Callable[[str, int], bool]):
-        self.runners, self.node_id, self.advertised = runners, node_id, advertised
-        self.partition_exists = partition_exists
+    def __init__(self, runners: list[ShardRunner], topology: Topology,
+                 partition_exists: Callable[[str, int], bool], txn_partitions: int):
+        self.runners, self.topology = runners, topology
+        self.partition_exists, self.txn_partitions = partition_exists, txn_partitions
         #: the group APIs, each with the way it reaches its shards
         self.routes = {
             ApiKey.FIND_COORDINATOR: self._find_coordinator,
@@ -74,6 +79,16 @@ class GroupRouter:
     def runner_for(self, group_id: str) -> ShardRunner:
         return self.runners[shard_for(group_id, len(self.runners))]
 
+    def _elsewhere(self, ctx, shard: int) -> bool:
+        """Whether the shard is coordinated by another node than the one asked."""
+        return not self.topology.single and self.topology.coordinator(shard) != ctx.node_id
+
+    def _not_here(self, ctx, request):
+        """The request's answer on a node that does not coordinate its group, or None."""
+        if self._elsewhere(ctx, shard_for(request.group_id, len(self.runners))):
+            return error_response(ctx.api_key, ctx.version, request, ErrorCode.NOT_COORDINATOR)
+        return None
+
     async def handle(self, ctx, request):
         return await self.routes[ctx.api_key](ctx, request)
 
@@ -82,6 +97,8 @@ class GroupRouter:
 
     async def _single_group(self, ctx, request):
         """A request that may park in its shard (a JoinGroup or SyncGroup) or leaves a group."""
+        if (refused := self._not_here(ctx, request)) is not None:
+            return refused
         return await self.runner_for(request.group_id).call(
             ctx.api_key, ctx.version, request, client_id=ctx.client_id,
             client_host=ctx.client_host, barriers=ctx.barriers)
@@ -105,6 +122,10 @@ class GroupRouter:
     def begin(self, ctx, request) -> tuple[Ticket, Callable]:
         """Submit a pipelined request to its shard; returns its ticket and the function that
         turns the shard's answer into the response."""
+        if (refused := self._not_here(ctx, request)) is not None:
+            ticket = Ticket(ctx.api_key, ctx.version, request)
+            ticket.settle(refused)
+            return ticket, _unchanged
         runner = self.runner_for(request.group_id)
         if ctx.api_key not in _RESULT_CLASSES:          # not OffsetCommit or OffsetDelete
             return runner.submit(ctx.api_key, ctx.version, request, client_id=ctx.client_id,
@@ -130,21 +151,29 @@ class GroupRouter:
         return ticket, partial(_with_unknown_partitions, ctx.api_key, request.topics)
 
     def find_coordinator(self, version: int, request, ctx):
-        """Groups (key type 0) and transactional ids (1) are all coordinated here; share
-        groups (2) are not served, which Kafka answers INVALID_REQUEST."""
-        host, port = self.advertised
+        """Groups (key type 0) and transactional ids (1): the node leading the key's partition
+        (COORDINATOR_NOT_AVAILABLE while none does); share groups (2) are not served, which
+        Kafka answers INVALID_REQUEST."""
+        topology = self.topology
 
-        def answer(key_type: int) -> dict:
-            if key_type in (0, 1):
-                return dict(error_code=ErrorCode.NONE, node_id=self.node_id, host=host, port=port)
-            return dict(error_code=ErrorCode.INVALID_REQUEST, node_id=-1, host="", port=-1,
-                        error_message="groupbroker coordinates groups and transactions only")
+        def answer(key: str, key_type: int) -> dict:
+            if key_type == 0:
+                node = topology.coordinator(shard_for(key, len(self.runners)))
+            elif key_type == 1:
+                node = topology.transaction_coordinator(shard_for(key, self.txn_partitions))
+            else:
+                return dict(error_code=ErrorCode.INVALID_REQUEST, node_id=-1, host="", port=-1,
+                            error_message="groupbroker coordinates groups and transactions only")
+            if node == NO_LEADER:
+                return dict(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, node_id=-1, host="", port=-1)
+            found = topology.nodes[node]
+            return dict(error_code=ErrorCode.NONE, node_id=node, host=found.host, port=found.port)
 
         if version < 4:
-            return FindCoordinatorResponse(**answer(request.key_type))
+            return FindCoordinatorResponse(**answer(request.key, request.key_type))
         coordinator = FindCoordinatorResponse.Coordinator
         return FindCoordinatorResponse(coordinators=tuple(
-            coordinator(key=k, **answer(request.key_type)) for k in request.coordinator_keys))
+            coordinator(key=k, **answer(k, request.key_type)) for k in request.coordinator_keys))
 
     async def _split(self, ctx, request, field: str, group_of, result_field: str):
         """Send each shard the items naming its groups; rebuild the answer in request order."""
@@ -157,6 +186,9 @@ class GroupRouter:
 
         async def ask(shard: int, part: list) -> None:
             sub = dataclasses.replace(request, **{field: tuple(part)})
+            if self._elsewhere(ctx, shard):
+                answers[shard] = error_response(ctx.api_key, ctx.version, sub, ErrorCode.NOT_COORDINATOR)
+                return
             answers[shard] = await self.runners[shard].call(ctx.api_key, ctx.version, sub,
                                                             client_id=ctx.client_id,
                                                             barriers=ctx.barriers)
@@ -182,10 +214,11 @@ class GroupRouter:
 
         async with trio.open_nursery() as nursery:
             for i in range(len(self.runners)):
-                nursery.start_soon(ask, i)
+                if not self._elsewhere(ctx, i):       # a node lists the groups it coordinates
+                    nursery.start_soon(ask, i)
         # As Kafka's GroupCoordinatorService: a shard that is not the coordinator (any more)
         # lists no groups; any other shard error (e.g. still loading) fails the whole answer.
-        answers = [a for a in answers if a.error_code != ErrorCode.NOT_COORDINATOR]
+        answers = [a for a in answers if a is not None and a.error_code != ErrorCode.NOT_COORDINATOR]
         error = next((a.error_code for a in answers if a.error_code != ErrorCode.NONE), ErrorCode.NONE)
         return RESPONSES[ApiKey.LIST_GROUPS].cls(
             error_code=error, groups=tuple(g for a in answers for g in a.groups))

@@ -177,6 +177,7 @@ class ShardRunner:
         #: the topics as the coordinator must see them (the broker's topic store sets this)
         self.metadata: Callable[[], MetadataImage] = lambda: EMPTY_IMAGE
         self._image: MetadataImage | None = None      # the one the shard was last given
+        self._moving = False                          # a coordinator move waits for the shard task
 
     def now_ms(self) -> int:
         return int(self._epoch_ms + self._clock.current_time() * 1000)
@@ -288,6 +289,14 @@ class ShardRunner:
         elif self._wakeup is not None:
             self._wakeup.set()
 
+    def move(self) -> None:
+        """A coordinator failover: unload the shard (parked and queued requests get
+        NOT_COORDINATOR), close its log, then open it again where it now belongs (see
+        broker/cluster/shard_homes.py) and replay it, answering COORDINATOR_LOAD_IN_PROGRESS
+        meanwhile; members get fresh sessions, as from Kafka's new coordinator."""
+        self._moving, self.loaded = True, False
+        self._wake_loop()
+
     @staticmethod
     async def answer(ticket: Ticket, barriers: list | None = None):
         """Wait until the shard decides (a join may park long).
@@ -348,6 +357,9 @@ class ShardRunner:
         while True:
             if self.failed is not None:
                 await self._recover()
+                continue
+            if self._moving:
+                await self._move()
                 continue
             if not self._inbox:
                 deadline = None if self.unavailable else self.shard.next_deadline()
@@ -421,17 +433,50 @@ class ShardRunner:
         self._apply(actions)
         log.info("shard %d: reloaded from its log", self.shard.shard_id)
 
-    async def _recover(self) -> None:
-        """After a failed write: wait, reopen the log (its recovery cuts off what a failed
-        write left), reload the shard; again with a longer wait until it works."""
-        self._apply(self.shard.unload().actions)            # parked requests: NOT_COORDINATOR (failed)
+    async def _move(self) -> None:
+        self._moving = False
+        self._turn_away()
+        if self.compacting:                         # it works on the files that move
+            await self._compacted.wait()
+        old = self.log
+        try:
+            await trio.to_thread.run_sync(old.sync)
+        except OffsetsLogError as e:                # never acknowledged: NOT_COORDINATOR
+            self._fail(e)
+            return
+        self.flushed(old, self._appended)           # what waited for an fsync may go now
+        try:
+            shard_log = await trio.to_thread.run_sync(self._reopen)
+            shard = self.shard.fresh()
+            actions = (await trio.to_thread.run_sync(load_shard, shard, shard_log, self.now_ms())).actions
+        except Exception as e:       # as a failed write: turned away, retried from a reopened log
+            self._fail(e)
+            return
+        if self._moving:                            # moved again meanwhile: move on from here
+            self.log = shard_log
+            return
+        self.log, self.shard, self._image = shard_log, shard, None
+        self._opened(shard_log)
+        self.loaded = True
+        self._apply(actions)
+        log.info("shard %d: loaded after a coordinator move (%s)", shard.shard_id, shard_log.directory)
+
+    def _turn_away(self) -> None:
+        """Unload: parked requests and queued ones get NOT_COORDINATOR (as when Kafka unloads a
+        coordinator); queued work that answers no request stays."""
+        self._apply(self.shard.unload().actions)
         waiting, self._inbox = self._inbox, deque()
-        for operation, ticket, peer in waiting:     # requests are turned away; other work waits
+        for operation, ticket, peer in waiting:
             if ticket is None:
                 self._inbox.append((operation, ticket, peer))
             else:
                 ticket.settle(error_response(ticket.api_key, ticket.version, ticket.request,
                                              ErrorCode.NOT_COORDINATOR))
+
+    async def _recover(self) -> None:
+        """After a failed write: wait, reopen the log (its recovery cuts off what a failed
+        write left), reload the shard; again with a longer wait until it works."""
+        self._turn_away()                           # parked requests: NOT_COORDINATOR (failed)
         while True:
             await trio.sleep(self._retry_s)
             self._retry_s = min(self._retry_s * 2, RETRY_MAX_S)   # until a write works again

@@ -29,13 +29,14 @@ import trio
 from coordinator.responses import error_response
 from coordinator.shard import Shard
 from offsets_log.errors import OffsetsLogError
-from offsets_log.log import ShardLog, shard_dir
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.exceptions import DecodeError, EncodeError, FrameTooLarge, UnsupportedVersion
 from protocol.header import decode_request, decode_request_header, encode_response_parts
 from protocol.logtext import safe
 
+from broker.cluster.shard_homes import open_shard_log, shard_home
+from broker.cluster.topology import Node, Topology
 from broker.server.accepting import Acceptor
 from broker.dispatch.api_versions import unsupported_version_answer
 from broker.config import BrokerConfig
@@ -68,9 +69,17 @@ class Broker:
             log.warning("log.flush.interval.ms=%d flushes nothing unless log.flush.scheduler.interval.ms "
                         "is set too (its default is never), as in Kafka", config.log_flush_interval_ms)
         self.runners = [ShardRunner(Shard(i, config.coordinator, journal=self.journal is not None),
-                                    partial(ShardLog.for_shard, config.data_dir, i),
+                                    partial(self._open_shard_log, i),
                                     journal=self.journal, flusher=self.flusher)
                         for i in range(n)]
+        #: the nodes this process runs: node.id alone, or 0..N-1 for a cluster of N
+        self.node_ids = [config.node_id] if config.nodes == 1 else list(range(config.nodes))
+        self.topology: Topology | None = None      # once the nodes listen (their ports known)
+        self.ports: dict[int, int] = {}            # each node's bound port
+        self._acceptors: dict[int, trio.CancelScope] = {}          # each running node's accept loop
+        self._connections: dict[int, set[trio.CancelScope]] = {}   # each node's open connections
+        self._accepting: trio.Nursery | None = None
+        self._connection_nursery: trio.Nursery | None = None
         self.handlers: Handlers | None = None
         self.transactions: TransactionService | None = None
         self.faults = faults or Faults()           # kept across restarts by EmbeddedBroker
@@ -97,7 +106,7 @@ class Broker:
         """Shards load while we already accept (group APIs answer 14 meanwhile): one at a time
         in a worker thread, so that replaying logs never crowds out the event loop, and the
         smallest logs first, so that most groups are served soonest."""
-        sizes = {runner: _log_bytes(shard_dir(self.config.data_dir, n))
+        sizes = {runner: _log_bytes(shard_home(self.config.data_dir, self.topology, n))
                  for n, runner in enumerate(self.runners)}
         for runner in sorted(self.runners, key=sizes.__getitem__):
             # a shard whose log cannot be read answers NOT_COORDINATOR and retries by itself
@@ -107,26 +116,29 @@ class Broker:
 
     async def serve(self, *, sockets=None, task_status=trio.TASK_STATUS_IGNORED) -> None:
         """Serve until stopped: on ``sockets`` already listening (``groupbroker serve`` opens
-        them early), or on new listeners at the configured host and port."""
+        them early: one list per node), or on new listeners at the configured host and port
+        (port P, P+1, ... for each node; 0: free ones)."""
         cfg = self.config
         async with trio.open_nursery() as shards:
             self._everything = shards.cancel_scope
+            listeners = await self._listeners(sockets)
+            self.topology = Topology([
+                Node(node_id, cfg.advertised_host or cfg.host,
+                     cfg.advertised_port + i if cfg.advertised_port else self.ports[node_id], cfg.rack_of(i))
+                for i, node_id in enumerate(self.node_ids)])
+            self.port = self.ports[self.node_ids[0]]
             shards.start_soon(self._load_shards, shards)
             shards.start_soon(self.flusher.run, self.runners)
-            if sockets is None:
-                listeners = await trio.open_tcp_listeners(cfg.port, host=cfg.host)
-            else:
-                listeners = [trio.SocketListener(trio.socket.from_stdlib_socket(s)) for s in sockets]
-            self.port = listeners[0].socket.getsockname()[1]
-            advertised = (cfg.advertised_host or cfg.host, cfg.advertised_port or self.port)
-            self.handlers = Handlers(cfg, advertised, self._forget_topics, self.faults)
+            self.handlers = Handlers(cfg, self.topology, self._forget_topics, self.faults)
             for runner in self.runners:
                 runner.metadata = self.handlers.data.store.metadata_image
-            groups = GroupRouter(self.runners, cfg.node_id, advertised, self.handlers.data.has_partition)
+            txn_partitions = cfg.transactions.transaction_state_log_num_partitions
+            groups = GroupRouter(self.runners, self.topology, self.handlers.data.has_partition, txn_partitions)
             self.transactions = self._transaction_service()
             self.handlers.serve_coordinators(groups, TransactionApis(
                 self.transactions, self.handlers.data.store.producer_ids.allocate,
-                self.handlers.data.has_partition, partial(group_partition, offsets_partitions=len(self.runners))))
+                self.handlers.data.has_partition, partial(group_partition, offsets_partitions=len(self.runners)),
+                self.topology))
             self.handlers.data.verify_transaction = self.transactions.verify
             shards.start_soon(self.transactions.run)
             shards.start_soon(self.handlers.data.retention_loop)
@@ -141,7 +153,13 @@ class Broker:
             try:
                 async with trio.open_nursery() as connections:
                     async with trio.open_nursery() as accepting:
-                        accepting.start_soon(Acceptor(self._connection, connections).serve, listeners)
+                        self._accepting, self._connection_nursery = accepting, connections
+                        for node_id, node_listeners in zip(self.node_ids, listeners):
+                            self._accept(node_id, node_listeners)
+                        if len(self.node_ids) > 1:
+                            log.info("a cluster of %d nodes: %s", len(self.node_ids), ", ".join(
+                                f"node {n.node_id} on {cfg.host}:{self.ports[n.node_id]}"
+                                for n in self.topology.live_nodes()))
                         task_status.started(self)
                         await self._stop.wait()
                         log.info("shutting down: no new connections")
@@ -152,6 +170,46 @@ class Broker:
                 shards.cancel_scope.cancel()
                 with trio.CancelScope(shield=True):
                     await trio.to_thread.run_sync(self._close_logs)
+
+    async def _listeners(self, sockets) -> list[list[trio.SocketListener]]:
+        """Each node's listeners, its bound port noted in ``self.ports``."""
+        cfg = self.config
+        if sockets is None:
+            sockets = []
+            for i, node_id in enumerate(self.node_ids):
+                opened = await trio.open_tcp_listeners(cfg.port + i if cfg.port else 0, host=cfg.host)
+                sockets.append([listener.socket for listener in opened])
+        else:
+            sockets = [[trio.socket.from_stdlib_socket(s) for s in group] for group in sockets]
+        for node_id, group in zip(self.node_ids, sockets):
+            self.ports[node_id] = group[0].getsockname()[1]
+        return [[trio.SocketListener(s) for s in group] for group in sockets]
+
+    def _accept(self, node_id: int, listeners: list[trio.SocketListener]) -> None:
+        self._acceptors[node_id] = scope = trio.CancelScope()
+        self._connections.setdefault(node_id, set())
+
+        async def accept() -> None:
+            with scope:
+                await Acceptor(partial(self._connection, node_id), self._connection_nursery).serve(listeners)
+        self._accepting.start_soon(accept)
+
+    def stop_listening(self, node_id: int) -> int:
+        """A node goes away: its listeners close and its connections drop (their clients see
+        them close, as when a broker process dies); the number of connections dropped."""
+        self._acceptors.pop(node_id).cancel()
+        dropped = self._connections.get(node_id, set())
+        for connection in dropped:
+            connection.cancel()
+        return len(dropped)
+
+    async def listen_again(self, node_id: int) -> None:
+        """A stopped node comes back on the port it had."""
+        listeners = await trio.open_tcp_listeners(self.ports[node_id], host=self.config.host)
+        self._accept(node_id, listeners)
+
+    def _open_shard_log(self, shard: int):
+        return open_shard_log(self.config.data_dir, self.topology, shard)
 
     def _transaction_service(self) -> TransactionService:
         data = self.handlers.data
@@ -190,32 +248,36 @@ class Broker:
         if self.handlers is not None:
             self.handlers.close()
 
-    async def _connection(self, stream: trio.SocketStream) -> None:
+    async def _connection(self, node_id: int, stream: trio.SocketStream) -> None:
         peer = _peer(stream)
-        log.info("connection from %s opened", peer)
+        log.info("connection from %s opened%s", peer, "" if self.topology.single else f" on node {node_id}")
         inbound = Inbound(stream, self.config.socket_request_max_bytes)
+        cancel = trio.CancelScope()                 # a stopped node drops its connections
+        self._connections[node_id].add(cancel)
         try:
-            try:
-                async with trio.open_nursery() as nursery:
-                    sender = OrderedSender(stream, inbound.touch)
-                    nursery.start_soon(sender.run)
-                    idle_watch = trio.CancelScope()
-                    if self.config.connections_max_idle_ms >= 0:
-                        nursery.start_soon(self._close_when_idle, inbound, peer, nursery.cancel_scope,
-                                           idle_watch)
-                    async with sender.queue:
-                        self._readers[inbound] = reader = trio.CancelScope()
-                        try:
-                            with reader:            # cancelled at shutdown while idle
-                                await self._read_requests(inbound, peer, sender)
-                        finally:
-                            del self._readers[inbound]
-                            idle_watch.cancel()
-            except* (trio.BrokenResourceError, trio.ClosedResourceError):
-                pass                                   # the client went away mid-answer
+            with cancel:
+                try:
+                    async with trio.open_nursery() as nursery:
+                        sender = OrderedSender(stream, inbound.touch)
+                        nursery.start_soon(sender.run)
+                        idle_watch = trio.CancelScope()
+                        if self.config.connections_max_idle_ms >= 0:
+                            nursery.start_soon(self._close_when_idle, inbound, peer, nursery.cancel_scope,
+                                               idle_watch)
+                        async with sender.queue:
+                            self._readers[inbound] = reader = trio.CancelScope()
+                            try:
+                                with reader:            # cancelled at shutdown while idle
+                                    await self._read_requests(inbound, peer, sender, node_id)
+                            finally:
+                                del self._readers[inbound]
+                                idle_watch.cancel()
+                except* (trio.BrokenResourceError, trio.ClosedResourceError):
+                    pass                                   # the client went away mid-answer
         except Exception:                              # a handler bug must not kill the server
             log.exception("closing connection from %s after an internal error", peer)
         finally:
+            self._connections[node_id].discard(cancel)
             with trio.move_on_after(1, shield=True):
                 await stream.aclose()
             log.info("connection from %s closed", peer)
@@ -231,7 +293,8 @@ class Broker:
             log.info("closing connection from %s: idle for %d ms (connections.max.idle.ms)", peer, idle_ms)
             connection.cancel()
 
-    async def _read_requests(self, inbound: Inbound, peer: str, sender: OrderedSender) -> None:
+    async def _read_requests(self, inbound: Inbound, peer: str, sender: OrderedSender,
+                             node_id: int) -> None:
         """Decide each request in order; a request is read only once the one before it is
         decided (so a parked JoinGroup holds the rest), while answers wait for durability.
 
@@ -257,7 +320,7 @@ class Broker:
                     continue
                 header, body = self._decode(frame)
                 ctx = Call(header.api_key, header.api_version, header.client_id or "", host,
-                           until_closed=until_closed)
+                           until_closed=until_closed, node_id=node_id)
                 began = begin(ctx, body)
                 if began is not None:
                     started.append((header, ctx, body, *began))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import threading
+from functools import partial
 from pathlib import Path
 
 import trio
@@ -21,6 +22,7 @@ from broker.config import BrokerConfig
 from broker.faults.control import ControlProxy
 from broker.faults.rules import Faults, RecordedRequest
 from broker.server.broker import Broker
+from broker.server.listen import bind
 from broker.testing.launcher import TEST_DEFAULTS, kafka_props, wait_until_answering
 
 log = logging.getLogger("groupbroker.embedded")
@@ -28,10 +30,11 @@ log = logging.getLogger("groupbroker.embedded")
 
 class EmbeddedBroker:
     def __init__(self, data_dir: str | Path, props: dict | None = None, *, host: str = "127.0.0.1",
-                 port: int = 0, call_timeout_s: float = 30.0):
+                 port: int = 0, nodes: int = 1, call_timeout_s: float = 30.0):
         self.data_dir = str(data_dir)
         self.props = kafka_props({**TEST_DEFAULTS, **(props or {})})
-        self.host, self.port = host, port
+        self.host, self.port, self.nodes = host, port, nodes
+        self.ports: list[int] = []                 # every node's, once started (kept on restart)
         self.call_timeout_s = call_timeout_s
         self.faults = ControlProxy(self._control)
         self._faults = Faults()                   # rules and recording outlive restarts
@@ -42,19 +45,25 @@ class EmbeddedBroker:
 
     @property
     def bootstrap_servers(self) -> str:
-        return f"{self.host}:{self.port}"
+        """Every node's address, node 0 first."""
+        return ",".join(f"{self.host}:{port}" for port in self.ports or [self.port])
 
     def start(self) -> EmbeddedBroker:
         """Start the broker; returns once every shard is loaded and it answers ApiVersions."""
-        config = BrokerConfig.build(self.props, host=self.host, port=self.port, data_dir=self.data_dir)
+        config = BrokerConfig.build(self.props, host=self.host, port=self.port, data_dir=self.data_dir,
+                                     nodes=self.nodes)
         started = concurrent.futures.Future()
         self.broker = Broker(config, self._faults)
-        self._thread = threading.Thread(target=self._run, args=(self.broker, started),
+        # a restart listens on the ports it had (free ones need not be consecutive)
+        sockets = [bind(self.host, port) for port in self.ports] if self.ports else None
+        self._thread = threading.Thread(target=self._run, args=(self.broker, started, sockets),
                                         name=f"groupbroker {self.data_dir}", daemon=True)
         self._thread.start()
         started.result(timeout=self.call_timeout_s)
         self.port = self.broker.port          # the same port again on every restart
-        wait_until_answering(self.host, self.port, self.call_timeout_s)
+        self.ports = [self.broker.ports[n] for n in self.broker.node_ids]
+        for port in self.ports:
+            wait_until_answering(self.host, port, self.call_timeout_s)
         return self
 
     def stop(self, *, crash: bool = False) -> None:
@@ -83,12 +92,12 @@ class EmbeddedBroker:
     def __exit__(self, *exc) -> None:
         self.stop()
 
-    def _run(self, broker: Broker, started: concurrent.futures.Future) -> None:
+    def _run(self, broker: Broker, started: concurrent.futures.Future, sockets) -> None:
         async def main() -> None:
             self._token = trio.lowlevel.current_trio_token()
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
-                await nursery.start(broker.serve)
+                await nursery.start(partial(broker.serve, sockets=sockets))
                 await broker.ready.wait()
                 started.set_result(None)
         try:

@@ -26,7 +26,8 @@ from broker.client.blocking import BlockingClient, ConnectionFailed
 from protocol.exceptions import ProtocolError
 
 REPO = Path(__file__).resolve().parent.parent.parent
-LISTENING = re.compile(r"^groupbroker listening on (\S+):(\d+)$")
+#: ``groupbroker serve``'s line: every node's host:port, node 0 first (one, on a single node)
+LISTENING = re.compile(r"^groupbroker listening on ((?:[^\s,]+:\d+)(?:,[^\s,]+:\d+)*)$")
 #: The broker's log line once every coordinator shard has loaded (broker/server/broker.py).
 SHARDS_LOADED = re.compile(r" all \d+ coordinator shards loaded$", re.MULTILINE)
 
@@ -79,12 +80,14 @@ def wait_until_answering(host: str, port: int, timeout: float) -> None:
 
 class BrokerProcess:
     def __init__(self, data_dir, log_path, overrides: dict | None = None, *,
-                 python: str = sys.executable, host: str = "127.0.0.1", repo: Path = REPO):
+                 python: str = sys.executable, host: str = "127.0.0.1", repo: Path = REPO,
+                 nodes: int = 1):
         self.data_dir, self.log_path = Path(data_dir), Path(log_path)
         self.repo = repo                 # the checkout whose broker runs (benchmarks compare two)
         self.overrides = kafka_props(overrides or {})
-        self.python, self.host = python, host
+        self.python, self.host, self.nodes = python, host, nodes
         self.port: int | None = None
+        self.ports: list[int] = []                # every node's, node 0 first
         self.proc: subprocess.Popen | None = None
         self.stdout_line: str | None = None
         self.starts = 0
@@ -98,6 +101,8 @@ class BrokerProcess:
         assert self.proc is None or self.proc.poll() is not None, "already running"
         cmd = [self.python, "-m", "broker", "serve", "--host", self.host, "--port", str(port),
                "--data-dir", str(self.data_dir)]
+        if self.nodes != 1:
+            cmd += ["--nodes", str(self.nodes)]
         for key, value in self.overrides.items():
             cmd += ["-o", f"{key}={value}"]
         self.starts += 1
@@ -113,7 +118,8 @@ class BrokerProcess:
             self.kill()
             raise RuntimeError(f"broker did not start: stdout {line!r}; log:\n{self.log_text()[-3000:]}")
         self.stdout_line = line
-        self.port = int(match.group(2))
+        self.ports = [int(address.rpartition(":")[2]) for address in match.group(1).split(",")]
+        self.port = self.ports[0]
         try:
             wait_until_answering(self.host, self.port, max(deadline - time.monotonic(), 1.0))
             if loaded:
@@ -135,7 +141,8 @@ class BrokerProcess:
 
     @property
     def bootstrap(self) -> str:
-        return f"{self.host}:{self.port}"
+        """Every node's address (clients take the list as bootstrap servers)."""
+        return ",".join(f"{self.host}:{port}" for port in self.ports)
 
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None

@@ -7,6 +7,11 @@ answers, and stops it after the test. Settings per test::
     @pytest.mark.groupbroker(props={"group.max.size": "3"})
     def test_something(groupbroker): ...
 
+A cluster of nodes (``groupbroker.faults.move_coordinator(...)``, ``stop_node(...)``)::
+
+    @pytest.mark.groupbroker(nodes=3)
+    def test_failover(groupbroker): ...
+
 It works the same in plain, asyncio and trio tests (the broker has its own thread).
 """
 
@@ -26,8 +31,9 @@ CLIENT_NOISE = ("ignore:read_text is deprecated:DeprecationWarning:kafka\\.proto
 
 
 def pytest_configure(config) -> None:
-    config.addinivalue_line("markers", "groupbroker(props): Kafka-named settings for the groupbroker "
-                                       "fixture's broker, e.g. {'group.max.size': '3'}")
+    config.addinivalue_line("markers", "groupbroker(props, nodes): Kafka-named settings for the "
+                                       "groupbroker fixture's broker, e.g. {'group.max.size': '3'}, "
+                                       "and its number of nodes (default 1)")
     for line in CLIENT_NOISE:
         config.addinivalue_line("filterwarnings", line)
 
@@ -38,7 +44,8 @@ def groupbroker(request, tmp_path_factory) -> EmbeddedBroker:
     ``.restart(crash=...)`` and ``.recorded()`` (the requests it answered)."""
     marker = request.node.get_closest_marker("groupbroker")
     props = dict(marker.kwargs.get("props", {})) if marker else {}
-    broker = EmbeddedBroker(tmp_path_factory.mktemp("groupbroker"), props).start()
+    nodes = marker.kwargs.get("nodes", 1) if marker else 1
+    broker = EmbeddedBroker(tmp_path_factory.mktemp("groupbroker"), props, nodes=nodes).start()
     broker.faults.record()
     try:
         yield broker

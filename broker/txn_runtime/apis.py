@@ -13,6 +13,7 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages import RESPONSES
 
+from broker.cluster.topology import Topology
 from broker.data.errors import Refused, answering_errors
 from broker.txn_runtime.service import TransactionService
 
@@ -36,11 +37,15 @@ def for_version(api_key: int, version: int, error: ErrorCode) -> ErrorCode:
 
 class TransactionApis:
     """``allocate`` hands out idempotent producers' ids; ``partition_exists(topic, p)`` and
-    ``group_partition(group_id)`` (its ``__consumer_offsets`` partition) come from the broker."""
+    ``group_partition(group_id)`` (its ``__consumer_offsets`` partition) come from the broker;
+    in a cluster, a node answers only for the ids whose ``__transaction_state`` partition it
+    leads (``topology``), and NOT_COORDINATOR for the others, as Kafka does."""
 
-    def __init__(self, service: TransactionService, allocate, partition_exists, group_partition):
+    def __init__(self, service: TransactionService, allocate, partition_exists, group_partition,
+                 topology: Topology):
         self.service, self.allocate = service, allocate
         self.partition_exists, self.group_partition = partition_exists, group_partition
+        self.topology = topology
         handlers = {ApiKey.INIT_PRODUCER_ID: self.init_producer_id,
                     ApiKey.ADD_PARTITIONS_TO_TXN: self.add_partitions_to_txn,
                     ApiKey.ADD_OFFSETS_TO_TXN: self.add_offsets_to_txn,
@@ -57,6 +62,8 @@ class TransactionApis:
         if req.transactional_id is None:
             return InitProducerId(error_code=E.NONE, producer_id=self.allocate(), producer_epoch=0)
         expected = None if req.producer_id == -1 else (req.producer_id, req.producer_epoch)
+        if self._elsewhere(ctx, req.transactional_id):
+            return InitProducerId(error_code=E.NOT_COORDINATOR, producer_id=-1, producer_epoch=-1)
         d = await self.service.init_producer_id(req.transactional_id, req.transaction_timeout_ms, expected)
         error = for_version(ctx.api_key, ctx.version, d.error)
         if error != E.NONE:
@@ -70,6 +77,8 @@ class TransactionApis:
         if missing:
             errors = {tp: E.UNKNOWN_TOPIC_OR_PARTITION if tp in missing else E.OPERATION_NOT_ATTEMPTED
                       for tp in wanted}
+        elif self._elsewhere(ctx, req.v3_and_below_transactional_id):
+            errors = dict.fromkeys(wanted, E.NOT_COORDINATOR)
         else:
             error = await self.service.add_partitions(req.v3_and_below_transactional_id,
                                                       req.v3_and_below_producer_id,
@@ -78,11 +87,15 @@ class TransactionApis:
         return _add_partitions_answer(errors)
 
     async def add_offsets_to_txn(self, ctx, req):
+        if self._elsewhere(ctx, req.transactional_id):
+            return AddOffsets(error_code=E.NOT_COORDINATOR)
         error = await self.service.add_partitions(req.transactional_id, req.producer_id, req.producer_epoch,
                                                   [self.group_partition(req.group_id)])
         return AddOffsets(error_code=for_version(ctx.api_key, ctx.version, error))
 
     async def end_txn(self, ctx, req):
+        if self._elsewhere(ctx, req.transactional_id):
+            return EndTxn(error_code=E.NOT_COORDINATOR)
         d = await self.service.end_transaction(req.transactional_id, req.producer_id, req.producer_epoch,
                                                req.committed)
         return EndTxn(error_code=for_version(ctx.api_key, ctx.version, d.error))
@@ -92,7 +105,7 @@ class TransactionApis:
         topic_cls = state_cls.TopicData
         states = []
         for tid in req.transactional_ids:
-            found = self.service.describe(tid)
+            found = E.NOT_COORDINATOR if self._elsewhere(ctx, tid) else self.service.describe(tid)
             if isinstance(found, ErrorCode):
                 states.append(state_cls(error_code=found, transactional_id=tid))
                 continue
@@ -112,11 +125,18 @@ class TransactionApis:
         if isinstance(found, ErrorCode):
             return ListTransactions(error_code=found)
         rows, unknown = found
+        rows = [r for r in rows if not self._elsewhere(ctx, r.transactional_id)]   # this node's only
         row_cls = ListTransactions.TransactionState
         return ListTransactions(error_code=E.NONE, unknown_state_filters=tuple(unknown),
                                 transaction_states=tuple(
                                     row_cls(transactional_id=r.transactional_id, producer_id=r.producer_id,
                                             transaction_state=r.state.display) for r in rows))
+
+
+    def _elsewhere(self, ctx, tid: str) -> bool:
+        """Whether another node coordinates ``tid`` (its ``__transaction_state`` partition)."""
+        return not self.topology.single and self.topology.transaction_coordinator(
+            self.service.coordinator.partition_for(tid)) != ctx.node_id
 
 
 def _add_partitions_answer(errors: dict[tuple[str, int], ErrorCode]):

@@ -57,7 +57,7 @@ whose ``error_code`` goes into the response. Handlers map requests to it like th
 """
 
 from .errors import (CorruptRecords, InvalidPartitions, InvalidProducerEpoch, InvalidRecord,
-                     InvalidTopic, MessageTooLarge, OffsetOutOfRange, OutOfOrderSequence,
+                     InvalidTopic, MessageTooLarge, NotLeader, OffsetOutOfRange, OutOfOrderSequence,
                      StorageError, TopicAlreadyExists, TopicsError, InvalidTxnState,
                      UnknownTopicId, UnknownTopicOrPartition)
 from .partition_log import AppendInfo, PartitionLog, TimestampOffset
@@ -66,7 +66,7 @@ from .store import Topic, TopicStore, validate_topic_name
 
 __all__ = [
     "AppendInfo", "CorruptRecords", "InvalidPartitions", "InvalidProducerEpoch", "InvalidRecord",
-    "InvalidTopic", "MessageTooLarge", "OffsetOutOfRange", "OutOfOrderSequence", "PartitionLog",
+    "InvalidTopic", "MessageTooLarge", "NotLeader", "OffsetOutOfRange", "OutOfOrderSequence", "PartitionLog",
     "ProducerIds", "ProducerStateTable", "StorageError", "TimestampOffset", "Topic",
     "TopicAlreadyExists", "TopicStore", "TopicsError", "InvalidTxnState",
     "UnknownTopicId", "UnknownTopicOrPartition", "validate_topic_name",

@@ -82,6 +82,11 @@ class InvalidPartitions(TopicsError):
     error_code = ErrorCode.INVALID_PARTITIONS
 
 
+class NotLeader(TopicsError):
+    """In a cluster: another node leads the partition (the client looks it up again)."""
+    error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
 class UnknownTopicOrPartition(TopicsError):
     """No such topic or partition, or its log was closed (deleted topic, shutdown)."""
 

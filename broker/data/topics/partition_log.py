@@ -156,6 +156,9 @@ class PartitionLog:
                  max_compaction_lag_ms: int = 2**63 - 1,
                  min_cleanable_dirty_ratio: float = 0.5) -> None:
         self.directory = os.fspath(directory)
+        #: stamped into every batch appended, as Kafka's leader does (a cluster bumps it when
+        #: the partition changes leader); consumers check their position against it (KIP-320)
+        self.leader_epoch = 0
         self.segment_bytes, self.segment_ms = segment_bytes, segment_ms
         self.retention_bytes, self.retention_ms = retention_bytes, retention_ms
         self.cleanup_policy = frozenset(cleanup_policy)
@@ -267,7 +270,7 @@ class PartitionLog:
         view = memoryview(records)
         out, placed = [], []
         for h in headers:
-            batch = with_base_offset(view[h.position:h.position + h.size], offset)
+            batch = with_base_offset(view[h.position:h.position + h.size], offset, self.leader_epoch)
             if self.log_append_time:
                 batch = _stamp_log_append_time(batch, now_ms)
             out.append(batch)

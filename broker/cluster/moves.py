@@ -1,0 +1,81 @@
+"""The cluster's changes on a running broker: a coordinator or a partition leader moves, a node
+stops or starts, and ``clear`` puts everything back. Each is a change of the topology followed
+by what it means for the parts that serve it: a coordinator shard whose owner changed moves
+(unload, reopen in its new home, replay: ``ShardRunner.move``), fetches parked on a partition
+whose leader changed wake (and are answered NOT_LEADER_OR_FOLLOWER), a stopped node's listeners
+close and its connections drop, a started one listens again. A change that cannot be made
+raises TopologyError and changes nothing."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from broker.cluster.topology import GROUP_TOPIC, TXN_TOPIC, TopologyError
+
+if TYPE_CHECKING:
+    from broker.server.broker import Broker
+
+log = logging.getLogger("groupbroker.cluster")
+
+
+class ClusterMoves:
+    def __init__(self, broker: Broker):
+        self.broker = broker
+
+    @property
+    def topology(self):
+        return self.broker.topology
+
+    def move_coordinator(self, shard: int, node: int) -> str:
+        return self._change(f"coordinator of shard {shard} moved to node {node}",
+                            lambda: self.topology.move(GROUP_TOPIC, shard, node))
+
+    def move_leader(self, topic: str, partition: int, node: int) -> str:
+        if not self.broker.handlers.data.has_partition(topic, partition):
+            raise TopologyError(f"there is no partition {topic}-{partition}")
+        return self._change(f"leader of {topic}-{partition} moved to node {node}",
+                            lambda: self.topology.move(topic, partition, node))
+
+    def stop_node(self, node: int) -> str:
+        outcome = self._change(f"node {node} stopped", lambda: self.topology.stop(node, self._partitions()))
+        dropped = self.broker.stop_listening(node)
+        return f"{outcome}; {dropped} connection(s) dropped"
+
+    async def start_node(self, node: int) -> str:
+        outcome = self._change(f"node {node} started", lambda: self.topology.start(node, self._partitions()))
+        await self.broker.listen_again(node)
+        return outcome
+
+    async def reset(self) -> str:
+        """Every node running again, every partition and coordinator where it started."""
+        stopped = [n for n in self.topology.node_ids if n not in self.topology.live]
+        for node in stopped:
+            await self.broker.listen_again(node)
+        return self._change(f"placement reset (nodes started: {stopped or 'none'})", self.topology.reset)
+
+    def _partitions(self) -> list[tuple[str, int]]:
+        data = [(t.name, p) for t in self.broker.handlers.data.store.topics() for p in range(len(t.partitions))]
+        txn = self.broker.config.transactions.transaction_state_log_num_partitions
+        return [*((GROUP_TOPIC, s) for s in range(len(self.broker.runners))),
+                *((TXN_TOPIC, p) for p in range(txn)), *data]
+
+    def _change(self, what: str, change) -> str:
+        """Apply a topology change and follow it: shards whose coordinator changed move, a topic
+        partition whose leader changed starts a leader epoch."""
+        partitions = self._partitions()
+        before = {tp: self.topology.leader(*tp) for tp in partitions}
+        change()                                  # TopologyError: nothing changed
+        changed = [tp for tp in partitions if self.topology.leader(*tp) != before[tp]]
+        data = self.broker.handlers.data
+        for topic, p in changed:
+            if topic == GROUP_TOPIC:
+                self.broker.runners[p].move()
+            elif topic != TXN_TOPIC:
+                data.leader_changed(topic, p)
+        shards = sorted(p for t, p in changed if t == GROUP_TOPIC)
+        others = len(changed) - len(shards)
+        summary = f"{what}: coordinator shards moved: {shards or 'none'}; " \
+                  f"other partition leaders changed: {others}"
+        log.warning("fault injection: %s", summary)
+        return summary

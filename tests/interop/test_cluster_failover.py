@@ -1,0 +1,201 @@
+"""Issue 14 acceptance: groups of real clients on a 3-node cluster follow the broker moving under
+them. Their coordinator moves, its node stops, the leaders of the partitions they read move; each
+time the clients find the new coordinator or leader by themselves, the group settles again, and
+every record is consumed and committed exactly once, redelivered only from the uncommitted window.
+
+Consumers run in threads of this process (kafka-python 3.0.12 and confluent-kafka), committing
+synchronously after each batch; the cluster is the ``groupbroker`` fixture with ``nodes=3``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from broker.client.blocking import BlockingClient
+from protocol.api_keys import ApiKey
+from protocol.messages import REQUESTS
+from tests.support.processes import BatchRecorder, check_exactly_once, import_client, wait_until
+
+TOPIC, PARTITIONS, GROUP = "orders", 6, "failover-group"
+PROPS = {"group.initial.rebalance.delay.ms": "50", "group.min.session.timeout.ms": "1000",
+         "num.partitions": str(PARTITIONS)}
+
+
+def ask(broker, api_key: int, version: int, **fields):
+    """One request to node 0 of ``broker`` (as a client's bootstrap would), its answer."""
+    client = BlockingClient(broker.host, broker.ports[0], client_id="failover-test", timeout=10)
+    try:
+        return client.call(api_key, version, REQUESTS[api_key].cls(**fields))
+    finally:
+        client.close()
+
+
+def coordinator_of(broker, group: str) -> int:
+    """The node FindCoordinator names for ``group`` now."""
+    answer = ask(broker, ApiKey.FIND_COORDINATOR, 3, key=group)
+    assert answer.error_code == 0, answer
+    return answer.node_id
+
+
+def leaders_of(broker, topic: str) -> dict[int, int]:
+    """Each partition's leader as Metadata tells it."""
+    answer = ask(broker, ApiKey.METADATA, 12, topics=(REQUESTS[ApiKey.METADATA].cls.MetadataRequestTopic(name=topic),))
+    return {p.partition_index: p.leader_id for p in answer.topics[0].partitions}
+
+
+class Members:
+    """N group members in threads, each reading in a loop and committing each batch."""
+
+    def __init__(self, make, count: int):
+        self.recorders = [BatchRecorder(f"m{i}") for i in range(count)]
+        self.assigned: list[set[int]] = [set() for _ in range(count)]
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=self._run, args=(make, i), daemon=True) for i in range(count)]
+
+    def __enter__(self) -> Members:
+        for t in self._threads:
+            t.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        for t in self._threads:
+            t.join(30)
+
+    def _run(self, make, i: int) -> None:
+        try:
+            make(i, self.recorders[i], self.assigned, self._stop)
+        except Exception as e:      # reported by the test
+            self.errors.append(f"m{i}: {type(e).__name__}: {e}")
+
+    def consumed(self) -> set:
+        return {r for rec in self.recorders for b in rec.batches() if b["committed"] for r in b["records"]}
+
+    def settled(self) -> bool:
+        owned = sorted(p for a in self.assigned for p in a)
+        return owned == list(range(PARTITIONS)) and all(self.assigned)
+
+
+def kafka_python_member(bootstrap: str):
+    kafka = import_client("kafka")
+
+    def run(i, recorder, assigned, stop) -> None:
+        class Listener(kafka.ConsumerRebalanceListener):
+            def on_partitions_revoked(self, revoked):
+                assigned[i] = set()
+
+            def on_partitions_assigned(self, partitions):
+                assigned[i] = {tp.partition for tp in partitions}
+
+        consumer = kafka.KafkaConsumer(bootstrap_servers=bootstrap, group_id=GROUP, enable_auto_commit=False,
+                                       auto_offset_reset="earliest", session_timeout_ms=6000,
+                                       heartbeat_interval_ms=300, max_poll_records=20,
+                                       metadata_max_age_ms=5000, retry_backoff_ms=50,
+                                       client_id=f"kp-{i}")
+        consumer.subscribe([TOPIC], listener=Listener())
+        try:
+            while not stop.is_set():
+                polled = consumer.poll(timeout_ms=200)
+                records = [(r.partition, r.offset) for rs in polled.values() for r in rs]
+                if not records:
+                    continue
+                entry = recorder.batch(records)
+                try:
+                    consumer.commit()
+                    recorder.committed(entry, True)
+                except kafka.errors.KafkaError as e:
+                    recorder.committed(entry, False, e)
+        finally:
+            consumer.close()
+    return run
+
+
+def confluent_member(bootstrap: str):
+    ck = import_client("confluent_kafka")
+
+    def run(i, recorder, assigned, stop) -> None:
+        consumer = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP, "enable.auto.commit": False,
+                                "auto.offset.reset": "earliest", "session.timeout.ms": 6000,
+                                "heartbeat.interval.ms": 300, "topic.metadata.refresh.interval.ms": 5000,
+                                "client.id": f"ck-{i}", "log_level": 3})
+
+        def on_assign(c, partitions):
+            assigned[i] = {tp.partition for tp in partitions}
+
+        def on_revoke(c, partitions):
+            assigned[i] = set()
+
+        consumer.subscribe([TOPIC], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_revoke)
+        try:
+            while not stop.is_set():
+                messages = consumer.consume(num_messages=20, timeout=0.2)
+                records = [(m.partition(), m.offset()) for m in messages if m.error() is None]
+                if not records:
+                    continue
+                entry = recorder.batch(records)
+                try:
+                    consumer.commit(asynchronous=False)
+                    recorder.committed(entry, True)
+                except ck.KafkaException as e:
+                    recorder.committed(entry, False, e)
+        finally:
+            consumer.close()
+    return run
+
+
+def produce(bootstrap: str, start: int, count: int) -> set:
+    """``count`` records round-robin over the partitions (acks=all, retried by the client
+    across leader changes); the (partition, offset) of each."""
+    ck = import_client("confluent_kafka")
+    producer = ck.Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5, "log_level": 3})
+    delivered: set = set()
+
+    def done(err, msg) -> None:
+        assert err is None, err
+        delivered.add((msg.partition(), msg.offset()))
+
+    for n in range(start, start + count):
+        producer.produce(TOPIC, value=b"v%d" % n, partition=n % PARTITIONS, on_delivery=done)
+    assert producer.flush(30) == 0
+    return delivered
+
+
+@pytest.mark.groupbroker(props=PROPS, nodes=3)
+@pytest.mark.parametrize("client", ["kafka-python", "confluent-kafka"])
+def test_group_follows_coordinator_and_leader_moves(groupbroker, client):
+    bootstrap = groupbroker.bootstrap_servers
+    make = (kafka_python_member if client == "kafka-python" else confluent_member)(bootstrap)
+    produced = produce(bootstrap, 0, 60)
+    with Members(make, 3) as members:
+        def caught_up(what: str) -> None:
+            wait_until(lambda: members.settled() and produced <= members.consumed(), 60,
+                       f"{client}: every record consumed and committed {what} ({members.errors})")
+
+        caught_up("at the start")
+        # 1. the coordinator moves to another node
+        before = coordinator_of(groupbroker, GROUP)
+        target = next(n for n in range(3) if n != before)
+        groupbroker.faults.move_coordinator(group=GROUP, node=target)
+        produced |= produce(bootstrap, 60, 60)
+        caught_up("after the coordinator moved")
+        assert coordinator_of(groupbroker, GROUP) == target
+        # 2. the coordinator's node stops
+        groupbroker.faults.stop_node(node=target)
+        produced |= produce(bootstrap, 120, 60)
+        caught_up(f"after node {target} stopped")
+        assert coordinator_of(groupbroker, GROUP) != target
+        # 3. every partition's leader moves to another running node
+        live = [n for n in range(3) if n != target]
+        for p, leader in leaders_of(groupbroker, TOPIC).items():
+            groupbroker.faults.move_leader(topic=TOPIC, partition=p, node=next(n for n in live if n != leader))
+        assert all(n in live for n in leaders_of(groupbroker, TOPIC).values())
+        produced |= produce(bootstrap, 180, 60)
+        caught_up("after the leaders moved")
+        groupbroker.faults.start_node(node=target)
+    assert not members.errors, members.errors
+    summary = check_exactly_once(produced, members.recorders)
+    assert summary["committed"] == 240
