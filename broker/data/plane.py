@@ -32,8 +32,8 @@ from broker.data.errors import EXCESSIVE_BATCH, MAX_RECORDS_PER_USER_OP, answeri
 from broker.data.errors import Refused as _Refused
 from broker.data.parked_fetches import ParkedFetches
 from broker.data.topic_admin import TopicAdmin
-from broker.data.topics import (NotLeader, TopicAlreadyExists, TopicsError, TopicStore, UnknownTopicId,
-                                UnknownTopicOrPartition)
+from broker.data.topics import (FencedLeaderEpoch, NotLeader, TopicAlreadyExists, TopicsError, TopicStore,
+                                UnknownLeaderEpoch, UnknownTopicId, UnknownTopicOrPartition)
 from broker.data.topics import configs as topic_configs
 from broker.data.topics.compaction import LogCleaner
 from broker.data.topics.configs import InvalidConfig
@@ -93,12 +93,22 @@ class DataPlane:
         #: Kafka's leader-epoch cache, one entry each time a node becomes leader
         self.epoch_starts: dict[tuple[str, int], list[tuple[int, int]]] = {}
 
-    def led(self, ctx, topic: str, partition: int):
-        """The partition's log, if the node asked leads it: Kafka's UNKNOWN_TOPIC_OR_PARTITION
-        first, then NOT_LEADER_OR_FOLLOWER from any other node (in a cluster)."""
+    def led(self, ctx, topic: str, partition: int, current_epoch: int = -1):
+        """The partition's log, if the node asked leads it, in Kafka's order of checks
+        (ReplicaManager.getPartitionOrError, Partition.getLocalLog): UNKNOWN_TOPIC_OR_PARTITION;
+        NOT_LEADER_OR_FOLLOWER from a node holding no replica; the client's current leader
+        epoch (-1: not given) against the partition's, FENCED_LEADER_EPOCH or
+        UNKNOWN_LEADER_EPOCH; NOT_LEADER_OR_FOLLOWER from a follower."""
         log_ = self.store.partition(topic, partition)
-        if not self.topology.single and self.topology.leader(topic, partition) != ctx.node_id:
-            raise NotLeader(f"node {ctx.node_id} does not lead {topic}-{partition}")
+        lead = self.topology.of(topic, partition)
+        node = ctx.node_id if not self.topology.single else lead.leader
+        if node not in lead.replicas:
+            raise NotLeader(f"node {node} holds no replica of {topic}-{partition}")
+        if current_epoch != -1 and current_epoch != lead.epoch:
+            raise (FencedLeaderEpoch if current_epoch < lead.epoch else UnknownLeaderEpoch)(
+                f"{topic}-{partition}: leader epoch {current_epoch} asked, {lead.epoch} current")
+        if lead.leader != node:
+            raise NotLeader(f"node {node} does not lead {topic}-{partition}")
         return log_
 
     def _leader_hint(self, topic: str, partition: int, endpoints: dict) -> dict:
@@ -295,7 +305,7 @@ class DataPlane:
                 try:
                     if name is None:
                         raise UnknownTopicId(f"unknown topic id {t.topic_id}")
-                    log_ = self.led(ctx, name, p.partition)
+                    log_ = self.led(ctx, name, p.partition, p.current_leader_epoch)
                     known.append((name, p.partition))
                     stable = log_.last_stable_offset
                     records = log_.read(p.fetch_offset, max(0, min(p.partition_max_bytes, budget)),
@@ -310,8 +320,9 @@ class DataPlane:
                                           aborted_transactions=_aborted(log_, p.fetch_offset, records)
                                           if committed else None))
                 except TopicsError as e:          # e.g. OFFSET_OUT_OF_RANGE still reports the bounds
-                    not_leader = isinstance(e, NotLeader)
-                    failed = failed or log_ is not None or not_leader   # unknown ones are no read failure
+                    not_leader = isinstance(e, (NotLeader, FencedLeaderEpoch))
+                    # unknown partitions are no read failure; a leadership error answers at once
+                    failed = failed or log_ is not None or not isinstance(e, (UnknownTopicOrPartition, UnknownTopicId))
                     hint = {"current_leader": part_cls.LeaderIdAndEpoch(**self._leader_hint(
                         name, p.partition, endpoints))} if not_leader and v >= 16 else {}
                     parts.append(part_cls(partition_index=p.partition, error_code=e.error_code,
@@ -331,7 +342,7 @@ class DataPlane:
             parts = []
             for p in t.partitions:
                 try:
-                    log_ = self.led(ctx, t.name, p.partition_index)
+                    log_ = self.led(ctx, t.name, p.partition_index, p.current_leader_epoch)
                     if p.timestamp == LATEST:
                         offset = log_.last_stable_offset if req.isolation_level == READ_COMMITTED \
                             else log_.high_watermark
@@ -472,10 +483,9 @@ class DataPlane:
         self.parked.appended(topic, partition)
 
     async def offset_for_leader_epoch(self, ctx, req):
-        """Kafka's Partition.lastOffsetForLeaderEpoch for a consumer: the leader alone answers,
-        after checking the client's current epoch (FENCED_LEADER_EPOCH if older, UNKNOWN_LEADER_EPOCH
-        if newer); then LeaderEpochFileCache.endOffsetFor: the asked epoch's end (the start of
-        the next one), the log end for the current epoch, undefined past it."""
+        """Kafka's Partition.lastOffsetForLeaderEpoch for a consumer (the leader alone answers,
+        see :meth:`led`), then LeaderEpochFileCache.endOffsetFor: the asked epoch's end (the
+        start of the next one), the log end for the current epoch, undefined past it."""
         topic_cls = OffsetForLeaderEpoch.OffsetForLeaderTopicResult
         part_cls = topic_cls.EpochEndOffset
         topics = []
@@ -483,15 +493,11 @@ class DataPlane:
             parts = []
             for p in t.partitions:
                 try:
-                    log_ = self.led(ctx, t.topic, p.partition)
+                    log_ = self.led(ctx, t.topic, p.partition, p.current_leader_epoch)
                 except TopicsError as e:
                     parts.append(part_cls(error_code=e.error_code, partition=p.partition))
                     continue
                 current = self.topology.of(t.topic, p.partition).epoch
-                if p.current_leader_epoch != -1 and p.current_leader_epoch != current:
-                    error = E.FENCED_LEADER_EPOCH if p.current_leader_epoch < current else E.UNKNOWN_LEADER_EPOCH
-                    parts.append(part_cls(error_code=error, partition=p.partition))
-                    continue
                 epoch, end = self._epoch_end(t.topic, p.partition, p.leader_epoch, current, log_.high_watermark)
                 parts.append(part_cls(error_code=E.NONE, partition=p.partition, leader_epoch=epoch, end_offset=end))
             topics.append(topic_cls(topic=t.topic, partitions=tuple(parts)))

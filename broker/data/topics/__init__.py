@@ -56,18 +56,18 @@ whose ``error_code`` goes into the response. Handlers map requests to it like th
       ``log_start_offset``/``high_watermark`` are -1 while its files cannot be opened.
 """
 
-from .errors import (CorruptRecords, InvalidPartitions, InvalidProducerEpoch, InvalidRecord,
+from .errors import (CorruptRecords, FencedLeaderEpoch, InvalidPartitions, InvalidProducerEpoch, InvalidRecord,
                      InvalidTopic, MessageTooLarge, NotLeader, OffsetOutOfRange, OutOfOrderSequence,
                      StorageError, TopicAlreadyExists, TopicsError, InvalidTxnState,
-                     UnknownTopicId, UnknownTopicOrPartition)
+                     UnknownLeaderEpoch, UnknownTopicId, UnknownTopicOrPartition)
 from .partition_log import AppendInfo, PartitionLog, TimestampOffset
 from .producer_state import ProducerIds, ProducerStateTable
 from .store import Topic, TopicStore, validate_topic_name
 
 __all__ = [
-    "AppendInfo", "CorruptRecords", "InvalidPartitions", "InvalidProducerEpoch", "InvalidRecord",
+    "AppendInfo", "CorruptRecords", "FencedLeaderEpoch", "InvalidPartitions", "InvalidProducerEpoch", "InvalidRecord",
     "InvalidTopic", "MessageTooLarge", "NotLeader", "OffsetOutOfRange", "OutOfOrderSequence", "PartitionLog",
     "ProducerIds", "ProducerStateTable", "StorageError", "TimestampOffset", "Topic",
     "TopicAlreadyExists", "TopicStore", "TopicsError", "InvalidTxnState",
-    "UnknownTopicId", "UnknownTopicOrPartition", "validate_topic_name",
+    "UnknownLeaderEpoch", "UnknownTopicId", "UnknownTopicOrPartition", "validate_topic_name",
 ]

@@ -87,6 +87,16 @@ class NotLeader(TopicsError):
     error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
 
 
+class FencedLeaderEpoch(TopicsError):
+    """The client's leader epoch is older than the partition's (its metadata is stale)."""
+    error_code = ErrorCode.FENCED_LEADER_EPOCH
+
+
+class UnknownLeaderEpoch(TopicsError):
+    """The client's leader epoch is newer than the partition's (this broker is behind)."""
+    error_code = ErrorCode.UNKNOWN_LEADER_EPOCH
+
+
 class UnknownTopicOrPartition(TopicsError):
     """No such topic or partition, or its log was closed (deleted topic, shutdown)."""
 
