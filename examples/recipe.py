@@ -1,8 +1,9 @@
 """What the rebalance-error recipes share, so each recipe file holds only its scenario.
 
 * :class:`Broker`: a throwaway ``python -m broker serve --port 0`` with short group timeouts
-  (its log read back, because the broker logs every group-API error it answers), or, with
-  ``--bootstrap-server``, an existing broker whose log this process cannot see.
+  (its log read back, because the broker logs every group-API error it answers; with
+  ``nodes``, a cluster whose faults the recipe drives: ``broker.faults.move_coordinator(...)``),
+  or, with ``--bootstrap-server``, an existing broker whose log this process cannot see.
 * :func:`connect`: one raw connection with our own client, for errors that clients handle
   silently (e.g. MEMBER_ID_REQUIRED).
 * :class:`ClientLog`: a client's log records kept in memory, for errors the client only logs.
@@ -40,22 +41,40 @@ class Broker:
     """A groupbroker subprocess for one recipe (the project's launcher), or the broker at
     ``bootstrap``."""
 
-    def __init__(self, bootstrap: str | None = None, overrides: dict | None = None):
+    def __init__(self, bootstrap: str | None = None, overrides: dict | None = None, nodes: int = 1):
         self.external = bootstrap is not None
         self.bootstrap = bootstrap or ""
         self.overrides = {**TEST_DEFAULTS, **(overrides or {})}
+        self.nodes = nodes
+        self.faults = None                # fault injection, for a cluster the recipe started
+        self._admin = None
         self._process: BrokerProcess | None = None
         self._tmp: tempfile.TemporaryDirectory | None = None
 
     def __enter__(self) -> Broker:
         if not self.external:
             self._tmp = tempfile.TemporaryDirectory(prefix="groupbroker-recipe-")
-            self._process = BrokerProcess(Path(self._tmp.name) / "data",
-                                          Path(self._tmp.name) / "broker.log", self.overrides).start()
+            overrides = self.overrides if self.nodes == 1 else {**self.overrides, "groupbroker.admin.port": 0}
+            self._process = BrokerProcess(Path(self._tmp.name) / "data", Path(self._tmp.name) / "broker.log",
+                                          overrides, nodes=self.nodes).start()
             self.bootstrap = self._process.bootstrap
+            if self.nodes > 1:
+                from broker.cli.faults import AdminClient
+                admin = self.log(r"admin endpoint listening on")[0].split()[4]
+                token = (Path(self._tmp.name) / "data" / "admin.token").read_text().strip()
+                self._admin = AdminClient(admin, token)
+                self.faults = self._admin.faults
+        elif self.nodes > 1:
+            raise NotReproduced("this recipe moves a cluster's nodes: run it without --bootstrap-server")
         return self
 
+    def node_of(self, address: str) -> int:
+        """The node listening on HOST:PORT (node 0 first in the bootstrap list)."""
+        return self.bootstrap.split(",").index(address)
+
     def __exit__(self, *exc) -> None:
+        if self._admin is not None:
+            self._admin.close()
         if self._process is not None:
             try:
                 self._process.stop()
@@ -82,8 +101,9 @@ class Broker:
 
 
 def connect(address: str, client_id: str = "recipe") -> BlockingClient:
-    """One raw connection (our own client), for errors that clients handle silently."""
-    host, port = address.rsplit(":", 1)
+    """One raw connection (our own client), for errors that clients handle silently; to the
+    first broker of a bootstrap list."""
+    host, port = address.split(",")[0].rsplit(":", 1)
     return BlockingClient(host, int(port), client_id=client_id, timeout=10)
 
 
@@ -98,6 +118,17 @@ def coordinator(bootstrap: str, group: str) -> str:
     if answer.error_code:
         raise RuntimeError(f"FindCoordinator({group}) failed with error code {answer.error_code}")
     return f"{answer.host}:{answer.port}"
+
+
+def leader(bootstrap: str, topic: str, partition: int) -> int:
+    """The node leading ``topic``-``partition``, as Metadata tells it."""
+    metadata = REQUESTS[ApiKey.METADATA].cls
+    client = connect(bootstrap)
+    try:
+        answer = client.call(ApiKey.METADATA, 12, metadata(topics=(metadata.MetadataRequestTopic(name=topic),)))
+    finally:
+        client.close()
+    return answer.topics[0].partitions[partition].leader_id
 
 
 class ClientLog(logging.Handler):
@@ -256,7 +287,7 @@ class Polling:
         self._thread.join(15)
 
 
-def run(recipe, description: str, overrides: dict | None = None) -> None:
+def run(recipe, description: str, overrides: dict | None = None, nodes: int = 1) -> None:
     """Parse ``--bootstrap-server``, run ``recipe(broker)``, exit 0 if it reproduced, else 1."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--bootstrap-server", metavar="HOST:PORT",
@@ -265,7 +296,7 @@ def run(recipe, description: str, overrides: dict | None = None) -> None:
     args = parser.parse_args()
     say(description)
     try:
-        with Broker(args.bootstrap_server, overrides) as broker:
+        with Broker(args.bootstrap_server, overrides, nodes) as broker:
             origin = "external" if broker.external else "groupbroker started for this recipe"
             say(f"broker: {broker.bootstrap} ({origin})")
             recipe(broker)

@@ -118,6 +118,7 @@ class RecordedRequest:
     transactional_id: str | None = None
     producer_id: int | None = None
     producer_epoch: int | None = None
+    node: int | None = None              # the node that answered (in a cluster, each has its share)
 
 
 class Faults:
@@ -179,7 +180,7 @@ class Faults:
             next(iter(groups), None) if len(groups) == 1 else None,
             getattr(body, "member_id", None), generation, first_error(response).name,
             member_epoch, answered, _either(body, "transactional_id"),
-            _either(producer, "producer_id"), _either(producer, "producer_epoch")))
+            _either(producer, "producer_id"), _either(producer, "producer_epoch"), ctx.node_id))
 
 
 def _either(obj, name: str):

@@ -313,3 +313,53 @@ async def test_moves_that_cannot_be_made_are_refused(cluster):
     owner = (await coordinator(cluster)).node_id
     with pytest.raises(Exception, match="already leads"):
         await cluster.control.execute("move-coordinator", group=GROUP, node=owner)
+
+
+def test_serve_nodes_prints_every_node_and_the_shell_moves_them(tmp_path):
+    """``groupbroker serve --nodes 3``: one line naming every node; ``groupbroker faults`` moves a
+    coordinator and stops a node; after a clean stop ``groupbroker log verify`` finds every shard,
+    wherever its node folder is."""
+    import re
+    import subprocess
+    import sys
+
+    from broker.client.blocking import BlockingClient
+    from broker.testing.launcher import TEST_DEFAULTS, BrokerProcess
+
+    b = BrokerProcess(tmp_path / "data", tmp_path / "broker.log", {**TEST_DEFAULTS, "groupbroker.admin.port": 0},
+                      nodes=3).start()
+    try:
+        assert re.fullmatch(r"groupbroker listening on 127\.0\.0\.1:\d+,127\.0\.0\.1:\d+,127\.0\.0\.1:\d+\n",
+                            b.stdout_line)
+        assert len(set(b.ports)) == 3 and b.bootstrap.count(",") == 2
+        admin = re.search(r"admin endpoint listening on (\S+)", b.log_text()).group(1)
+
+        def faults(*args):
+            done = subprocess.run([sys.executable, "-m", "broker", "faults", "--admin", admin,
+                                   "--data-dir", str(b.data_dir), *args], capture_output=True, text=True, timeout=30)
+            return done.returncode, done.stdout + done.stderr
+
+        client = BlockingClient("127.0.0.1", b.ports[2])
+        owner = client.call(ApiKey.FIND_COORDINATOR, 3, R[ApiKey.FIND_COORDINATOR](key="shell-group")).node_id
+        target = (owner + 1) % 3
+        assert faults("move-coordinator", f"node={target}", "group=shell-group") == (
+            0, f"coordinator of shard {shard_for('shell-group')} moved to node {target}: coordinator shards "
+               f"moved: [{shard_for('shell-group')}]; other partition leaders changed: 0\n")
+        assert client.call(ApiKey.FIND_COORDINATOR, 3, R[ApiKey.FIND_COORDINATOR](key="shell-group")).node_id == target
+        code, out = faults("stop-node", "node=0")
+        assert code == 0 and "node 0 stopped" in out
+        code, out = faults("move-coordinator", "node=0", "group=shell-group")
+        assert code == 1 and "node 0 is stopped" in out
+        assert "nodes started: [0]" in faults("clear")[1]
+        client.close()
+    finally:
+        assert b.stop() == 0
+    nodes = tmp_path / "data" / "nodes"
+    assert sorted(os.listdir(nodes)) == ["0", "1", "2"]
+    assert sum(len(os.listdir(nodes / n)) for n in os.listdir(nodes)) == 50
+    verified = subprocess.run([sys.executable, "-m", "broker", "log", "verify", str(tmp_path / "data")],
+                              capture_output=True, text=True, timeout=60)
+    assert verified.returncode == 0 and verified.stdout.endswith("0 problem(s)\n"), verified.stdout + verified.stderr
+    dumped = subprocess.run([sys.executable, "-m", "broker", "log", "dump", str(tmp_path / "data")],
+                            capture_output=True, text=True, timeout=60)
+    assert dumped.returncode == 0

@@ -199,6 +199,39 @@ def test_online_upgrade():
           r"consumer group$", out)
 
 
+def test_coordinator_failover():
+    out = reproduced("coordinator_failover.py", limit=25)
+    m = found(r"^RESULT: NOT_COORDINATOR reproduced: B's parked JoinGroup in generation (\d+)'s rebalance was "
+              r"answered NOT_COORDINATOR; the group completed the rebalance on node (\d) in generation (\d+) "
+              r"with its committed offsets$", out)
+    old, node, new = int(m.group(1)), m.group(2), int(m.group(3))
+    assert new == old + 1
+    found(r"B: kafka.coordinator WARNING: Marking the coordinator dead .*NotCoordinatorError", out)
+    found(r"B: kafka.coordinator INFO: Discovered coordinator coordinator-%s " % node, out)
+    found(r"A and B are Stable in generation %d .* on node %s .*committed offset of partition 0 back: 7$"
+          % (new, node), out)
+    found(r"broker\| group \S+: JoinGroup v\d+ from member B-\S+ answered NOT_COORDINATOR$", out)
+    found(r"broker\| shard \d+: loaded after a coordinator move \(.*/nodes/%s/__consumer_offsets-\d+\)$" % node, out)
+
+
+def test_leader_change():
+    out = reproduced("leader_change.py", limit=25)
+    m = found(r"^RESULT: (FENCED_LEADER_EPOCH|NOT_LEADER_OR_FOLLOWER) reproduced: a Fetch to node (\d) after the "
+              r"move was refused; the consumer found node (\d), checked its position there and read offsets "
+              r"0-39 exactly once$", out)
+    old, new = m.group(2), m.group(3)
+    assert old != new
+    found(r"broker\| OffsetForLeaderEpoch to node %s answered NONE$" % new, out)
+    found(r"broker\| Fetch to node %s answered NONE$" % new, out)
+    found(r"client\| kafka.consumer.fetcher DEBUG: Validating offsets", out)
+
+
+def test_cluster_recipe_needs_its_own_cluster(broker):
+    done, _ = run_example("leader_change.py", "--bootstrap-server", broker.bootstrap)
+    assert done.returncode == 1 and "RESULT:" not in done.stdout
+    found(r"^NOT REPRODUCED: this recipe moves a cluster's nodes: run it without --bootstrap-server$", done.stdout)
+
+
 def test_recipe_against_an_existing_broker(broker):
     """--bootstrap-server: no broker of its own (so no broker log), the error seen by the client."""
     out = reproduced("member_id_required.py", "--bootstrap-server", broker.bootstrap)
