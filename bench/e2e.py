@@ -88,15 +88,15 @@ def checkout(rev: str, workdir: str) -> Path:
 class MockCluster:
     """librdkafka's mock cluster, alive as long as the Producer that owns it."""
 
-    def __init__(self, initial_delay_ms: int | None = 0):
+    def __init__(self, initial_delay_ms: int | None = 0, brokers: int = 1):
         import confluent_kafka
         from confluent_kafka import Producer
-        self.holder = Producer({"test.mock.num.brokers": 1, "client.id": "mock-holder",
+        self.holder = Producer({"test.mock.num.brokers": brokers, "client.id": "mock-holder",
                                 "log_level": 3})
-        brokers = self.holder.list_topics(timeout=10).brokers
-        (b,) = brokers.values()
-        self.host, self.port = b.host, b.port
-        assert self.host == "127.0.0.1", self.host
+        found = sorted(self.holder.list_topics(timeout=10).brokers.values(), key=lambda b: b.id)
+        self.addresses = [f"{b.host}:{b.port}" for b in found]
+        self.host, self.port = found[0].host, found[0].port
+        assert all(b.host == "127.0.0.1" for b in found), found
         self.delay_note = "librdkafka default (3000 ms)"
         self._lib = self._mc = None
         problem = self._find_mock(confluent_kafka)
@@ -122,7 +122,7 @@ class MockCluster:
         mc = lib.rd_kafka_handle_mock_cluster(rk)
         lib.rd_kafka_mock_cluster_bootstraps.restype = ctypes.c_char_p
         lib.rd_kafka_mock_cluster_bootstraps.argtypes = [ctypes.c_void_p]
-        assert lib.rd_kafka_mock_cluster_bootstraps(mc).decode() == self.bootstrap
+        assert set(lib.rd_kafka_mock_cluster_bootstraps(mc).decode().split(",")) == set(self.addresses)
         lib.rd_kafka_mock_topic_create.restype = ctypes.c_int
         lib.rd_kafka_mock_topic_create.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_int]
         self._lib, self._mc = lib, mc
@@ -137,7 +137,28 @@ class MockCluster:
 
     @property
     def bootstrap(self) -> str:
-        return f"{self.host}:{self.port}"
+        return ",".join(self.addresses)
+
+    def coordinator_set(self, key_type: str, key: str, broker_id: int) -> None:
+        """Move the coordinator of a group (``key_type`` "group") or transactional id
+        ("transaction"): rd_kafka_mock_coordinator_set."""
+        lib = self._lib
+        lib.rd_kafka_mock_coordinator_set.restype = ctypes.c_int
+        lib.rd_kafka_mock_coordinator_set.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p,
+                                                      ctypes.c_int32]
+        err = lib.rd_kafka_mock_coordinator_set(self._mc, key_type.encode(), key.encode(), broker_id)
+        if err:
+            raise RuntimeError(f"rd_kafka_mock_coordinator_set: error {err}")
+
+    def push_broker_errors(self, broker_id: int, api_key: int, error: int, count: int) -> None:
+        """The next ``count`` requests of ``api_key`` to broker ``broker_id`` are answered
+        ``error`` (rd_kafka_mock_broker_push_request_error_rtts, no added latency)."""
+        pairs = [arg for _ in range(count) for arg in (ctypes.c_int(error), ctypes.c_int64(0))]
+        err = self._lib.rd_kafka_mock_broker_push_request_error_rtts(
+            ctypes.c_void_p(self._mc), ctypes.c_int32(broker_id), ctypes.c_int16(api_key), ctypes.c_size_t(count),
+            *pairs)
+        if err:
+            raise RuntimeError(f"rd_kafka_mock_broker_push_request_error_rtts: error {err}")
 
     def close(self) -> None:
         """Destroy the mock cluster, with the Producer that owns it."""

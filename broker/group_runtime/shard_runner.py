@@ -435,31 +435,36 @@ class ShardRunner:
 
     async def _move(self) -> None:
         self._moving = False
+        started = trio.current_time()
         self._turn_away()
         if self.compacting:                         # it works on the files that move
             await self._compacted.wait()
-        old = self.log
+        old, waiting = self.log, bool(self._unreleased)
         try:
-            await trio.to_thread.run_sync(old.sync)
-        except OffsetsLogError as e:                # never acknowledged: NOT_COORDINATOR
-            self._fail(e)
-            return
-        self.flushed(old, self._appended)           # what waited for an fsync may go now
-        try:
-            shard_log = await trio.to_thread.run_sync(self._reopen)
-            shard = self.shard.fresh()
-            actions = (await trio.to_thread.run_sync(load_shard, shard, shard_log, self.now_ms())).actions
+            shard_log, shard, actions = await trio.to_thread.run_sync(self._load_elsewhere, old, waiting,
+                                                                      self.now_ms())
         except Exception as e:       # as a failed write: turned away, retried from a reopened log
             self._fail(e)
             return
+        self.flushed(old, self._appended)           # what waited for an fsync may go now
         if self._moving:                            # moved again meanwhile: move on from here
-            self.log = shard_log
+            self.log, self.shard = shard_log, shard
             return
         self.log, self.shard, self._image = shard_log, shard, None
         self._opened(shard_log)
         self.loaded = True
         self._apply(actions)
-        log.info("shard %d: loaded after a coordinator move (%s)", shard.shard_id, shard_log.directory)
+        log.info("shard %d: loaded after a coordinator move in %.1f ms (%s)", shard.shard_id,
+                 (trio.current_time() - started) * 1000, shard_log.directory)
+
+    def _load_elsewhere(self, old: ShardLog, waiting: bool, now: int):
+        """The move's file work, in a worker thread: fsync what replies wait for (the flush
+        policy's), close the log, open it where it now belongs, replay it into a fresh shard."""
+        if waiting:
+            old.sync()
+        shard_log = self._reopen()
+        shard = self.shard.fresh()
+        return shard_log, shard, load_shard(shard, shard_log, now).actions
 
     def _turn_away(self) -> None:
         """Unload: parked requests and queued ones get NOT_COORDINATOR (as when Kafka unloads a
