@@ -24,9 +24,9 @@ PROPS = {"group.initial.rebalance.delay.ms": "50", "group.min.session.timeout.ms
          "num.partitions": str(PARTITIONS)}
 
 
-def ask(broker, api_key: int, version: int, **fields):
-    """One request to node 0 of ``broker`` (as a client's bootstrap would), its answer."""
-    client = BlockingClient(broker.host, broker.ports[0], client_id="failover-test", timeout=10)
+def ask(broker, api_key: int, version: int, node: int = 0, **fields):
+    """One request to a node of ``broker`` (node 0, as a client's bootstrap would), its answer."""
+    client = BlockingClient(broker.host, broker.ports[node], client_id="failover-test", timeout=10)
     try:
         return client.call(api_key, version, REQUESTS[api_key].cls(**fields))
     finally:
@@ -38,6 +38,19 @@ def coordinator_of(broker, group: str) -> int:
     answer = ask(broker, ApiKey.FIND_COORDINATOR, 3, key=group)
     assert answer.error_code == 0, answer
     return answer.node_id
+
+
+def committed_offsets(broker, group: str) -> dict[int, int]:
+    """Each partition's committed offset, as the group's coordinator answers OffsetFetch (retried
+    while it loads)."""
+    of = REQUESTS[ApiKey.OFFSET_FETCH].cls
+    for _ in range(100):
+        answer = ask(broker, ApiKey.OFFSET_FETCH, 7, node=coordinator_of(broker, group), group_id=group,
+                     topics=(of.OffsetFetchRequestTopic(name=TOPIC, partition_indexes=tuple(range(PARTITIONS))),))
+        if answer.error_code == 0:
+            return {p.partition_index: p.committed_offset for p in answer.topics[0].partitions}
+        time.sleep(0.05)
+    raise AssertionError(f"OffsetFetch kept failing: {answer}")
 
 
 def leaders_of(broker, topic: str) -> dict[int, int]:
@@ -176,26 +189,45 @@ def test_group_follows_coordinator_and_leader_moves(groupbroker, client):
                        f"{client}: every record consumed and committed {what} ({members.errors})")
 
         caught_up("at the start")
+
+        def kept(before: dict[int, int]) -> None:
+            """What was committed before a move is there after it (commits only move forward)."""
+            after = committed_offsets(groupbroker, GROUP)
+            assert all(after[p] >= offset >= 0 for p, offset in before.items()), (before, after)
+
+        # each move happens while the members read and commit a fresh batch
         # 1. the coordinator moves to another node
+        produced |= produce(bootstrap, 60, 30)
+        offsets = committed_offsets(groupbroker, GROUP)
         before = coordinator_of(groupbroker, GROUP)
         target = next(n for n in range(3) if n != before)
         groupbroker.faults.move_coordinator(group=GROUP, node=target)
-        produced |= produce(bootstrap, 60, 60)
+        produced |= produce(bootstrap, 90, 30)
         caught_up("after the coordinator moved")
         assert coordinator_of(groupbroker, GROUP) == target
+        kept(offsets)
         # 2. the coordinator's node stops
+        produced |= produce(bootstrap, 120, 30)
+        offsets = committed_offsets(groupbroker, GROUP)
         groupbroker.faults.stop_node(node=target)
-        produced |= produce(bootstrap, 120, 60)
+        produced |= produce(bootstrap, 150, 30)
         caught_up(f"after node {target} stopped")
         assert coordinator_of(groupbroker, GROUP) != target
+        kept(offsets)
         # 3. every partition's leader moves to another running node
+        produced |= produce(bootstrap, 180, 30)
+        offsets = committed_offsets(groupbroker, GROUP)
         live = [n for n in range(3) if n != target]
         for p, leader in leaders_of(groupbroker, TOPIC).items():
             groupbroker.faults.move_leader(topic=TOPIC, partition=p, node=next(n for n in live if n != leader))
         assert all(n in live for n in leaders_of(groupbroker, TOPIC).values())
-        produced |= produce(bootstrap, 180, 60)
+        produced |= produce(bootstrap, 210, 30)
         caught_up("after the leaders moved")
+        kept(offsets)
         groupbroker.faults.start_node(node=target)
+        produced |= produce(bootstrap, 240, 30)
+        caught_up(f"after node {target} started again")
+        assert committed_offsets(groupbroker, GROUP) == {p: 45 for p in range(PARTITIONS)}
     assert not members.errors, members.errors
     summary = check_exactly_once(produced, members.recorders)
-    assert summary["committed"] == 240
+    assert summary["committed"] == 270
