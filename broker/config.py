@@ -75,6 +75,9 @@ class BrokerConfig:
     fetch_max_bytes: int = 55 * 1024 * 1024    # the most a Fetch answer carries, whatever it asks
     auto_create_topics_enable: bool = True
     num_partitions: int = 1
+    default_replication_factor: int = 1        # replicas of a topic created without a count
+    offsets_topic_replication_factor: int = 3  # of __consumer_offsets (at most the node count)
+    transaction_state_log_replication_factor: int = 3
     log_segment_bytes: int = 1 << 30
     log_retention_ms: int = 7 * 24 * 3_600_000
     log_retention_bytes: int = -1
@@ -111,6 +114,9 @@ class BrokerConfig:
         "fetch.max.bytes": ("fetch_max_bytes", _at_least(1024)),
         "auto.create.topics.enable": ("auto_create_topics_enable", _bool),
         "num.partitions": ("num_partitions", int),
+        "default.replication.factor": ("default_replication_factor", _at_least(1)),
+        "offsets.topic.replication.factor": ("offsets_topic_replication_factor", _at_least(1)),
+        "transaction.state.log.replication.factor": ("transaction_state_log_replication_factor", _at_least(1)),
         "log.segment.bytes": ("log_segment_bytes", int),
         "log.retention.ms": ("log_retention_ms", int),
         "log.retention.hours": ("log_retention_ms", lambda v: int(v) * 3_600_000),

@@ -2,9 +2,9 @@
 each partition's replicas, leader and leader epoch, and so each coordinator shard's owner (the leader of its ``__consumer_offsets`` or
 ``__transaction_state`` partition, as in Kafka).
 
-A partition's replicas are a declared placement, Kafka's striped one: up to
-``REPLICATION_FACTOR`` consecutive nodes from ``abs(javaHashCode(topic)) + partition``; its
-leader is the first live replica. Data lives with the leader (the nodes share one store), so a
+A partition's replicas are a declared placement, Kafka's striped one: its topic's replication
+factor (at most the node count) of consecutive nodes from ``abs(javaHashCode(topic)) +
+partition``; its leader is the first live replica. Data lives with the leader (the nodes share one store), so a
 leader change moves no bytes. Every change of leader bumps the partition's leader epoch, which
 clients compare to tell newer metadata from older. Pure bookkeeping: no I/O, no clock.
 """
@@ -13,11 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Callable
 
 from coordinator.routing import java_string_hash, kafka_abs
 
-#: replicas per partition (Kafka's offsets.topic.replication.factor), at most the node count
-REPLICATION_FACTOR = 3
 GROUP_TOPIC = "__consumer_offsets"
 TXN_TOPIC = "__transaction_state"
 NO_LEADER = -1
@@ -52,6 +51,8 @@ class Topology:
         self.live = set(self.node_ids)
         self.single = len(nodes) == 1
         self._moved: dict[tuple[str, int], Leadership] = {}   # partitions not where they start
+        #: a topic's replication factor (the broker sets it: topics keep theirs)
+        self.replication: Callable[[str], int] = lambda topic: 1
 
     def live_nodes(self) -> list[Node]:
         return [self.nodes[n] for n in self.node_ids if n in self.live]
@@ -67,7 +68,7 @@ class Topology:
     def _initial(self, topic: str, partition: int) -> Leadership:
         ids = self.node_ids
         start = _topic_hash(topic) + partition
-        replicas = tuple(ids[(start + i) % len(ids)] for i in range(min(REPLICATION_FACTOR, len(ids))))
+        replicas = tuple(ids[(start + i) % len(ids)] for i in range(min(self.replication(topic), len(ids))))
         return Leadership(replicas, self._first_live(replicas), 0)
 
     def _first_live(self, replicas) -> int:

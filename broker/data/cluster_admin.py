@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import logging
 import os
+from typing import Callable
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages import RESPONSES
 
-from broker.cluster.topology import Topology
+from broker.cluster.topology import NO_LEADER, Topology
 from broker.config import BrokerConfig
 from broker.data.errors import Refused, error_message
 from broker.data.topics import TopicStore, UnknownTopicOrPartition
@@ -32,11 +33,17 @@ BROKER_ENDPOINT, CONTROLLER_ENDPOINT = 1, 2
 #: ElectionType ids
 PREFERRED, UNCLEAN = 0, 1
 ELECTION_NOT_NEEDED = "Leader election not needed for topic partition."
+#: Kafka's default messages of the election errors (Errors.java)
+_DEFAULT_MESSAGES = {E.PREFERRED_LEADER_NOT_AVAILABLE: "The preferred leader was not available.",
+                     E.ELIGIBLE_LEADERS_NOT_AVAILABLE: "Eligible topic partition leaders are not available."}
 
 
 class ClusterAdmin:
     def __init__(self, store: TopicStore, config: BrokerConfig, topology: Topology):
         self.store, self.config, self.topology = store, config, topology
+        #: ``elect(topic, partition, node)`` makes ``node`` the partition's leader (set by the
+        #: broker: a leader change is followed by the running parts)
+        self.elect: Callable[[str, int, int], object] | None = None
 
     # --- DescribeCluster (KafkaApis.handleDescribeCluster, AuthHelper) ------------------------
     async def describe_cluster(self, ctx, req):
@@ -59,9 +66,9 @@ class ClusterAdmin:
 
     # --- DescribeLogDirs (KafkaApis.handleDescribeLogDirsRequest, ReplicaManager) ---------------
     async def describe_log_dirs(self, ctx, req):
-        """The one log dir (the data dir): its partitions asked for (null: all) with their sizes,
-        and (v4+) the size and free space of its file system; topics with none of the asked
-        partitions are left out."""
+        """The one log dir (the data dir): the partitions asked for (null: all) that the node
+        asked holds a replica of, with their sizes, and (v4+) the size and free space of its
+        file system; topics with none of those partitions are left out."""
         Result = DescribeLogDirs.DescribeLogDirsResult
         directory = os.path.abspath(self.config.data_dir)
         try:
@@ -77,32 +84,40 @@ class ClusterAdmin:
             parts = tuple(Topic.DescribeLogDirsPartition(partition_index=p, partition_size=plog.size_bytes,
                                                          offset_lag=0, is_future_key=False)
                           for p, plog in enumerate(topic.partitions)
-                          if wanted is None or (topic.name, p) in wanted)
+                          if (wanted is None or (topic.name, p) in wanted) and self._holds(ctx, topic.name, p))
             if parts:
                 topics.append(Topic(name=topic.name, partitions=parts))
         return DescribeLogDirs(error_code=E.NONE, results=(Result(
             error_code=E.NONE, log_dir=directory, topics=tuple(topics),
             total_bytes=disk.f_blocks * disk.f_frsize, usable_bytes=disk.f_bavail * disk.f_frsize),))
 
+    def _holds(self, ctx, topic: str, partition: int) -> bool:
+        return self.topology.single or ctx.node_id in self.topology.of(topic, partition).replicas
+
     # --- ElectLeaders (ControllerApis, ReplicationControlManager.electLeaders) ----------------
     async def elect_leaders(self, ctx, req):
-        """Every partition already has its preferred (and only) replica as leader: named
-        partitions answer ELECTION_NOT_NEEDED; for null (all partitions) those are left out,
-        so each topic comes back with no partition results."""
+        """Named partitions each get a result; for null (all partitions) those that already
+        have the desired leader (ELECTION_NOT_NEEDED) are left out, as Kafka's controller does."""
         Result = ElectLeaders.ReplicaElectionResult
         if req.topic_partitions is not None and not req.topic_partitions:
             return ElectLeaders(error_code=E.NONE, replica_election_results=())
         if req.election_type not in (PREFERRED, UNCLEAN):
             raise Refused(E.INVALID_REQUEST, f"Unknown election type {req.election_type}")
+        kind = req.election_type
         if req.topic_partitions is None:
             return ElectLeaders(error_code=E.NONE, replica_election_results=tuple(
-                Result(topic=t.name, partition_result=()) for t in self.store.topics()))
+                Result(topic=t.name, partition_result=tuple(
+                    r for r in (self._elect(t.name, p, kind) for p in range(len(t.partitions)))
+                    if r.error_code != E.ELECTION_NOT_NEEDED))
+                for t in self.store.topics()))
         return ElectLeaders(error_code=E.NONE, replica_election_results=tuple(
-            Result(topic=t.topic, partition_result=tuple(self._elect(t.topic, p) for p in t.partitions))
+            Result(topic=t.topic, partition_result=tuple(self._elect(t.topic, p, kind) for p in t.partitions))
             for t in req.topic_partitions))
 
-    def _elect(self, topic: str, partition: int):
-        """ReplicationControlManager.electLeader's answer for one partition."""
+    def _elect(self, topic: str, partition: int, kind: int):
+        """ReplicationControlManager.electLeader for one partition: a preferred election makes
+        the first replica leader again if it runs; an unclean one is needed only by a partition
+        without a leader, which here has no running replica either."""
         try:
             count = len(self.store.topic(topic).partitions)
         except UnknownTopicOrPartition:
@@ -110,10 +125,20 @@ class ClusterAdmin:
         if not 0 <= partition < count:
             return _partition_result(partition, E.UNKNOWN_TOPIC_OR_PARTITION,
                                      f"No such partition as {topic}-{partition}")
-        return _partition_result(partition, E.ELECTION_NOT_NEEDED, ELECTION_NOT_NEEDED)
+        lead = self.topology.of(topic, partition)
+        preferred = lead.replicas[0]
+        if (kind == PREFERRED and lead.leader == preferred) or (kind == UNCLEAN and lead.leader != NO_LEADER):
+            return _partition_result(partition, E.ELECTION_NOT_NEEDED, ELECTION_NOT_NEEDED)
+        if kind == UNCLEAN or preferred not in self.topology.live:
+            error = E.PREFERRED_LEADER_NOT_AVAILABLE if kind == PREFERRED else E.ELIGIBLE_LEADERS_NOT_AVAILABLE
+            return _partition_result(partition, error, _DEFAULT_MESSAGES[error])
+        self.elect(topic, partition, preferred)
+        log.info("ElectLeaders: node %d, the preferred replica, leads %s-%d again", preferred, topic, partition)
+        return _partition_result(partition, E.NONE, None)
 
 
-def _partition_result(partition: int, error: ErrorCode, message: str):
+def _partition_result(partition: int, error: ErrorCode, message: str | None):
     """One partition's election result; the message (quoting a client's topic name) is cut."""
     return ElectLeaders.ReplicaElectionResult.PartitionResult(
-        partition_id=partition, error_code=error, error_message=error_message(Refused(error, message)))
+        partition_id=partition, error_code=error,
+        error_message=None if message is None else error_message(Refused(error, message)))

@@ -24,7 +24,7 @@ from protocol.records import BatchHeader, read_batches
 from protocol.exceptions import DecodeError
 from protocol.wire import ZERO_UUID
 
-from broker.cluster.topology import NO_LEADER, Topology
+from broker.cluster.topology import GROUP_TOPIC, NO_LEADER, TXN_TOPIC, Topology
 from broker.data.cluster_admin import CLUSTER_OPERATIONS, ClusterAdmin
 from broker.config import BrokerConfig
 from broker.data.config_apis import ConfigApis
@@ -65,11 +65,13 @@ class DataPlane:
         self.config, self.topology = config, topology
         self.on_topics_deleted = on_topics_deleted
         self.store = TopicStore(config.data_dir, num_partitions=config.num_partitions,
-                                auto_create=config.auto_create_topics_enable, broker_props=config.props)
+                                auto_create=config.auto_create_topics_enable, broker_props=config.props,
+                                replication_factor=config.default_replication_factor)
+        topology.replication = self.replication_of
         self.cleaner = LogCleaner(config.data_dir)
         self.parked = ParkedFetches()
-        topic_admin = TopicAdmin(self.store, config, topology.node_ids, self.led)
-        cluster_admin = ClusterAdmin(self.store, config, topology)
+        self.topic_admin = topic_admin = TopicAdmin(self.store, config, topology.node_ids, self.led)
+        self.cluster_admin = cluster_admin = ClusterAdmin(self.store, config, topology)
         self.config_apis = config_apis = ConfigApis(self.store, config, topology.node_ids)
         handlers = {ApiKey.METADATA: self.metadata, ApiKey.PRODUCE: self.produce,
                     ApiKey.FETCH: self.fetch, ApiKey.LIST_OFFSETS: self.list_offsets,
@@ -92,6 +94,17 @@ class DataPlane:
         #: (topic, partition) -> [(leader epoch, its start offset)] after epoch 0 (from offset 0):
         #: Kafka's leader-epoch cache, one entry each time a node becomes leader
         self.epoch_starts: dict[tuple[str, int], list[tuple[int, int]]] = {}
+
+    def replication_of(self, topic: str) -> int:
+        """A topic's replication factor: its own, or the internal topics' settings."""
+        if topic == GROUP_TOPIC:
+            return self.config.offsets_topic_replication_factor
+        if topic == TXN_TOPIC:
+            return self.config.transaction_state_log_replication_factor
+        try:
+            return self.store.topic(topic).replication_factor
+        except UnknownTopicOrPartition:
+            return self.config.default_replication_factor
 
     def led(self, ctx, topic: str, partition: int, current_epoch: int = -1):
         """The partition's log, if the node asked leads it, in Kafka's order of checks
@@ -390,17 +403,19 @@ class DataPlane:
                                           error_message=error_message(outcome)))
                 continue
             partitions, configs = outcome
+            replicas = len(t.assignments[0].broker_ids) if t.assignments else t.replication_factor
             try:
                 if req.validate_only:
-                    topic = self.store.create_topic(t.name, partitions, validate_only=True, configs=configs)
+                    topic = self.store.create_topic(t.name, partitions, validate_only=True, configs=configs,
+                                                    replication_factor=replicas)
                 else:
-                    topic = await trio.to_thread.run_sync(
-                        partial(self.store.create_topic, t.name, partitions, configs=configs))
+                    topic = await trio.to_thread.run_sync(partial(
+                        self.store.create_topic, t.name, partitions, configs=configs, replication_factor=replicas))
                 shown = result_cls.CreatableTopicConfigs
                 results.append(result_cls(
                     name=t.name, topic_id=topic.topic_id, error_code=E.NONE, error_message=None,
                     num_partitions=len(topic.partitions) or self.store.partition_count(partitions),
-                    replication_factor=1, configs=tuple(
+                    replication_factor=topic.replication_factor, configs=tuple(
                         shown(name=e.name, value=e.value, read_only=False, config_source=e.source,
                               is_sensitive=False)
                         for e in topic_configs.describe(configs, self.config_apis.layers()))))
@@ -409,20 +424,27 @@ class DataPlane:
         return CreateTopics(topics=tuple(results))
 
     def _partitions_to_create(self, t) -> int:
-        """The partition count a CreateTopics entry asks for; _Refused for what one broker cannot do."""
-        partitions = t.num_partitions
-        nodes = self.topology.live
+        """The partition count a CreateTopics entry asks for, checked as Kafka's controller
+        checks it (ReplicationControlManager.createTopic); _Refused otherwise. Partitions are
+        placed our way whatever a manual assignment names; its size is the replication factor."""
         if t.assignments:
-            if self.topology.single and any(tuple(a.broker_ids) != tuple(nodes) for a in t.assignments):
-                raise _Refused(E.INVALID_REPLICA_ASSIGNMENT, "this cluster has one broker")
-            unknown = {n for a in t.assignments for n in a.broker_ids} - set(self.topology.node_ids)
-            if unknown:
-                raise _Refused(E.INVALID_REPLICA_ASSIGNMENT, f"Unknown broker id(s) {sorted(unknown)}")
-            partitions = len(t.assignments)
-        if t.replication_factor > len(nodes) or t.replication_factor == 0 or t.replication_factor < -1:
-            raise _Refused(E.INVALID_REPLICATION_FACTOR, f"Replication factor: "
-                           f"{t.replication_factor} larger than available brokers: {len(nodes)}.")
-        return partitions
+            if t.replication_factor != -1:
+                raise _Refused(E.INVALID_REQUEST, "A manual partition assignment was specified, but "
+                               "replication factor was not set to -1.")
+            if t.num_partitions != -1:
+                raise _Refused(E.INVALID_REQUEST, "A manual partition assignment was specified, but "
+                               "numPartitions was not set to -1.")
+            for a in t.assignments:
+                self.topic_admin.check_assignment(list(a.broker_ids))
+            return len(t.assignments)
+        if t.replication_factor < -1 or t.replication_factor == 0:
+            raise _Refused(E.INVALID_REPLICATION_FACTOR,
+                           "Replication factor must be larger than 0, or -1 to use the default value.")
+        replicas = self.config.default_replication_factor if t.replication_factor == -1 else t.replication_factor
+        if replicas > len(self.topology.live):
+            raise _Refused(E.INVALID_REPLICATION_FACTOR, f"Replication factor: {replicas} larger than "
+                           f"available brokers: {len(self.topology.live)}.")
+        return t.num_partitions
 
     async def delete_topics(self, ctx, req):
         v = ctx.version

@@ -84,10 +84,10 @@ class TopicAdmin:
                 raise Refused(E.INVALID_REPLICA_ASSIGNMENT, f"Attempted to add {added} additional "
                               f"partition(s), but only {len(t.assignments)} assignment(s) were specified.")
             for a in t.assignments:
-                self._check_assignment(list(a.broker_ids))
+                self.check_assignment(list(a.broker_ids))
         return added
 
-    def _check_assignment(self, brokers: list[int]) -> None:
+    def check_assignment(self, brokers: list[int]) -> None:
         """ReplicationControlManager.validateManualPartitionAssignment (placement stays ours:
         partitions are striped over the nodes whatever the assignment names)."""
         if not brokers:

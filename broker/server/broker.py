@@ -140,6 +140,7 @@ class Broker:
                 self.handlers.data.has_partition, partial(group_partition, offsets_partitions=len(self.runners)),
                 self.topology))
             self.handlers.data.verify_transaction = self.transactions.verify
+            self.handlers.data.cluster_admin.elect = self.control.cluster.move_leader
             shards.start_soon(self.transactions.run)
             shards.start_soon(self.handlers.data.retention_loop)
             if cfg.log_cleaner_enable:

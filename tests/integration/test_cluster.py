@@ -22,7 +22,7 @@ from protocol.errors import ErrorCode
 from tests.unit.broker.test_topics_batches import batch
 
 E = ErrorCode
-R = {key: REQUESTS[key].cls for key in (ApiKey.FIND_COORDINATOR, ApiKey.METADATA, ApiKey.PRODUCE, ApiKey.FETCH,
+R = {key: REQUESTS[key].cls for key in (ApiKey.DESCRIBE_LOG_DIRS, ApiKey.ELECT_LEADERS, ApiKey.FIND_COORDINATOR, ApiKey.METADATA, ApiKey.PRODUCE, ApiKey.FETCH,
                                         ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH, ApiKey.HEARTBEAT,
                                         ApiKey.JOIN_GROUP, ApiKey.DESCRIBE_GROUPS, ApiKey.LIST_GROUPS,
                                         ApiKey.CREATE_TOPICS, ApiKey.OFFSET_FOR_LEADER_EPOCH,
@@ -363,3 +363,51 @@ def test_serve_nodes_prints_every_node_and_the_shell_moves_them(tmp_path):
     dumped = subprocess.run([sys.executable, "-m", "broker", "log", "dump", str(tmp_path / "data")],
                             capture_output=True, text=True, timeout=60)
     assert dumped.returncode == 0
+
+
+async def test_a_preferred_election_brings_leaders_back_to_their_first_replica(cluster):
+    await create_topic(cluster, partitions=3)
+    el = REQUESTS[ApiKey.ELECT_LEADERS].cls
+
+    via = []                                      # a running node to ask
+
+    async def elect(partitions=(0, 1, 2)):
+        answer = await ask(cluster, via[0] if via else 0, ApiKey.ELECT_LEADERS, 2, election_type=0, timeout_ms=1000,
+                           topic_partitions=None if partitions is None else (
+                               el.TopicPartitions(topic=TOPIC, partitions=partitions),))
+        return {r.partition_id: (r.error_code, r.error_message) for t in answer.replica_election_results
+                for r in t.partition_result}
+
+    assert {e for e, _ in (await elect()).values()} == {E.ELECTION_NOT_NEEDED}
+    before = {p.partition_index: p for p in (await metadata(cluster)).topics[0].partitions}
+    stopped = before[0].leader_id
+    via.append((stopped + 1) % 3)
+    await cluster.control.execute("stop-node", node=stopped)
+    moved = {p for p, part in before.items() if part.leader_id == stopped}
+    elected = await elect()
+    assert all(elected[p] == (E.PREFERRED_LEADER_NOT_AVAILABLE, "The preferred leader was not available.")
+               for p in moved)
+    await cluster.control.execute("start-node", node=stopped)
+    assert await elect(None) == {p: (E.NONE, None) for p in moved}      # all partitions: the elected only
+    after = {p.partition_index: p for p in (await metadata(cluster, via[0])).topics[0].partitions}
+    for p, part in after.items():
+        assert part.leader_id == before[p].leader_id
+        assert part.leader_epoch == (2 if p in moved else 0)
+    assert {e for e, _ in (await elect()).values()} == {E.ELECTION_NOT_NEEDED}
+
+
+
+async def test_each_node_describes_the_replicas_it_holds(cluster):
+    ct = R[ApiKey.CREATE_TOPICS]
+    answer = await ask(cluster, 0, ApiKey.CREATE_TOPICS, 5, topics=(ct.CreatableTopic(
+        name=TOPIC, num_partitions=6, replication_factor=1),))
+    assert answer.topics[0].error_code == E.NONE
+    replicas = {p.partition_index: set(p.replica_nodes) for p in (await metadata(cluster)).topics[0].partitions}
+    for node in range(3):
+        described = await ask(cluster, node, ApiKey.DESCRIBE_LOG_DIRS, 4, topics=None)
+        held = {p.partition_index for t in described.results[0].topics for p in t.partitions}
+        assert held == {p for p, nodes in replicas.items() if node in nodes}
+    refused = await ask(cluster, 0, ApiKey.CREATE_TOPICS, 5, topics=(ct.CreatableTopic(
+        name="too-many", num_partitions=1, replication_factor=4),))
+    assert (refused.topics[0].error_code, refused.topics[0].error_message) == (
+        E.INVALID_REPLICATION_FACTOR, "Replication factor: 4 larger than available brokers: 3.")

@@ -211,7 +211,7 @@ def test_coordinator_failover():
     found(r"A and B are Stable in generation %d .* on node %s .*committed offset of partition 0 back: 7$"
           % (new, node), out)
     found(r"broker\| group \S+: JoinGroup v\d+ from member B-\S+ answered NOT_COORDINATOR$", out)
-    found(r"broker\| shard \d+: loaded after a coordinator move \(.*/nodes/%s/__consumer_offsets-\d+\)$" % node, out)
+    found(r"broker\| shard \d+: loaded after a coordinator move in [\d.]+ ms \(.*/nodes/%s/__consumer_offsets-\d+\)$" % node, out)
 
 
 def test_leader_change():

@@ -20,8 +20,7 @@ from protocol.messages import REQUESTS
 from tests.support.processes import BatchRecorder, check_exactly_once, import_client, wait_until
 
 TOPIC, PARTITIONS, GROUP = "orders", 6, "failover-group"
-PROPS = {"group.initial.rebalance.delay.ms": "50", "group.min.session.timeout.ms": "1000",
-         "num.partitions": str(PARTITIONS)}
+PROPS = {"group.initial.rebalance.delay.ms": "50", "group.min.session.timeout.ms": "1000"}
 
 
 def ask(broker, api_key: int, version: int, node: int = 0, **fields):
@@ -160,6 +159,15 @@ def confluent_member(bootstrap: str):
     return run
 
 
+def create_topic(bootstrap: str) -> None:
+    """The topic, each partition on three replicas (Kafka's default.replication.factor is 1:
+    a partition whose only replica is on a stopped node has no leader until it starts)."""
+    admin_module = import_client("confluent_kafka.admin")
+    admin = admin_module.AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([admin_module.NewTopic(TOPIC, PARTITIONS, 3)]).values():
+        future.result(15)
+
+
 def produce(bootstrap: str, start: int, count: int) -> set:
     """``count`` records round-robin over the partitions (acks=all, retried by the client
     across leader changes); the (partition, offset) of each."""
@@ -182,6 +190,7 @@ def produce(bootstrap: str, start: int, count: int) -> set:
 def test_group_follows_coordinator_and_leader_moves(groupbroker, client):
     bootstrap = groupbroker.bootstrap_servers
     make = (kafka_python_member if client == "kafka-python" else confluent_member)(bootstrap)
+    create_topic(bootstrap)
     produced = produce(bootstrap, 0, 60)
     with Members(make, 3) as members:
         def caught_up(what: str) -> None:

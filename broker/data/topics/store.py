@@ -22,6 +22,7 @@ import re
 import shutil
 import threading
 import uuid
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,6 +75,8 @@ class Topic:
     topic_id: uuid.UUID
     partitions: list[PartitionLog] = field(repr=False)
     configs: dict[str, str] = field(default_factory=dict)
+    #: the replicas each partition has in a cluster (one copy of the data serves them all)
+    replication_factor: int = 1
 
 
 class TopicStore:
@@ -89,12 +92,13 @@ class TopicStore:
 
     def __init__(self, data_dir: str | os.PathLike[str], *, num_partitions: int = 1,
                  auto_create: bool = True, broker_props: dict[str, str] | None = None,
-                 **log_config: Any) -> None:
+                 replication_factor: int = 1, **log_config: Any) -> None:
         self.data_dir = os.fspath(data_dir)
         #: the broker's Kafka-named settings behind each topic's defaults; None: the logs keep
         #: ``log_config`` as it is and topic configs are not applied (tools and unit tests)
         self.broker_props = broker_props
         self.num_partitions, self.auto_create = num_partitions, auto_create
+        self.replication_factor = replication_factor    # default.replication.factor
         self.disk: Disk = log_config.pop("disk", None) or Disk()
         self._log_config = log_config
         self._topics: dict[str, Topic] = {}
@@ -161,28 +165,31 @@ class TopicStore:
         return self.num_partitions if partitions in (None, -1) else partitions
 
     def create_topic(self, name: str, partitions: int | None = None, *,
-                     validate_only: bool = False, configs: dict[str, str] | None = None) -> Topic:
-        """Create a topic (``num_partitions`` when ``partitions`` is None or -1, as Kafka).
+                     validate_only: bool = False, configs: dict[str, str] | None = None,
+                     replication_factor: int | None = None) -> Topic:
+        """Create a topic (``num_partitions`` when ``partitions`` is None or -1, and
+        ``default.replication.factor`` when ``replication_factor`` is None or -1, as Kafka).
 
         Safe to call from a worker thread. Only partition 0's metadata is fsynced before the
         topic counts as created: it names the partition count, so start-up recreates any
         other partition a power loss took (raises StorageError if the disk refuses).
         """
         count = self.partition_count(partitions)
+        replicas = self.replication_factor if replication_factor in (None, -1) else replication_factor
         with self._lock:
             self._check_creatable(name, count)
             if validate_only:
-                return Topic(name, uuid.UUID(int=0), [], dict(configs or {}))
+                return Topic(name, uuid.UUID(int=0), [], dict(configs or {}), replicas)
             self._creating.add(name)
         try:
             topic_id = uuid.uuid4()
             try:
-                self._write_topic(name, topic_id, count, configs or {})
+                self._write_topic(name, topic_id, count, configs or {}, replicas)
             except OSError as exc:
                 self._discard_partitions(name, range(count))
                 raise StorageError(f"creating topic {name!r} failed: {exc}") from exc
             topic = self._configured(Topic(name, topic_id, self._open_logs(name, count, clean_shutdown=True),
-                                           dict(configs or {})))
+                                           dict(configs or {}), replicas))
             with self._lock:
                 self._topics = {**self._topics, name: topic}
         finally:
@@ -202,13 +209,14 @@ class TopicStore:
         if count <= 0:
             raise InvalidPartitions(f"number of partitions must be larger than 0, got {count}")
 
-    def _write_topic(self, name: str, topic_id: uuid.UUID, count: int, configs: dict[str, str]) -> None:
+    def _write_topic(self, name: str, topic_id: uuid.UUID, count: int, configs: dict[str, str],
+                     replicas: int) -> None:
         if configs:                       # before the metadata that makes the topic exist
             _write_configs(self._partition_dir(name, 0), configs)
-        _write_metadata(self._partition_dir(name, 0), topic_id, count, durable=True)
+        _write_metadata(self._partition_dir(name, 0), topic_id, count, durable=True, replicas=replicas)
         fsync_dir(self.data_dir)
         for p in range(1, count):
-            _write_metadata(self._partition_dir(name, p), topic_id, count, durable=False)
+            _write_metadata(self._partition_dir(name, p), topic_id, count, durable=False, replicas=replicas)
         fsync_dir(self.data_dir)
 
     def add_partitions(self, name: str, count: int, *, validate_only: bool = False) -> Topic:
@@ -243,7 +251,8 @@ class TopicStore:
         added = range(current, count)
         try:
             for p in added:
-                _write_metadata(self._partition_dir(name, p), topic.topic_id, count, durable=False)
+                _write_metadata(self._partition_dir(name, p), topic.topic_id, count, durable=False,
+                                replicas=topic.replication_factor)
             fsync_dir(self.data_dir)
             logs = self._open_logs(name, count, clean_shutdown=True, first=current)
         except OSError as exc:
@@ -256,18 +265,19 @@ class TopicStore:
                 self._discard_partitions(name, added)
                 raise UnknownTopicOrPartition(f"topic {name!r} was deleted or changed meanwhile")
             try:
-                _write_metadata(self._partition_dir(name, 0), topic.topic_id, count, durable=True)
+                _write_metadata(self._partition_dir(name, 0), topic.topic_id, count, durable=True,
+                                replicas=topic.replication_factor)
             except OSError as exc:
                 for plog in logs:
                     plog.close()
                 self._discard_partitions(name, added)
                 raise StorageError(f"adding partitions to topic {name!r} failed: {exc}") from exc
-            grown = self._configured(Topic(name, topic.topic_id, [*topic.partitions, *logs], topic.configs))
+            grown = self._configured(dataclasses.replace(topic, partitions=[*topic.partitions, *logs]))
             self._topics = {**self._topics, name: grown}
         try:
             for p in range(1, current):   # never recreating a directory a delete just moved away
                 _write_metadata(self._partition_dir(name, p), topic.topic_id, count, durable=False,
-                                make_dir=False)
+                                make_dir=False, replicas=topic.replication_factor)
         except OSError as exc:              # partition 0's count decides; start-up repairs the rest
             log.warning("topic %s: partition metadata not all updated (%s); the next start repairs it",
                         name, exc)
@@ -283,7 +293,7 @@ class TopicStore:
         except OSError as exc:
             raise StorageError(f"cannot store the configs of topic {name!r}: {exc}") from exc
         with self._lock:
-            changed = self._configured(Topic(name, topic.topic_id, topic.partitions, dict(configs)))
+            changed = self._configured(dataclasses.replace(topic, configs=dict(configs)))
             if self._topics.get(name) is topic:
                 self._topics = {**self._topics, name: changed}
         log.info("topic %s: configs now %s", name, configs or "the broker's defaults")
@@ -442,10 +452,11 @@ class TopicStore:
         if any(tid != topic_id for tid, _ in known):
             log.warning("topic %s: partitions disagree on the topic id; keeping %s", name, topic_id)
         count = max([max(parts) + 1, *(c for _, c in known)])
+        replicas = next((r for p in sorted(parts) if (r := _read_replicas(self._partition_dir(name, p)))), 1)
         repaired = [p for p in range(count) if parts.get(p) != (topic_id, count)]
         try:
             for p in repaired:            # partition 0's is what a later recovery starts from
-                _write_metadata(self._partition_dir(name, p), topic_id, count, durable=p == 0)
+                _write_metadata(self._partition_dir(name, p), topic_id, count, durable=p == 0, replicas=replicas)
             if repaired:
                 fsync_dir(self.data_dir)
                 log.warning("topic %s: rewrote the metadata of %d partition(s), %d to %d", name,
@@ -454,7 +465,7 @@ class TopicStore:
             log.error("topic %s: cannot repair partition metadata: %s", name, exc)
         logs = self._open_logs(name, count, clean_shutdown=clean)
         configs = _read_configs(self._partition_dir(name, 0))
-        self._topics = {**self._topics, name: self._configured(Topic(name, topic_id, logs, configs))}
+        self._topics = {**self._topics, name: self._configured(Topic(name, topic_id, logs, configs, replicas))}
         log.info("recovered topic %s (%s) with %d partition(s)", name, topic_id, count)
 
 
@@ -507,12 +518,24 @@ def _read_configs(directory: str) -> dict[str, str]:
 
 
 def _write_metadata(directory: str, topic_id: uuid.UUID, count: int, *, durable: bool,
-                    make_dir: bool = True) -> None:
+                    make_dir: bool = True, replicas: int = 1) -> None:
+    """Kafka's partition.metadata (version, topic id), plus the topic's partition count and
+    replication factor, which Kafka keeps in its controller's metadata log."""
     if make_dir:
         os.makedirs(directory, exist_ok=True)
     atomic_write(os.path.join(directory, METADATA_FILE),
-                 f"version: 0\ntopic_id: {kafka_uuid(topic_id)}\npartition_count: {count}\n",
-                 durable=durable)
+                 f"version: 0\ntopic_id: {kafka_uuid(topic_id)}\npartition_count: {count}\n"
+                 f"replication_factor: {replicas}\n", durable=durable)
+
+
+def _read_replicas(directory: str) -> int | None:
+    """The replication factor partition.metadata names (None: none, as written before it was)."""
+    try:
+        with open(os.path.join(directory, METADATA_FILE), encoding="utf-8") as f:
+            fields = dict(line.split(": ", 1) for line in f.read().splitlines() if ": " in line)
+        return int(fields["replication_factor"])
+    except (OSError, KeyError, ValueError):
+        return None
 
 
 def read_metadata(directory: str) -> tuple[uuid.UUID, int]:

@@ -7,8 +7,10 @@ import pytest
 from broker.cluster.topology import GROUP_TOPIC, NO_LEADER, Node, Topology, TopologyError
 
 
-def cluster(n: int = 3) -> Topology:
-    return Topology([Node(i, "127.0.0.1", 9092 + i) for i in range(n)])
+def cluster(n: int = 3, replication: int = 3) -> Topology:
+    t = Topology([Node(i, "127.0.0.1", 9092 + i) for i in range(n)])
+    t.replication = lambda topic: replication
+    return t
 
 
 def test_partitions_are_striped_over_the_nodes_with_three_replicas():
@@ -20,7 +22,10 @@ def test_partitions_are_striped_over_the_nodes_with_three_replicas():
         assert len(lead.replicas) == 3 and lead.replicas[0] == lead.leader and lead.epoch == 0
         assert lead.replicas == tuple((lead.leader + i) % 5 for i in range(3))
     assert cluster(1).of("orders", 3).replicas == (0,)
-    assert cluster(2).of("orders", 3).replicas in ((0, 1), (1, 0))
+    assert cluster(2).of("orders", 3).replicas in ((0, 1), (1, 0))        # at most the node count
+    single = cluster(3, replication=1)
+    assert [len(single.of("orders", p).replicas) for p in range(3)] == [1, 1, 1]
+    assert sorted(single.leader("orders", p) for p in range(3)) == [0, 1, 2]
 
 
 def test_a_move_makes_the_node_preferred_leader_and_bumps_the_epoch():
@@ -53,7 +58,7 @@ def test_stopping_a_node_hands_its_leaderships_to_the_next_live_replica():
 
 
 def test_a_started_node_takes_back_only_what_had_no_leader():
-    t = Topology([Node(i, "h", i) for i in range(2)])
+    t = cluster(2)
     partitions = [("orders", p) for p in range(4)]
     t.stop(1, partitions)
     leaders = {tp: t.leader(*tp) for tp in partitions}
@@ -75,7 +80,7 @@ def test_reset_restores_the_initial_placement_with_newer_epochs():
 
 
 def test_a_partition_whose_replicas_all_stopped_has_no_leader_until_one_starts():
-    t = Topology([Node(i, "h", i) for i in range(4)])
+    t = cluster(4)
     partitions = [("orders", p) for p in range(4)]
     orphan = next(tp for tp in partitions if 3 not in t.of(*tp).replicas)
     for node in (0, 1, 2):
