@@ -85,7 +85,7 @@ class GroupRouter:
 
     def _not_here(self, ctx, request):
         """The request's answer on a node that does not coordinate its group, or None."""
-        if self._elsewhere(ctx, shard_for(request.group_id, len(self.runners))):
+        if not self.topology.single and self._elsewhere(ctx, shard_for(request.group_id, len(self.runners))):
             return error_response(ctx.api_key, ctx.version, request, ErrorCode.NOT_COORDINATOR)
         return None
 

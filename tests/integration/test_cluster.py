@@ -91,6 +91,17 @@ async def committed(broker, node: int) -> tuple[int, int]:
     return E.NONE, answer.topics[0].partitions[0].committed_offset
 
 
+async def committed_once_loaded(broker, node: int) -> tuple[int, int]:
+    """:func:`committed`, asked again while the node answers COORDINATOR_LOAD_IN_PROGRESS (it
+    replays the shard's log after a move)."""
+    for _ in range(200):
+        result = await committed(broker, node)
+        if result[0] != E.COORDINATOR_LOAD_IN_PROGRESS:
+            return result
+        await trio.sleep(0.01)
+    return result
+
+
 async def test_every_node_answers_metadata_for_the_whole_cluster(cluster):
     await create_topic(cluster)
     for node in range(3):
@@ -251,12 +262,7 @@ async def test_coordinator_move_loads_on_the_new_node_and_keeps_offsets(cluster)
         await client.aclose()
     assert (await coordinator(cluster)).node_id == new
     assert (await committed(cluster, old))[0] == E.NOT_COORDINATOR
-    for _ in range(200):                           # COORDINATOR_LOAD_IN_PROGRESS while it replays
-        error, offset = await committed(cluster, new)
-        if error != E.COORDINATOR_LOAD_IN_PROGRESS:
-            break
-        await trio.sleep(0.01)
-    assert (error, offset) == (E.NONE, 42)
+    assert await committed_once_loaded(cluster, new) == (E.NONE, 42)
     # the group as its log holds it: the first member, stable in generation 1 (the second
     # member's join was never written)
     group = (await ask(cluster, new, ApiKey.DESCRIBE_GROUPS, 5, groups=(GROUP,))).groups[0]
@@ -284,12 +290,7 @@ async def test_a_stopped_node_drops_its_connections_and_hands_over(cluster):
     assert all(owner not in p.isr_nodes and p.leader_id != owner for p in answer.topics[0].partitions)
     new = (await coordinator(cluster, node=survivor)).node_id
     assert new != owner
-    for _ in range(200):
-        result = await committed(cluster, new)
-        if result[0] != E.COORDINATOR_LOAD_IN_PROGRESS:
-            break
-        await trio.sleep(0.01)
-    assert result == (E.NONE, 7)
+    assert await committed_once_loaded(cluster, new) == (E.NONE, 7)
     with pytest.raises(Exception, match="last one running|is stopped"):
         await cluster.control.execute("stop-node", node=owner)
     await cluster.control.execute("start-node", node=owner)
@@ -297,12 +298,7 @@ async def test_a_stopped_node_drops_its_connections_and_hands_over(cluster):
     # clear puts every coordinator and leader back where it started
     await cluster.control.execute("clear")
     assert (await coordinator(cluster)).node_id == owner
-    for _ in range(200):
-        result = await committed(cluster, owner)
-        if result[0] != E.COORDINATOR_LOAD_IN_PROGRESS:
-            break
-        await trio.sleep(0.01)
-    assert result == (E.NONE, 7)
+    assert await committed_once_loaded(cluster, owner) == (E.NONE, 7)
 
 
 async def test_moves_that_cannot_be_made_are_refused(cluster):
@@ -346,6 +342,27 @@ def test_serve_nodes_prints_every_node_and_the_shell_moves_them(tmp_path):
             0, f"coordinator of shard {shard_for('shell-group')} moved to node {target}: coordinator shards "
                f"moved: [{shard_for('shell-group')}]; other partition leaders changed: 0\n")
         assert client.call(ApiKey.FIND_COORDINATOR, 3, R[ApiKey.FIND_COORDINATOR](key="shell-group")).node_id == target
+        # groups on every node, listed and described by the kafka-consumer-groups.sh of groupbroker
+        groups = {n: next(f"g{n}-{i}" for i in range(100) if client.call(
+            ApiKey.FIND_COORDINATOR, 3, R[ApiKey.FIND_COORDINATOR](key=f"g{n}-{i}")).node_id == n) for n in range(3)}
+        oc, ct = R[ApiKey.OFFSET_COMMIT], R[ApiKey.CREATE_TOPICS]
+        client.call(ApiKey.CREATE_TOPICS, 5, ct(topics=(ct.CreatableTopic(name=TOPIC, num_partitions=1,
+                                                                          replication_factor=3),)))
+        for node, group in groups.items():
+            owner = BlockingClient("127.0.0.1", b.ports[node])
+            committed = owner.call(ApiKey.OFFSET_COMMIT, 8, oc(
+                group_id=group, generation_id_or_member_epoch=-1, member_id="", topics=(oc.OffsetCommitRequestTopic(
+                    name=TOPIC, partitions=(oc.OffsetCommitRequestTopic.OffsetCommitRequestPartition(
+                        partition_index=0, committed_offset=node),)),)))
+            assert committed.topics[0].partitions[0].error_code == E.NONE
+            owner.close()
+        listed = subprocess.run([sys.executable, "-m", "broker", "groups", "--bootstrap-server",
+                                 f"127.0.0.1:{b.ports[1]}", "--list"], capture_output=True, text=True, timeout=30)
+        assert sorted(listed.stdout.split()) == sorted(groups.values()), listed.stderr
+        described = subprocess.run([sys.executable, "-m", "broker", "groups", "--bootstrap-server",
+                                    f"127.0.0.1:{b.ports[0]}", "--describe", "--group", groups[2]],
+                                   capture_output=True, text=True, timeout=30)
+        assert re.search(rf"^{groups[2]}\s+{TOPIC}\s+0\s+2\s", described.stdout, re.MULTILINE), described.stdout
         code, out = faults("stop-node", "node=0")
         assert code == 0 and "node 0 stopped" in out
         code, out = faults("move-coordinator", "node=0", "group=shell-group")
