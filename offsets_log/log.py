@@ -49,9 +49,10 @@ def homes(data_dir: str, fs: FS) -> list[str]:
     return [data_dir, *(node_dir(data_dir, n) for n in ids)]
 
 
-def locate_shard(data_dir: str, shard: int, fs: FS) -> str | None:
-    """The folder holding a shard's log, wherever it lives; None if it has none."""
-    return next((d for home in homes(data_dir, fs) if fs.exists(d := shard_dir(home, shard))), None)
+def locate(data_dir: str, folder: str, fs: FS) -> str | None:
+    """Where the log folder ``folder`` (``__consumer_offsets-3``) lives, in the data dir or a
+    node's folder; None if nowhere."""
+    return next((d for home in homes(data_dir, fs) if fs.exists(d := os.path.join(home, folder))), None)
 
 
 def segment_name(base_offset: int) -> str:

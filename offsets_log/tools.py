@@ -13,7 +13,7 @@ from typing import Callable, Iterator
 from .compaction import DEFAULT_DELETE_RETENTION_MS, CompactionResult, compact
 from .errors import RecordError
 from .fs import FS, RealFS
-from .log import Problem, ShardLog, homes, locate_shard, segment_bases, segment_name, shard_dir, verify
+from .log import Problem, ShardLog, homes, locate, segment_bases, segment_name, shard_dir, verify
 from .records import Record, TransactionMarker, TypedRecord, decode
 from .segment import Frame, scan
 
@@ -33,7 +33,7 @@ def shards(data_dir: str, fs: FS, shard: int | None = None) -> list[int]:
 
 def _shard_dir(data_dir: str, shard: int, fs: FS) -> str:
     """Where a shard's log lives (in a cluster, under its node's folder)."""
-    return locate_shard(data_dir, shard, fs) or shard_dir(data_dir, shard)
+    return locate(data_dir, os.path.basename(shard_dir(data_dir, shard)), fs) or shard_dir(data_dir, shard)
 
 
 def records(data_dir: str, shard: int, fs: FS | None = None) -> Iterator[tuple[Frame, TypedRecord | RecordError]]:

@@ -1,7 +1,8 @@
 """The cluster's changes on a running broker: a coordinator or a partition leader moves, a node
 stops or starts, and ``clear`` puts everything back. Each is a change of the topology followed
 by what it means for the parts that serve it: a coordinator shard whose owner changed moves
-(unload, reopen in its new home, replay: ``ShardRunner.move``), fetches parked on a partition
+(unload, reopen in its new home, replay: ``ShardRunner.move``), and so does a transaction-state
+partition (``TransactionService.move``), fetches parked on a partition
 whose leader changed wake (and are answered NOT_LEADER_OR_FOLLOWER), a stopped node's listeners
 close and its connections drop, a started one listens again. A change that cannot be made
 raises TopologyError and changes nothing."""
@@ -71,11 +72,14 @@ class ClusterMoves:
         for topic, p in changed:
             if topic == GROUP_TOPIC:
                 self.broker.runners[p].move()
-            elif topic != TXN_TOPIC:
+            elif topic == TXN_TOPIC:
+                self.broker.transactions.move(p)
+            else:
                 data.leader_changed(topic, p)
         shards = sorted(p for t, p in changed if t == GROUP_TOPIC)
-        others = len(changed) - len(shards)
-        summary = f"{what}: coordinator shards moved: {shards or 'none'}; " \
-                  f"other partition leaders changed: {others}"
+        txns = sorted(p for t, p in changed if t == TXN_TOPIC)
+        others = len(changed) - len(shards) - len(txns)
+        summary = f"{what}: coordinator shards moved: {shards or 'none'}; transaction coordinators " \
+                  f"moved: {txns or 'none'}; other partition leaders changed: {others}"
         log.warning("fault injection: %s", summary)
         return summary

@@ -292,7 +292,7 @@ class ShardRunner:
     def move(self) -> None:
         """A coordinator failover: unload the shard (parked and queued requests get
         NOT_COORDINATOR), close its log, then open it again where it now belongs (see
-        broker/cluster/shard_homes.py) and replay it, answering COORDINATOR_LOAD_IN_PROGRESS
+        broker/cluster/log_homes.py) and replay it, answering COORDINATOR_LOAD_IN_PROGRESS
         meanwhile; members get fresh sessions, as from Kafka's new coordinator."""
         self._moving, self.loaded = True, False
         self._wake_loop()

@@ -35,8 +35,8 @@ from protocol.exceptions import DecodeError, EncodeError, FrameTooLarge, Unsuppo
 from protocol.header import decode_request, decode_request_header, encode_response_parts
 from protocol.logtext import safe
 
-from broker.cluster.shard_homes import open_shard_log, shard_home
-from broker.cluster.topology import Node, Topology
+from broker.cluster.log_homes import exists, log_home, open_log
+from broker.cluster.topology import GROUP_TOPIC, TXN_TOPIC, Node, Topology
 from broker.server.accepting import Acceptor
 from broker.dispatch.api_versions import unsupported_version_answer
 from broker.config import BrokerConfig
@@ -106,7 +106,7 @@ class Broker:
         """Shards load while we already accept (group APIs answer 14 meanwhile): one at a time
         in a worker thread, so that replaying logs never crowds out the event loop, and the
         smallest logs first, so that most groups are served soonest."""
-        sizes = {runner: _log_bytes(shard_home(self.config.data_dir, self.topology, n))
+        sizes = {runner: _log_bytes(log_home(self.config.data_dir, self.topology, GROUP_TOPIC, n))
                  for n, runner in enumerate(self.runners)}
         for runner in sorted(self.runners, key=sizes.__getitem__):
             # a shard whose log cannot be read answers NOT_COORDINATOR and retries by itself
@@ -210,14 +210,14 @@ class Broker:
         self._accept(node_id, listeners)
 
     def _open_shard_log(self, shard: int):
-        return open_shard_log(self.config.data_dir, self.topology, shard)
+        return open_log(self.config.data_dir, self.topology, GROUP_TOPIC, shard)
 
     def _transaction_service(self) -> TransactionService:
         data = self.handlers.data
         return TransactionService(
             self.config.data_dir, self.config.transactions, data.store.producer_ids.allocate,
             write_data_marker=partial(write_data_marker, data), group_runner=self.runners.__getitem__,
-            fsync_each=self.config.log_flush_interval_messages == 1)
+            fsync_each=self.config.log_flush_interval_messages == 1, topology=self.topology)
 
     def _close_idle_connections(self) -> None:
         """At shutdown, a connection waiting for its next request closes at once; the others

@@ -20,7 +20,6 @@ Kafka's new coordinator completes it.
 from __future__ import annotations
 
 import logging
-import os
 import time
 from typing import Callable
 
@@ -37,6 +36,8 @@ from offsets_log.log import ShardLog
 from protocol.errors import ErrorCode
 from protocol.logtext import safe
 
+from broker.cluster.log_homes import exists, open_log
+from broker.cluster.topology import Node, Topology
 from broker.data.topics import TopicsError
 from broker.faults.rules import FaultError
 
@@ -52,10 +53,6 @@ MARKER_RETRY_S = 0.1
 MARKERS_AWAITED_S = 0.5
 #: how often the state logs are checked for sealed segments to compact
 COMPACTION_CHECK_MS = 60_000
-
-
-def state_dir(data_dir: str, partition: int) -> str:
-    return os.path.join(data_dir, f"{TOPIC}-{partition}")
 
 
 def group_partition(group_id: str, offsets_partitions: int) -> tuple[str, int]:
@@ -82,17 +79,22 @@ def _now_ms() -> int:
 class TransactionService:
     """``write_data_marker(topic, partition, producer_id, epoch, commit)`` writes a marker into a
     topic partition (an ErrorCode back: UNKNOWN_TOPIC_OR_PARTITION means gone, skip it);
-    ``group_runner(partition)`` is the shard runner of a ``__consumer_offsets`` partition."""
+    ``group_runner(partition)`` is the shard runner of a ``__consumer_offsets`` partition;
+    ``topology`` says which node's folder each state log lives in (one node: the data dir)."""
 
     def __init__(self, data_dir: str, config: TransactionConfig, new_producer_id: Callable[[], int], *,
                  write_data_marker: Callable[..., ErrorCode], group_runner: Callable[[int], object],
-                 fsync_each: bool = False, now_ms: Callable[[], int] = _now_ms):
+                 fsync_each: bool = False, now_ms: Callable[[], int] = _now_ms,
+                 topology: Topology | None = None):
         self.data_dir, self.config = data_dir, config
+        self.topology = topology or Topology([Node(0, "", 0)])
         self.coordinator = TransactionCoordinator(config, new_producer_id)
         self.write_data_marker, self.group_runner = write_data_marker, group_runner
         self.fsync_each, self.now_ms = fsync_each, now_ms
         self.logs: dict[int, ShardLog] = {}
         self.loaded = False
+        self.loading: set[int] = set()      # partitions reloading after a coordinator move
+        self._moving = trio.Lock()
         self.markers_held = False           # a fault: markers wait until released
         self._markers_released = trio.Event()
         self._nursery: trio.Nursery | None = None
@@ -103,17 +105,20 @@ class TransactionService:
         """Open every partition log on disk; their records in order (worker thread)."""
         replayed = []
         for p in range(self.config.transaction_state_log_num_partitions):
-            directory = state_dir(self.data_dir, p)
-            if os.path.isdir(directory):
-                shard_log = self._open(p)
-                replayed.extend(decode_record(r) for _, r in shard_log.read_all())
+            replayed.extend(self._read(p))
         return replayed
+
+    def _read(self, partition: int) -> list[tuple[str, Transit | None]]:
+        """The records of a partition's log, opened where it belongs (none if it has no log)."""
+        if not exists(self.data_dir, TOPIC, partition):
+            return []
+        return [decode_record(r) for _, r in self._open(partition).read_all()]
 
     def _open(self, partition: int) -> ShardLog:
         shard_log = self.logs.get(partition)
         if shard_log is None:
-            shard_log = self.logs[partition] = ShardLog(
-                state_dir(self.data_dir, partition),
+            shard_log = self.logs[partition] = open_log(
+                self.data_dir, self.topology, TOPIC, partition,
                 segment_bytes=self.config.transaction_state_log_segment_bytes)
         return shard_log
 
@@ -125,17 +130,58 @@ class TransactionService:
                 self.coordinator.replay(tid, transit)
             self.loaded = True
             log.info("transaction state loaded: %d transactional id(s)", len(self.coordinator.txns))
-            for meta in self.coordinator.unfinished():
-                complete = self.coordinator.markers_begin(self.now_ms(), meta.transactional_id)
-                nursery.start_soon(self._send_markers, meta.transactional_id, meta.producer_id,
-                                   meta.producer_epoch, meta.state == TxnState.PREPARE_COMMIT,
-                                   sorted(meta.partitions), complete)
+            self._finish(self.coordinator.unfinished())
             task_status.started()
             nursery.start_soon(self._every, self.config.transaction_abort_timed_out_transaction_cleanup_interval_ms,
                                self.abort_timed_out)
             nursery.start_soon(self._every, self.config.transaction_remove_expired_transaction_cleanup_interval_ms,
                                self.remove_expired)
             nursery.start_soon(self._every, COMPACTION_CHECK_MS, self.compact)
+
+    def _finish(self, unfinished) -> None:
+        """Write again the markers of transactions a load found prepared but not completed."""
+        for meta in unfinished:
+            complete = self.coordinator.markers_begin(self.now_ms(), meta.transactional_id)
+            self._nursery.start_soon(self._send_markers, meta.transactional_id, meta.producer_id,
+                                     meta.producer_epoch, meta.state == TxnState.PREPARE_COMMIT,
+                                     sorted(meta.partitions), complete)
+
+    def move(self, partition: int) -> None:
+        """A coordinator failover of one partition (its leader changed): see :meth:`_move`."""
+        self.loading.add(partition)
+        self._nursery.start_soon(self._move, partition)
+
+    async def _move(self, partition: int) -> None:
+        """Kafka's unload and load of a transaction-state partition: its ids answer
+        COORDINATOR_LOAD_IN_PROGRESS; once no write or marker of theirs is in flight (what the
+        old coordinator started, it finishes), the log is closed, opened in its new home and
+        replayed in place of their state."""
+        started = trio.current_time()
+        async with self._moving:
+            self.loading.add(partition)
+            while self.coordinator.busy(partition):
+                await trio.sleep(MARKER_RETRY_S / 10)
+            old = self.logs.pop(partition, None)
+            try:
+                records = await trio.to_thread.run_sync(self._reopen, partition, old)
+            except (OffsetsLogError, OSError) as e:   # its ids stay as they were, served as before
+                log.error("%s-%d: reloading after a coordinator move failed: %s", TOPIC, partition, e)
+                records = None
+            if records is not None:
+                self.coordinator.forget_partition(partition)
+                for tid, transit in records:
+                    self.coordinator.replay(tid, transit)
+            self.loading.discard(partition)
+        self._finish([m for m in self.coordinator.unfinished()
+                      if self.coordinator.partition_for(m.transactional_id) == partition])
+        log.info("%s-%d: loaded after a coordinator move in %.1f ms (%d record(s))", TOPIC, partition,
+                 (trio.current_time() - started) * 1000, len(records or ()))
+
+    def _reopen(self, partition: int, old: ShardLog | None) -> list[tuple[str, Transit | None]]:
+        """In a worker thread: close the log, then read it where it now belongs."""
+        if old is not None:
+            old.close()
+        return self._read(partition)
 
     @staticmethod
     async def _every(interval_ms: int, job) -> None:
@@ -147,6 +193,8 @@ class TransactionService:
         """Compact each log that rolled a segment since it was last compacted (the state log
         is compacted in Kafka too: only each id's last record matters)."""
         for partition, shard_log in list(self.logs.items()):
+            if partition in self.loading:
+                continue
             sealed = tuple(shard_log.bases[:-1])
             if sealed and self._compacted.get(partition) != sealed:
                 try:
@@ -179,13 +227,19 @@ class TransactionService:
         self.coordinator.written(tid, transit)
         return E.NONE
 
-    def _refusal(self) -> ErrorCode | None:
-        return None if self.loaded else E.COORDINATOR_LOAD_IN_PROGRESS
+    def _refusal(self, tid: str | None = None) -> ErrorCode | None:
+        """COORDINATOR_LOAD_IN_PROGRESS while the logs load (``tid``'s partition, or any for
+        requests about every id)."""
+        if not self.loaded:
+            return E.COORDINATOR_LOAD_IN_PROGRESS
+        if self.loading and (tid is None or self.coordinator.partition_for(tid) in self.loading):
+            return E.COORDINATOR_LOAD_IN_PROGRESS
+        return None
 
     # --- requests -----------------------------------------------------------------------------
     async def init_producer_id(self, tid: str, timeout_ms: int,
                                expected: tuple[int, int] | None) -> Decision:
-        if (refused := self._refusal()) is not None:
+        if (refused := self._refusal(tid)) is not None:
             return Decision(refused)
         decision = self.coordinator.init_producer_id(self.now_ms(), tid, timeout_ms, expected)
         if decision.transit is None:
@@ -206,7 +260,7 @@ class TransactionService:
         return decision
 
     async def add_partitions(self, tid: str, producer_id: int, epoch: int, partitions) -> ErrorCode:
-        if (refused := self._refusal()) is not None:
+        if (refused := self._refusal(tid)) is not None:
             return refused
         decision = self.coordinator.add_partitions(self.now_ms(), tid, producer_id, epoch, partitions)
         if decision.transit is None:
@@ -215,13 +269,13 @@ class TransactionService:
 
     def verify(self, tid: str, producer_id: int, epoch: int, topic: str, partition: int) -> ErrorCode:
         """A transactional produce's partition check (Kafka's verification)."""
-        if (refused := self._refusal()) is not None:
+        if (refused := self._refusal(tid)) is not None:
             return refused
         return self.coordinator.verify_partitions(tid, producer_id, epoch, [(topic, partition)])[(topic, partition)]
 
     async def end_transaction(self, tid: str, producer_id: int, epoch: int, commit: bool, *,
                               from_client: bool = True) -> Decision:
-        if (refused := self._refusal()) is not None:
+        if (refused := self._refusal(tid)) is not None:
             return Decision(refused)
         try:
             decision = self.coordinator.end_transaction(self.now_ms(), tid, producer_id, epoch, commit,
@@ -250,7 +304,7 @@ class TransactionService:
 
     def describe(self, tid: str):
         """DescribeTransactions of one id: its metadata, or an ErrorCode."""
-        return self._refusal() or self.coordinator.describe(tid)
+        return self._refusal(tid) or self.coordinator.describe(tid)
 
     def list(self, producer_ids: set[int], states: set[str], min_duration_ms: int):
         """ListTransactions: (rows, unknown state filters), or an ErrorCode while loading."""
@@ -325,6 +379,9 @@ class TransactionService:
 
     async def remove_expired(self) -> None:
         for tid, dead in self.coordinator.expired(self.now_ms()):
+            if self.coordinator.partition_for(tid) in self.loading:
+                self.coordinator.failed(tid, dead)       # expired by its next check
+                continue
             try:
                 self._open(self.coordinator.partition_for(tid)).append(
                     [encode_record(tid, None)], self.now_ms())

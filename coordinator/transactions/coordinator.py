@@ -68,6 +68,17 @@ class TransactionCoordinator:
         else:
             self.txns[transactional_id] = TxnMetadata.from_transit(transactional_id, transit)
 
+    def forget_partition(self, partition: int) -> None:
+        """Drop the ids of one ``__transaction_state`` partition (before its log is replayed)."""
+        for tid in [t for t in self.txns if self.partition_for(t) == partition]:
+            del self.txns[tid]
+
+    def busy(self, partition: int) -> bool:
+        """Whether an id of ``partition`` has a transition waiting for its write, or markers
+        being written (a Prepare state)."""
+        return any(meta.has_pending or meta.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT)
+                   for tid, meta in self.txns.items() if self.partition_for(tid) == partition)
+
     def unfinished(self) -> list[TxnMetadata]:
         """Transactions whose markers were not all written (PrepareCommit/PrepareAbort): after a
         reload the driver writes their markers again, then completes them, as Kafka does."""

@@ -340,7 +340,8 @@ def test_serve_nodes_prints_every_node_and_the_shell_moves_them(tmp_path):
         target = (owner + 1) % 3
         assert faults("move-coordinator", f"node={target}", "group=shell-group") == (
             0, f"coordinator of shard {shard_for('shell-group')} moved to node {target}: coordinator shards "
-               f"moved: [{shard_for('shell-group')}]; other partition leaders changed: 0\n")
+               f"moved: [{shard_for('shell-group')}]; transaction coordinators moved: none; other partition leaders "
+               f"changed: 0\n")
         assert client.call(ApiKey.FIND_COORDINATOR, 3, R[ApiKey.FIND_COORDINATOR](key="shell-group")).node_id == target
         # groups on every node, listed and described by the kafka-consumer-groups.sh of groupbroker
         groups = {n: next(f"g{n}-{i}" for i in range(100) if client.call(

@@ -240,3 +240,51 @@ def test_group_follows_coordinator_and_leader_moves(groupbroker, client):
     assert not members.errors, members.errors
     summary = check_exactly_once(produced, members.recorders)
     assert summary["committed"] == 270
+
+
+def describe_transaction(broker, tid: str, node: int):
+    """DescribeTransactions of ``tid`` as ``node`` answers it."""
+    return ask(broker, ApiKey.DESCRIBE_TRANSACTIONS, 0, node=node, transactional_ids=(tid,)).transaction_states[0]
+
+
+@pytest.mark.groupbroker(props=PROPS, nodes=3)
+def test_transaction_coordinator_failover_reloads_the_state_log(groupbroker):
+    """confluent-kafka's transactional producer; its coordinator's node stops while a commit's
+    markers are held: the new coordinator answers COORDINATOR_LOAD_IN_PROGRESS until the old one
+    has finished them, then replays the state log (now in its own folder) and serves the id;
+    the producer goes on with its next transaction there."""
+    import os
+
+    ck = import_client("confluent_kafka")
+    bootstrap, tid = groupbroker.bootstrap_servers, "failover-txn"
+    create_topic(bootstrap)
+    owner = ask(groupbroker, ApiKey.FIND_COORDINATOR, 3, key=tid, key_type=1).node_id
+    producer = ck.Producer({"bootstrap.servers": bootstrap, "transactional.id": tid, "log_level": 3})
+    producer.init_transactions(15)
+    producer.begin_transaction()
+    producer.produce(TOPIC, value=b"first", partition=0)
+    groupbroker.faults.hold_markers(on=True)
+    producer.commit_transaction(15)                    # answered; its markers wait
+    groupbroker.faults.stop_node(node=owner)
+    new = ask(groupbroker, ApiKey.FIND_COORDINATOR, 3, node=(owner + 1) % 3, key=tid, key_type=1).node_id
+    assert new != owner
+    assert describe_transaction(groupbroker, tid, new).error_code == 14      # COORDINATOR_LOAD_IN_PROGRESS
+    groupbroker.faults.hold_markers(on=False)
+    state = wait_until(lambda: (s := describe_transaction(groupbroker, tid, new)).error_code == 0 and s, 10,
+                       "the new coordinator to load")
+    assert state.transaction_state == "CompleteCommit"
+    partition = next(p for p in range(50) if os.path.isdir(os.path.join(
+        groupbroker.data_dir, "nodes", str(new), f"__transaction_state-{p}")))
+    assert not os.path.exists(os.path.join(groupbroker.data_dir, "nodes", str(owner), f"__transaction_state-{partition}"))
+    producer.begin_transaction()                       # the producer finds its new coordinator
+    producer.produce(TOPIC, value=b"second", partition=0)
+    producer.commit_transaction(15)
+    reader = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": "txn-reader", "isolation.level": "read_committed",
+                          "auto.offset.reset": "earliest", "log_level": 3})
+    reader.assign([ck.TopicPartition(TOPIC, 0, 0)])
+    seen: list[bytes] = []
+    wait_until(lambda: [seen.append(m.value()) for m in reader.consume(10, 0.2) if m.error() is None] is not None
+               and len(seen) >= 2, 15, "both committed records")
+    reader.close()
+    assert seen == [b"first", b"second"]
+    assert describe_transaction(groupbroker, tid, new).producer_epoch == state.producer_epoch
