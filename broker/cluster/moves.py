@@ -28,9 +28,12 @@ class ClusterMoves:
     def topology(self):
         return self.broker.topology
 
-    def move_coordinator(self, shard: int, node: int) -> str:
-        return self._change(f"coordinator of shard {shard} moved to node {node}",
-                            lambda: self.topology.move(GROUP_TOPIC, shard, node))
+    def move_coordinator(self, partition: int, node: int, topic: str = GROUP_TOPIC) -> str:
+        """The coordinator of a group shard (or, with ``topic`` __transaction_state, of a
+        transaction-state partition) moves to ``node``."""
+        what = f"shard {partition}" if topic == GROUP_TOPIC else f"{topic}-{partition}"
+        return self._change(f"coordinator of {what} moved to node {node}",
+                            lambda: self.topology.move(topic, partition, node))
 
     def move_leader(self, topic: str, partition: int, node: int) -> str:
         if not self.broker.handlers.data.has_partition(topic, partition):

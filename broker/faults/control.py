@@ -20,7 +20,7 @@ from coordinator.routing import shard_for
 from protocol.errors import ErrorCode
 
 from broker.cluster.moves import ClusterMoves
-from broker.cluster.topology import TopologyError
+from broker.cluster.topology import TXN_TOPIC, TopologyError
 from broker.faults.rules import FaultError, error_code
 
 if TYPE_CHECKING:
@@ -138,10 +138,16 @@ class BrokerControl:
         return self._set_unavailable(self._shard(group, shard), None)
 
     # --- cluster changes ------------------------------------------------------------------------
-    async def op_move_coordinator(self, node: int, group: str | None = None, shard: int | None = None) -> str:
-        """Move the coordinator of GROUP (or SHARD) to NODE: the old node answers NOT_COORDINATOR,
-        the new one COORDINATOR_LOAD_IN_PROGRESS until it has replayed the shard's log, then
-        serves it with every member's session started afresh."""
+    async def op_move_coordinator(self, node: int, group: str | None = None, shard: int | None = None,
+                                  transactional_id: str | None = None) -> str:
+        """Move the coordinator of GROUP (or SHARD, or TRANSACTIONAL_ID) to NODE: the old node
+        answers NOT_COORDINATOR, the new one COORDINATOR_LOAD_IN_PROGRESS until it has replayed
+        the log, then serves it (a group with every member's session started afresh)."""
+        if transactional_id is not None:
+            if group is not None or shard is not None:
+                raise FaultError("name a group, a shard or a transactional id, not several")
+            partition = shard_for(transactional_id, self.broker.config.transactions.transaction_state_log_num_partitions)
+            return self.cluster.move_coordinator(partition, int(node), TXN_TOPIC)
         return self.cluster.move_coordinator(self._shard(group, shard), int(node))
 
     async def op_move_leader(self, topic: str, partition: int, node: int) -> str:

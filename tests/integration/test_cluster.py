@@ -148,6 +148,21 @@ async def test_transactional_ids_have_their_own_coordinator(cluster):
         answer = await ask(cluster, node, ApiKey.INIT_PRODUCER_ID, 4, transactional_id=tid,
                            transaction_timeout_ms=60_000)
         assert answer.error_code == (E.NONE if node == owner else E.NOT_COORDINATOR)
+        if node == owner:
+            assert answer.producer_epoch == 0
+    new = (owner + 1) % 3
+    outcome = await cluster.control.execute("move-coordinator", transactional_id=tid, node=new)
+    assert "transaction coordinators moved: [" in outcome
+    assert (await ask(cluster, 1, ApiKey.FIND_COORDINATOR, 3, key=tid, key_type=1)).node_id == new
+    assert (await ask(cluster, owner, ApiKey.INIT_PRODUCER_ID, 4, transactional_id=tid,
+                      transaction_timeout_ms=60_000)).error_code == E.NOT_COORDINATOR
+    for _ in range(200):                      # replayed from the log in the new node's folder
+        again = await ask(cluster, new, ApiKey.INIT_PRODUCER_ID, 4, transactional_id=tid,
+                          transaction_timeout_ms=60_000)
+        if again.error_code != E.COORDINATOR_LOAD_IN_PROGRESS:
+            break
+        await trio.sleep(0.01)
+    assert again.error_code == E.NONE and again.producer_epoch == 1     # the id's state came along
 
 
 async def test_produce_and_fetch_to_a_follower_name_the_leader(cluster):
