@@ -7,6 +7,7 @@ Raw requests over real sockets to a broker in this trio run; faults through its 
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 import trio
@@ -444,3 +445,66 @@ async def test_each_node_describes_the_replicas_it_holds(cluster):
         name="too-many", num_partitions=1, replication_factor=4),))
     assert (refused.topics[0].error_code, refused.topics[0].error_message) == (
         E.INVALID_REPLICATION_FACTOR, "Replication factor: 4 larger than available brokers: 3.")
+
+
+def test_a_cluster_data_dir_restarts_with_what_every_owner_acknowledged(tmp_path):
+    """Offsets committed on a cluster whose coordinator moved survive a crash-restart of the
+    cluster (placement back to the initial one), and the same data dir served by one node."""
+    from broker.client.blocking import BlockingClient
+    from broker.testing.embedded import EmbeddedBroker
+
+    oc, of = R[ApiKey.OFFSET_COMMIT], R[ApiKey.OFFSET_FETCH]
+
+    def coordinator_port(broker, group: str) -> int:
+        client = BlockingClient("127.0.0.1", broker.ports[0] if broker.ports else broker.port)
+        try:
+            return client.call(ApiKey.FIND_COORDINATOR, 3, R[ApiKey.FIND_COORDINATOR](key=group)).port
+        finally:
+            client.close()
+
+    def call(broker, api_key, version, request):
+        for _ in range(200):                # COORDINATOR_LOAD_IN_PROGRESS while a shard loads
+            client = BlockingClient("127.0.0.1", coordinator_port(broker, GROUP))
+            try:
+                answer = client.call(api_key, version, request)
+            finally:
+                client.close()
+            errors = {getattr(answer, "error_code", 0)} | {p.error_code for t in answer.topics for p in t.partitions}
+            if E.COORDINATOR_LOAD_IN_PROGRESS not in errors:
+                return answer
+            time.sleep(0.01)
+        raise AssertionError(answer)
+
+    def commit(broker, offset: int) -> None:
+        answer = call(broker, ApiKey.OFFSET_COMMIT, 8, oc(
+            group_id=GROUP, generation_id_or_member_epoch=-1, member_id="", topics=(oc.OffsetCommitRequestTopic(
+                name=TOPIC, partitions=(oc.OffsetCommitRequestTopic.OffsetCommitRequestPartition(
+                    partition_index=0, committed_offset=offset),)),)))
+        assert answer.topics[0].partitions[0].error_code == E.NONE
+
+    def committed(broker) -> int:
+        answer = call(broker, ApiKey.OFFSET_FETCH, 7, of(group_id=GROUP, topics=(
+            of.OffsetFetchRequestTopic(name=TOPIC, partition_indexes=(0,)),)))
+        return answer.topics[0].partitions[0].committed_offset
+
+    cluster = EmbeddedBroker(tmp_path, {"auto.create.topics.enable": "true"}, nodes=3).start()
+    try:
+        client = BlockingClient("127.0.0.1", cluster.ports[0])
+        client.call(ApiKey.CREATE_TOPICS, 5, R[ApiKey.CREATE_TOPICS](topics=(R[ApiKey.CREATE_TOPICS].CreatableTopic(
+            name=TOPIC, num_partitions=1, replication_factor=3),)))
+        client.close()
+        commit(cluster, 5)
+        owner = next(n for n in range(3) if cluster.ports[n] == coordinator_port(cluster, GROUP))
+        cluster.faults.move_coordinator(group=GROUP, node=(owner + 1) % 3)
+        commit(cluster, 9)                                  # acknowledged by the new owner
+        cluster.restart(crash=True)
+        assert coordinator_port(cluster, GROUP) == cluster.ports[owner]      # the initial placement
+        assert committed(cluster) == 9
+    finally:
+        cluster.stop()
+    single = EmbeddedBroker(tmp_path).start()
+    try:
+        assert committed(single) == 9
+        assert not any(os.listdir(tmp_path / "nodes" / n) for n in os.listdir(tmp_path / "nodes"))
+    finally:
+        single.stop()
