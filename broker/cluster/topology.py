@@ -77,9 +77,10 @@ class Topology:
     def leader(self, topic: str, partition: int) -> int:
         return self.of(topic, partition).leader
 
-    def isr(self, topic: str, partition: int) -> tuple[int, ...]:
-        """The in-sync replicas: the live ones (a stopped node drops out, as Kafka shrinks it)."""
-        return tuple(n for n in self.of(topic, partition).replicas if n in self.live)
+    def isr(self, lead: Leadership) -> tuple[int, ...]:
+        """A partition's in-sync replicas: its live ones (a stopped node drops out, as Kafka
+        shrinks the ISR)."""
+        return tuple(n for n in lead.replicas if n in self.live)
 
     def coordinator(self, shard: int) -> int:
         return self.leader(GROUP_TOPIC, shard)

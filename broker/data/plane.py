@@ -199,7 +199,8 @@ class DataPlane:
     def _partition_metadata(self, topic: str, p: int):
         """A partition's leader, epoch, replicas and in-sync replicas; a partition whose replicas
         are all stopped has no leader: LEADER_NOT_AVAILABLE, as Kafka answers."""
-        lead, isr = self.topology.of(topic, p), self.topology.isr(topic, p)
+        lead = self.topology.of(topic, p)
+        isr = self.topology.isr(lead)
         return Metadata.MetadataResponseTopic.MetadataResponsePartition(
             error_code=E.NONE if lead.leader != NO_LEADER else E.LEADER_NOT_AVAILABLE, partition_index=p,
             leader_id=lead.leader, leader_epoch=lead.epoch, replica_nodes=lead.replicas, isr_nodes=isr)

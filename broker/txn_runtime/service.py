@@ -37,14 +37,12 @@ from protocol.errors import ErrorCode
 from protocol.logtext import safe
 
 from broker.cluster.log_homes import exists, open_log
-from broker.cluster.topology import Node, Topology
+from broker.cluster.topology import GROUP_TOPIC, TXN_TOPIC, Node, Topology
 from broker.data.topics import TopicsError
 from broker.faults.rules import FaultError
 
 log = logging.getLogger("groupbroker.transactions")
 E = ErrorCode
-TOPIC = "__transaction_state"
-GROUP_TOPIC = "__consumer_offsets"
 #: the coordinator epoch of every transaction-state partition: one broker, led since epoch 0
 COORDINATOR_EPOCH = 0
 #: retriable marker errors are retried after this long, as Kafka's marker channel retries
@@ -110,7 +108,7 @@ class TransactionService:
 
     def _read(self, partition: int) -> list[tuple[str, Transit | None]]:
         """The records of a partition's log, opened where it belongs (none if it has no log)."""
-        if not exists(self.data_dir, TOPIC, partition):
+        if not exists(self.data_dir, TXN_TOPIC, partition):
             return []
         return [decode_record(r) for _, r in self._open(partition).read_all()]
 
@@ -118,7 +116,7 @@ class TransactionService:
         shard_log = self.logs.get(partition)
         if shard_log is None:
             shard_log = self.logs[partition] = open_log(
-                self.data_dir, self.topology, TOPIC, partition,
+                self.data_dir, self.topology, TXN_TOPIC, partition,
                 segment_bytes=self.config.transaction_state_log_segment_bytes)
         return shard_log
 
@@ -165,7 +163,7 @@ class TransactionService:
             try:
                 records = await trio.to_thread.run_sync(self._reopen, partition, old)
             except (OffsetsLogError, OSError) as e:   # its ids stay as they were, served as before
-                log.error("%s-%d: reloading after a coordinator move failed: %s", TOPIC, partition, e)
+                log.error("%s-%d: reloading after a coordinator move failed: %s", TXN_TOPIC, partition, e)
                 records = None
             if records is not None:
                 self.coordinator.forget_partition(partition)
@@ -174,7 +172,7 @@ class TransactionService:
             self.loading.discard(partition)
         self._finish([m for m in self.coordinator.unfinished()
                       if self.coordinator.partition_for(m.transactional_id) == partition])
-        log.info("%s-%d: loaded after a coordinator move in %.1f ms (%d record(s))", TOPIC, partition,
+        log.info("%s-%d: loaded after a coordinator move in %.1f ms (%d record(s))", TXN_TOPIC, partition,
                  (trio.current_time() - started) * 1000, len(records or ()))
 
     def _reopen(self, partition: int, old: ShardLog | None) -> list[tuple[str, Transit | None]]:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import itertools
 import os
 
-from broker.txn_runtime.service import TOPIC, TransactionService
+from broker.cluster.topology import TXN_TOPIC
+from broker.txn_runtime.service import TransactionService
 from coordinator.transactions.config import TransactionConfig
 from coordinator.transactions.metadata import TxnState
 from offsets_log.log import ShardLog
@@ -27,10 +28,10 @@ async def test_restart_rebuilds_state_and_compaction_keeps_each_ids_last_record(
     assert await first.add_partitions("a", 100, 39, [("t", 0)]) == ErrorCode.NONE
     assert (await first.init_producer_id("b", 60_000, None)).producer_id == 101
     partition = first.coordinator.partition_for("a")
-    before = len(ShardLog(os.path.join(str(tmp_path), f"{TOPIC}-{partition}")).read_all())
+    before = len(ShardLog(os.path.join(str(tmp_path), f"{TXN_TOPIC}-{partition}")).read_all())
     await first.compact()
     first.close()
-    after = ShardLog(os.path.join(str(tmp_path), f"{TOPIC}-{partition}")).read_all()
+    after = ShardLog(os.path.join(str(tmp_path), f"{TXN_TOPIC}-{partition}")).read_all()
     assert len(after) < before / 4
     again = service(tmp_path)
     await nursery.start(again.run)
