@@ -9,6 +9,14 @@ from coordinator.transactions.config import TransactionConfig
 from offsets_log.flush import NEVER, FlushPolicy
 from protocol.frames import DEFAULT_MAX_FRAME
 
+from broker.security.listeners import Listener, ListenerError, build_listeners
+
+#: the listener settings (broker/security/listeners.py)
+LISTENER_NAMES = frozenset({"listeners", "advertised.listeners", "listener.security.protocol.map",
+                            "controller.listener.names", "connections.max.reauth.ms"})
+#: prefixes of the settings broker/security reads (TLS, SASL, per-listener overrides)
+SECURITY_PREFIXES = ("ssl.", "sasl.", "listener.name.")
+
 
 class ConfigError(ValueError):
     """A config file or override that cannot be used (bad syntax or value)."""
@@ -61,17 +69,16 @@ def _ratio(value: str) -> float:
 
 @dataclass(frozen=True)
 class BrokerConfig:
-    host: str = "127.0.0.1"
-    port: int = 9092
+    #: listeners, advertised.listeners, listener.security.protocol.map (broker/security/listeners.py)
+    listeners: tuple[Listener, ...] = field(default_factory=build_listeners)
     data_dir: str = "./groupbroker-data"
     node_id: int = 1                           # a single node's id (a cluster's are 0..nodes-1)
     nodes: int = 1                             # broker nodes in this process (groupbroker serve --nodes)
     cluster_id: str = "groupbroker-local"
     rack: str | None = None                    # broker.rack (in a cluster: a comma-separated list, one per node)
-    advertised_host: str | None = None
-    advertised_port: int | None = None
     socket_request_max_bytes: int = DEFAULT_MAX_FRAME
     connections_max_idle_ms: int = 600_000     # negative: never close idle connections (as Kafka)
+    connection_failed_authentication_delay_ms: int = 100   # a failed authentication's answer waits
     fetch_max_bytes: int = 55 * 1024 * 1024    # the most a Fetch answer carries, whatever it asks
     auto_create_topics_enable: bool = True
     num_partitions: int = 1
@@ -111,6 +118,7 @@ class BrokerConfig:
         "broker.rack": ("rack", str),
         "socket.request.max.bytes": ("socket_request_max_bytes", int),
         "connections.max.idle.ms": ("connections_max_idle_ms", int),
+        "connection.failed.authentication.delay.ms": ("connection_failed_authentication_delay_ms", _at_least(0)),
         "fetch.max.bytes": ("fetch_max_bytes", _at_least(1024)),
         "auto.create.topics.enable": ("auto_create_topics_enable", _bool),
         "num.partitions": ("num_partitions", int),
@@ -163,8 +171,8 @@ class BrokerConfig:
                     values[name] = parse(raw)
                 elif key in cls._REPLACED:
                     raise ConfigError(f"no longer supported: {cls._REPLACED[key]}")
-                elif key == "advertised.listeners":
-                    values.update(_advertised(raw))
+                elif key in LISTENER_NAMES or _is_security_name(key):
+                    pass                                 # read below, or by broker/security
                 elif key not in coordinator_names and key not in transaction_names:
                     raise ConfigError("unknown config name")
             except ValueError as e:
@@ -176,10 +184,23 @@ class BrokerConfig:
                 {k: v for k, v in props.items() if k in transaction_names})
         except ValueError as e:
             raise ConfigError(str(e)) from None
+        try:
+            values["listeners"] = build_listeners(props, explicit.pop("host", None), explicit.pop("port", None))
+        except ListenerError as e:
+            raise ConfigError(str(e)) from None
         values.update({k: v for k, v in explicit.items() if v is not None})
         if values.get("nodes", 1) < 1:
             raise ConfigError(f"--nodes must be at least 1, got {values['nodes']}")
         return cls(**values, props=dict(props))
+
+    @property
+    def host(self) -> str:
+        """The first listener's address (the one ``groupbroker serve`` prints)."""
+        return self.listeners[0].host
+
+    @property
+    def port(self) -> int:
+        return self.listeners[0].port
 
     @property
     def flush_policy(self) -> FlushPolicy:
@@ -195,11 +216,7 @@ class BrokerConfig:
         return racks[index] if index < len(racks) else None
 
 
-def _advertised(value: str) -> dict:
-    """``PLAINTEXT://host:port`` (first listener) -> advertised host and port."""
-    first = value.split(",")[0].strip()
-    _, _, address = first.rpartition("://")
-    host, _, port = address.rpartition(":")
-    if not host or not port.isdigit():
-        raise ConfigError(f"cannot read host:port from {value!r}")
-    return {"advertised_host": host, "advertised_port": int(port)}
+
+def _is_security_name(key: str) -> bool:
+    """Per-listener and TLS/SASL settings, which broker/security reads."""
+    return key.startswith(SECURITY_PREFIXES)

@@ -17,7 +17,7 @@ from importlib import import_module
 
 #: command -> its module under broker.cli, in the order ``groupbroker --help`` lists them
 COMMANDS = {"apis": "apis", "serve": "serve", "log": "logs", "groups": "groups",
-            "transactions": "transactions", "faults": "faults",
+            "transactions": "transactions", "faults": "faults", "certs": "certs", "users": "users",
             "report": "report"}
 
 

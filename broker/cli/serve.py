@@ -23,7 +23,9 @@ def add_parser(commands) -> None:
 
 def run(args) -> int:
     from broker.config import BrokerConfig, ConfigError, parse_properties
-    from broker.server.listen import HeldSignals, bind
+    from broker.security.settings import SettingsError
+    from broker.security.setup import build_security
+    from broker.server.listen import HeldSignals, bind_nodes
 
     try:
         props = {}
@@ -36,18 +38,21 @@ def run(args) -> int:
     except (OSError, ConfigError) as e:
         logging.getLogger("groupbroker").error("bad configuration: %s", e)
         return 2
+    try:
+        security = build_security(config)
+    except SettingsError as e:
+        logging.getLogger("groupbroker").error("bad configuration: %s", e)
+        return 2
     held = HeldSignals()
-    sockets = []                      # each node's
-    for i in range(config.nodes):
-        port = config.port + i if config.port else 0
-        try:
-            sockets.append(bind(config.host, port))
-        except OSError as e:
-            logging.getLogger("groupbroker").error("cannot listen on %s:%s: %s", config.host, port, e)
-            return 1
+    try:
+        sockets = bind_nodes(config.listeners, config.nodes)        # node -> listener -> sockets
+    except OSError as e:
+        logging.getLogger("groupbroker").error("%s", e.strerror or e)
+        return 1
     # The ports accept from here on; the server (imported only now) takes the sockets over.
-    addresses = ",".join(f"{config.host}:{node[0].getsockname()[1]}" for node in sockets)
+    # The line names the first listener of each node (the log names every listener).
+    addresses = ",".join(f"{config.host}:{node[0][0].getsockname()[1]}" for node in sockets)
     sys.stdout.write(f"groupbroker listening on {addresses}\n")
     sys.stdout.flush()
     from broker.server.run import run_until_signalled
-    return run_until_signalled(config, sockets, held)
+    return run_until_signalled(config, sockets, held, security)

@@ -43,10 +43,13 @@ class Node:
 
 
 class Topology:
-    """``nodes`` are the cluster's nodes (their advertised endpoints); all of them start live."""
+    """``nodes`` are the cluster's nodes (their advertised endpoints); all of them start live.
+    With several listeners, ``by_listener`` gives each listener's endpoints (Kafka tells a client
+    the endpoints of the listener its request came to); ``nodes`` are the first listener's."""
 
-    def __init__(self, nodes: list[Node]):
+    def __init__(self, nodes: list[Node], by_listener: dict[str, list[Node]] | None = None):
         self.nodes = {n.node_id: n for n in nodes}
+        self._by_listener = {name: {n.node_id: n for n in listed} for name, listed in (by_listener or {}).items()}
         self.node_ids = [n.node_id for n in nodes]
         self.live = set(self.node_ids)
         self.single = len(nodes) == 1
@@ -54,8 +57,13 @@ class Topology:
         #: a topic's replication factor (the broker sets it: topics keep theirs)
         self.replication: Callable[[str], int] = lambda topic: 1
 
-    def live_nodes(self) -> list[Node]:
-        return [self.nodes[n] for n in self.node_ids if n in self.live]
+    def live_nodes(self, listener: str = "") -> list[Node]:
+        nodes = self._by_listener.get(listener, self.nodes)
+        return [nodes[n] for n in self.node_ids if n in self.live]
+
+    def node(self, node_id: int, listener: str = "") -> Node:
+        """A node's endpoint on ``listener`` (the first listener's if it is not one of ours)."""
+        return self._by_listener.get(listener, self.nodes)[node_id]
 
     def controller(self) -> int:
         """The controller clients are told of: Kafka in KRaft mode names a live broker."""

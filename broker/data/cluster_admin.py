@@ -57,7 +57,7 @@ class ClusterAdmin:
                                                  "but we wanted an endpoint of type CONTROLLER")
         brokers = tuple(DescribeCluster.DescribeClusterBroker(broker_id=n.node_id, host=n.host, port=n.port,
                                                               rack=n.rack, is_fenced=False)
-                        for n in self.topology.live_nodes())
+                        for n in self.topology.live_nodes(ctx.listener))
         operations = {"cluster_authorized_operations": CLUSTER_OPERATIONS} \
             if req.include_cluster_authorized_operations else {}      # else the schema's "not asked"
         return DescribeCluster(error_code=E.NONE, endpoint_type=BROKER_ENDPOINT,

@@ -126,12 +126,12 @@ class DataPlane:
             raise NotLeader(f"node {node} does not lead {topic}-{partition}")
         return log_
 
-    def _leader_hint(self, topic: str, partition: int, endpoints: dict) -> dict:
+    def _leader_hint(self, topic: str, partition: int, endpoints: dict, listener: str) -> dict:
         """KIP-951: the partition's current leader for a NOT_LEADER_OR_FOLLOWER answer, its
         endpoint added to ``endpoints`` (node id -> NodeEndpoint fields)."""
         lead = self.topology.of(topic, partition)
         if lead.leader != NO_LEADER:
-            node = self.topology.nodes[lead.leader]
+            node = self.topology.node(lead.leader, listener)
             endpoints[node.node_id] = dict(node_id=node.node_id, host=node.host, port=node.port, rack=node.rack)
         return dict(leader_id=lead.leader, leader_epoch=lead.epoch)
 
@@ -166,7 +166,7 @@ class DataPlane:
         cluster = {"cluster_authorized_operations": CLUSTER_OPERATIONS} \
             if 8 <= v <= 10 and req.include_cluster_authorized_operations else {}
         brokers = tuple(Metadata.MetadataResponseBroker(node_id=n.node_id, host=n.host, port=n.port, rack=n.rack)
-                        for n in self.topology.live_nodes())
+                        for n in self.topology.live_nodes(ctx.listener))
         return Metadata(brokers=brokers, cluster_id=self.config.cluster_id,
                         controller_id=self.topology.controller(), topics=tuple(topics), **cluster)
 
@@ -230,7 +230,7 @@ class DataPlane:
                     errors = tuple(part_cls.BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
                                    for i, m in getattr(e, "record_errors", ()))
                     hint = {"current_leader": part_cls.LeaderIdAndEpoch(**self._leader_hint(
-                        t.name, p.index, endpoints))} if isinstance(e, NotLeader) and ctx.version >= 10 else {}
+                        t.name, p.index, endpoints, ctx.listener))} if isinstance(e, NotLeader) and ctx.version >= 10 else {}
                     parts.append(part_cls(index=p.index, error_code=e.error_code, base_offset=-1,
                                           error_message=error_message(e), record_errors=errors, **hint))
             responses.append(topic_cls(name=t.name, partition_responses=tuple(parts)))
@@ -340,7 +340,7 @@ class DataPlane:
                     # unknown partitions are no read failure; a leadership error answers at once
                     failed = failed or log_ is not None or not isinstance(e, (UnknownTopicOrPartition, UnknownTopicId))
                     hint = {"current_leader": part_cls.LeaderIdAndEpoch(**self._leader_hint(
-                        name, p.partition, endpoints))} if not_leader and v >= 16 else {}
+                        name, p.partition, endpoints, ctx.listener))} if not_leader and v >= 16 else {}
                     parts.append(part_cls(partition_index=p.partition, error_code=e.error_code,
                                           high_watermark=log_.high_watermark if log_ else -1,
                                           log_start_offset=log_.log_start_offset if log_ else -1,

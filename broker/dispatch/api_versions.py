@@ -20,6 +20,10 @@ ApiVersionsResponse = RESPONSES[ApiKey.API_VERSIONS].cls
 #: (the broker checks its dispatch table against it at start).
 SERVED_APIS = frozenset({
     ApiKey.API_VERSIONS,
+    # authentication (a SASL listener's session answers them before; broker/dispatch/handlers.py after)
+    ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE,
+    # SCRAM users (broker/security/scram_apis.py)
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
     # the data plane (broker/data/plane.py)
     ApiKey.METADATA, ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.LIST_OFFSETS, ApiKey.CREATE_TOPICS,
     ApiKey.DELETE_TOPICS, ApiKey.DESCRIBE_PRODUCERS, ApiKey.OFFSET_FOR_LEADER_EPOCH,

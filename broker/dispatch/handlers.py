@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 import trio
 
 from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+from protocol.messages import RESPONSES
 from protocol.registry import API_TABLE
 
 from broker.dispatch.api_versions import SERVED_APIS, api_versions_answer
@@ -16,6 +18,8 @@ from broker.config import BrokerConfig
 from broker.data.plane import DataPlane
 from broker.faults.rules import ConnectionDropped, Faults, error_answer
 from broker.group_runtime.router import GroupRouter
+from broker.security import scram_apis
+from broker.security.credentials import CredentialStore
 
 
 @dataclass(slots=True)
@@ -31,13 +35,21 @@ class Call:
     until_closed: Callable[[], Awaitable[None]] | None = None
     #: the node the request came to (in a cluster, only some partitions and groups are its)
     node_id: int = -1
+    #: the listener it came on (answers name the endpoints of that listener)
+    listener: str = ""
+    #: who sent it: ``User:name`` (from SASL or a client certificate), else User:ANONYMOUS
+    principal: str = "User:ANONYMOUS"
 
 
 class Handlers:
     def __init__(self, config: BrokerConfig, topology: Topology, on_topics_deleted, faults: Faults):
         self.config, self.faults = config, faults
         self.data = DataPlane(config, topology, on_topics_deleted)
-        self.routes = {ApiKey.API_VERSIONS: self._api_versions, **self.data.routes}
+        self.routes = {ApiKey.API_VERSIONS: self._api_versions, ApiKey.SASL_HANDSHAKE: self._sasl_handshake,
+                       ApiKey.SASL_AUTHENTICATE: self._sasl_authenticate,
+                       ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: self._describe_scram,
+                       ApiKey.ALTER_USER_SCRAM_CREDENTIALS: self._alter_scram, **self.data.routes}
+        self.credentials = CredentialStore(config.data_dir)
         self._groups: GroupRouter | None = None
         self._served = self._versions()
 
@@ -77,6 +89,23 @@ class Handlers:
 
     async def _api_versions(self, ctx, body):
         return api_versions_answer(ctx.version, body, list(self.routes))
+
+    async def _sasl_handshake(self, ctx, body):
+        """On a connection already authenticated, or a listener without SASL (a SASL listener's
+        session answers the exchange itself): KafkaApis' ILLEGAL_SASL_STATE."""
+        return RESPONSES[ApiKey.SASL_HANDSHAKE].cls(error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=())
+
+    async def _sasl_authenticate(self, ctx, body):
+        return RESPONSES[ApiKey.SASL_AUTHENTICATE].cls(
+            error_code=ErrorCode.ILLEGAL_SASL_STATE, auth_bytes=b"",
+            error_message="SaslAuthenticate request received after successful authentication")
+
+    async def _describe_scram(self, ctx, body):
+        return scram_apis.describe(self.credentials, body)
+
+    async def _alter_scram(self, ctx, body):
+        """The credentials file is rewritten and fsynced: in a worker thread."""
+        return await trio.to_thread.run_sync(scram_apis.alter, self.credentials, body)
 
     def close(self) -> None:
         """Flush and close the topic logs."""

@@ -166,7 +166,7 @@ class GroupRouter:
                             error_message="groupbroker coordinates groups and transactions only")
             if node == NO_LEADER:
                 return dict(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, node_id=-1, host="", port=-1)
-            found = topology.nodes[node]
+            found = topology.node(node, ctx.listener)
             return dict(error_code=ErrorCode.NONE, node_id=node, host=found.host, port=found.port)
 
         if version < 4:

@@ -26,26 +26,27 @@ BACKOFF_S = 0.1
 
 
 class Acceptor:
-    """Accepts on every listener, handing each connection to ``handler`` in ``nursery``."""
+    """Accepts on every listener, handing each connection to its listener's handler in ``nursery``."""
 
-    def __init__(self, handler, nursery: trio.Nursery):
-        self.handler, self.nursery = handler, nursery
+    def __init__(self, nursery: trio.Nursery):
+        self.nursery = nursery
         self.refused = 0                     # connections closed unserved for lack of descriptors
         self._starved = False
         self._refused_before = 0             # self.refused when the descriptors ran out
         self._reserve: int | None = _take_reserve()
 
-    async def serve(self, listeners: list[trio.SocketListener]) -> None:
+    async def serve(self, listeners: list[tuple[trio.SocketListener, object]]) -> None:
+        """``listeners``: each with the handler of its connections."""
         try:
             async with trio.open_nursery() as accepting:
-                for listener in listeners:
-                    accepting.start_soon(self._accept_forever, listener)
+                for listener, handler in listeners:
+                    accepting.start_soon(self._accept_forever, listener, handler)
         finally:
             if self._reserve is not None:
                 os.close(self._reserve)
                 self._reserve = None
 
-    async def _accept_forever(self, listener: trio.SocketListener) -> None:
+    async def _accept_forever(self, listener: trio.SocketListener, handler) -> None:
         async with listener:
             waiting = False                  # a connection is known to wait in the backlog
             while True:
@@ -68,7 +69,7 @@ class Acceptor:
                     self._starved = False
                     log.warning("accepting connections again; %d refused while out of file descriptors",
                                 self.refused - self._refused_before)
-                self.nursery.start_soon(self.handler, stream)
+                self.nursery.start_soon(handler, stream)
 
     def _note_starved(self, error: OSError) -> None:
         if not self._starved:

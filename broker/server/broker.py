@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import os
+import time
 from functools import partial
 from typing import NamedTuple
 
@@ -37,6 +39,12 @@ from protocol.logtext import safe
 
 from broker.cluster.log_homes import exists, log_home, open_log
 from broker.cluster.topology import GROUP_TOPIC, TXN_TOPIC, Node, Topology
+from broker.security.listeners import Listener, for_node
+from broker.security.settings import SettingsError
+from broker.security.setup import ListenerSecurity, build_security
+from broker.security.tls import ANONYMOUS, client_principal
+from broker.server.listen import bind_nodes
+from broker.server.sasl_gate import gate
 from broker.server.accepting import Acceptor
 from broker.dispatch.api_versions import unsupported_version_answer
 from broker.config import BrokerConfig
@@ -57,8 +65,10 @@ log = logging.getLogger("groupbroker.server")
 class Broker:
     """Everything one running broker owns: shards, topics, listeners."""
 
-    def __init__(self, config: BrokerConfig, faults: Faults | None = None):
+    def __init__(self, config: BrokerConfig, faults: Faults | None = None, security=None):
         self.config = config
+        #: each listener's TLS and SASL (a bad setting raises SettingsError here)
+        self.security: dict[str, ListenerSecurity] = security if security is not None else build_security(config)
         n = config.coordinator.offsets_topic_num_partitions
         self.journal = None
         if config.journal_enable:
@@ -75,7 +85,8 @@ class Broker:
         #: the nodes this process runs: node.id alone, or 0..N-1 for a cluster of N
         self.node_ids = [config.node_id] if config.nodes == 1 else list(range(config.nodes))
         self.topology: Topology | None = None      # once the nodes listen (their ports known)
-        self.ports: dict[int, int] = {}            # each node's bound port
+        self.ports: dict[int, int] = {}            # each node's bound port (of its first listener)
+        self.listener_ports: dict[int, dict[str, int]] = {}   # each node's, per listener name
         self._acceptors: dict[int, trio.CancelScope] = {}          # each running node's accept loop
         self._connections: dict[int, set[trio.CancelScope]] = {}   # each node's open connections
         self._accepting: trio.Nursery | None = None
@@ -122,10 +133,7 @@ class Broker:
         async with trio.open_nursery() as shards:
             self._everything = shards.cancel_scope
             listeners = await self._listeners(sockets)
-            self.topology = Topology([
-                Node(node_id, cfg.advertised_host or cfg.host,
-                     cfg.advertised_port + i if cfg.advertised_port else self.ports[node_id], cfg.rack_of(i))
-                for i, node_id in enumerate(self.node_ids)])
+            self.topology = Topology(*self._endpoints())
             self.port = self.ports[self.node_ids[0]]
             shards.start_soon(self._load_shards, shards)
             shards.start_soon(self.flusher.run, self.runners)
@@ -157,10 +165,7 @@ class Broker:
                         self._accepting, self._connection_nursery = accepting, connections
                         for node_id, node_listeners in zip(self.node_ids, listeners):
                             self._accept(node_id, node_listeners)
-                        if len(self.node_ids) > 1:
-                            log.info("a cluster of %d nodes: %s", len(self.node_ids), ", ".join(
-                                f"node {n.node_id} on {cfg.host}:{self.ports[n.node_id]}"
-                                for n in self.topology.live_nodes()))
+                        self._log_listeners()
                         task_status.started(self)
                         await self._stop.wait()
                         log.info("shutting down: no new connections")
@@ -172,27 +177,51 @@ class Broker:
                 with trio.CancelScope(shield=True):
                     await trio.to_thread.run_sync(self._close_logs)
 
-    async def _listeners(self, sockets) -> list[list[trio.SocketListener]]:
-        """Each node's listeners, its bound port noted in ``self.ports``."""
-        cfg = self.config
+    async def _listeners(self, sockets) -> list[list[tuple[Listener, list[trio.SocketListener]]]]:
+        """Each node's listeners (node i's copy of each configured one) with their sockets;
+        their bound ports noted in ``self.listener_ports`` and ``self.ports``."""
         if sockets is None:
-            sockets = []
-            for i, node_id in enumerate(self.node_ids):
-                opened = await trio.open_tcp_listeners(cfg.port + i if cfg.port else 0, host=cfg.host)
-                sockets.append([listener.socket for listener in opened])
-        else:
-            sockets = [[trio.socket.from_stdlib_socket(s) for s in group] for group in sockets]
-        for node_id, group in zip(self.node_ids, sockets):
-            self.ports[node_id] = group[0].getsockname()[1]
-        return [[trio.SocketListener(s) for s in group] for group in sockets]
+            sockets = bind_nodes(self.config.listeners, len(self.node_ids))
+        nodes = []
+        for i, (node_id, groups) in enumerate(zip(self.node_ids, sockets)):
+            ports = self.listener_ports[node_id] = {}
+            nodes.append([])
+            for listener, group in zip(self.config.listeners, groups):
+                ports[listener.name] = group[0].getsockname()[1]
+                nodes[-1].append((for_node(listener, i),
+                                  [trio.SocketListener(trio.socket.from_stdlib_socket(s)) for s in group]))
+            self.ports[node_id] = ports[self.config.listeners[0].name]
+        return nodes
 
-    def _accept(self, node_id: int, listeners: list[trio.SocketListener]) -> None:
+    def _endpoints(self) -> tuple[list[Node], dict[str, list[Node]]]:
+        """What clients are told of each node, per listener: its advertised address, the bound
+        port where none is advertised."""
+        by_listener = {}
+        for listener in self.config.listeners:
+            by_listener[listener.name] = [
+                Node(node_id, at.advertised_host, at.advertised_port or self.listener_ports[node_id][listener.name],
+                     self.config.rack_of(i))
+                for i, (node_id, at) in enumerate((n, for_node(listener, i)) for i, n in enumerate(self.node_ids))]
+        return by_listener[self.config.listeners[0].name], by_listener
+
+    def _log_listeners(self) -> None:
+        if len(self.node_ids) > 1:
+            log.info("a cluster of %d nodes: %s", len(self.node_ids), ", ".join(
+                f"node {n} on {self.config.host}:{self.ports[n]}" for n in self.node_ids))
+        for i, node_id in enumerate(self.node_ids):
+            for listener in self.config.listeners:
+                log.info("%slistening on %s", "" if len(self.node_ids) == 1 else f"node {node_id}: ",
+                         for_node(listener, i).describe(self.listener_ports[node_id][listener.name]))
+
+    def _accept(self, node_id: int, listeners: list[tuple[Listener, list[trio.SocketListener]]]) -> None:
         self._acceptors[node_id] = scope = trio.CancelScope()
         self._connections.setdefault(node_id, set())
+        handled = [(socket_listener, partial(self._connection, node_id, self.security[listener.name]))
+                   for listener, group in listeners for socket_listener in group]
 
         async def accept() -> None:
             with scope:
-                await Acceptor(partial(self._connection, node_id), self._connection_nursery).serve(listeners)
+                await Acceptor(self._connection_nursery).serve(handled)
         self._accepting.start_soon(accept)
 
     def stop_listening(self, node_id: int) -> int:
@@ -205,8 +234,13 @@ class Broker:
         return len(dropped)
 
     async def listen_again(self, node_id: int) -> None:
-        """A stopped node comes back on the port it had."""
-        listeners = await trio.open_tcp_listeners(self.ports[node_id], host=self.config.host)
+        """A stopped node comes back on the ports it had."""
+        index = self.node_ids.index(node_id)
+        listeners = []
+        for listener in self.config.listeners:
+            at = for_node(listener, index)
+            opened = await trio.open_tcp_listeners(self.listener_ports[node_id][listener.name], host=at.host or None)
+            listeners.append((at, opened))
         self._accept(node_id, listeners)
 
     def _open_shard_log(self, shard: int):
@@ -249,14 +283,22 @@ class Broker:
         if self.handlers is not None:
             self.handlers.close()
 
-    async def _connection(self, node_id: int, stream: trio.SocketStream) -> None:
+    async def _connection(self, node_id: int, security: ListenerSecurity, stream: trio.SocketStream) -> None:
         peer = _peer(stream)
-        log.info("connection from %s opened%s", peer, "" if self.topology.single else f" on node {node_id}")
-        inbound = Inbound(stream, self.config.socket_request_max_bytes)
+        where = [] if self.topology.single else [f"node {node_id}"]
+        if len(self.security) > 1:
+            where.append(f"listener {security.listener.name}")
+        log.info("connection from %s opened%s", peer, f" on {', '.join(where)}" if where else "")
         cancel = trio.CancelScope()                 # a stopped node drops its connections
         self._connections[node_id].add(cancel)
         try:
             with cancel:
+                principal = ANONYMOUS
+                if security.tls is not None:
+                    stream, principal = await self._tls_handshake(stream, security, peer)
+                    if principal is None:
+                        return
+                inbound = Inbound(stream, self.config.socket_request_max_bytes)
                 try:
                     async with trio.open_nursery() as nursery:
                         sender = OrderedSender(stream, inbound.touch)
@@ -269,7 +311,7 @@ class Broker:
                             self._readers[inbound] = reader = trio.CancelScope()
                             try:
                                 with reader:            # cancelled at shutdown while idle
-                                    await self._read_requests(inbound, peer, sender, node_id)
+                                    await self._read_requests(inbound, peer, sender, node_id, security, principal)
                             finally:
                                 del self._readers[inbound]
                                 idle_watch.cancel()
@@ -283,6 +325,27 @@ class Broker:
                 await stream.aclose()
             log.info("connection from %s closed", peer)
 
+    async def _tls_handshake(self, stream: trio.SocketStream, security: ListenerSecurity, peer: str):
+        """The TLS stream and the principal of its client certificate (ANONYMOUS without one);
+        None for the principal if the handshake fails (logged), or does not end within
+        connections.max.idle.ms."""
+        tls = trio.SSLStream(stream, security.tls, server_side=True)
+        idle_ms = self.config.connections_max_idle_ms
+        with trio.move_on_after(idle_ms / 1000 if idle_ms >= 0 else math.inf):
+            try:
+                await tls.do_handshake()
+            except trio.BrokenResourceError as e:
+                log.warning("closing connection from %s: TLS handshake failed: %s", peer, safe(str(e.__cause__ or e)))
+                return stream, None
+            try:
+                return tls, client_principal(tls, security.principals)
+            except SettingsError as e:        # no principal mapping rule applies: Kafka fails it
+                log.warning("closing connection from %s: authentication failed: %s", peer, safe(str(e)))
+                return tls, None
+        log.info("closing connection from %s: TLS handshake not completed within %d ms "
+                 "(connections.max.idle.ms)", peer, idle_ms)
+        return stream, None
+
     async def _close_when_idle(self, inbound: Inbound, peer: str, connection: trio.CancelScope,
                                watch: trio.CancelScope) -> None:
         """Kafka's idle expiry: close a connection with no bytes in or out for
@@ -295,15 +358,22 @@ class Broker:
             connection.cancel()
 
     async def _read_requests(self, inbound: Inbound, peer: str, sender: OrderedSender,
-                             node_id: int) -> None:
+                             node_id: int, security: ListenerSecurity, principal: str) -> None:
         """Decide each request in order; a request is read only once the one before it is
         decided (so a parked JoinGroup holds the rest), while answers wait for durability.
 
         Pipelined requests that never park (heartbeats, commits) are the exception: every one
         already buffered goes to its shard at once, and their answers leave together.
+
+        On a SASL listener, the session decides what comes before authentication (and
+        re-authentication); the principal is the one it authenticated.
         """
         frames = inbound.frames
         host, until_closed, begin = "/" + peer.rsplit(":", 1)[0], inbound.until_closed, self.handlers.begin
+        listener = security.listener.name
+        session = security.new_session() if security.sasl else None
+        if session is not None:
+            frames.max_frame = min(frames.max_frame, security.sasl_max_receive)
         started: list = []          # pipelined requests handed to their shards, not yet answered
         try:
             while True:
@@ -319,9 +389,24 @@ class Broker:
                     await inbound.receive()
                     inbound.idle = False
                     continue
-                header, body = self._decode(frame)
+                if session is None:
+                    header, body = self._decode(frame)
+                else:
+                    header, body, step = gate(session, frame, self._decode, _UNKNOWN_API_VERSIONS, time.time() * 1000)
+                    if step is not None:
+                        if started:
+                            await sender.submit(await self._finish(started))
+                            started = []
+                        ctx = header and Call(header.api_key, header.api_version, header.client_id or "", host,
+                                              node_id=node_id, listener=listener)
+                        if not await self._authentication_step(step, session, ctx, header, body, sender, peer):
+                            return
+                        frames.max_frame = self.config.socket_request_max_bytes if session.authenticated \
+                            else min(frames.max_frame, security.sasl_max_receive)
+                        continue
+                    principal = session.principal or principal
                 ctx = Call(header.api_key, header.api_version, header.client_id or "", host,
-                           until_closed=until_closed, node_id=node_id)
+                           until_closed=until_closed, node_id=node_id, listener=listener, principal=principal)
                 began = begin(ctx, body)
                 if began is not None:
                     started.append((header, ctx, body, *began))
@@ -334,9 +419,30 @@ class Broker:
                     response = await self._respond(ctx, body)
                     await sender.submit([self._answer(header, ctx, body, response)])
         except (FrameTooLarge, DecodeError, UnsupportedVersion, ConnectionDropped) as e:
+            if isinstance(e, FrameTooLarge) and session is not None and not session.authenticated:
+                e = f"Failing SASL authentication due to invalid receive size ({e}: sasl.server.max.receive.size)"
             log.warning("closing connection from %s: %s", peer, safe(str(e)))
             if started:                 # what came before the bad frame is answered, as Kafka would
                 await sender.submit(await self._finish(started))
+
+    async def _authentication_step(self, step, session, ctx, header, body, sender, peer: str) -> bool:
+        """Carry out one step of a SASL exchange; False once the connection is to close. A
+        failed authentication is answered (and closed) only after
+        connection.failed.authentication.delay.ms, as Kafka holds it back."""
+        if step.delayed and self.config.connection_failed_authentication_delay_ms > 0:
+            await trio.sleep(self.config.connection_failed_authentication_delay_ms / 1000)
+        if step.response is not None:
+            if header is None:                    # a bare token after a v0 handshake
+                answer = Answer([], [len(step.response).to_bytes(4, "big") + step.response], None, None)
+            else:
+                answer = self._answer(header, ctx, body, step.response)
+            await sender.submit([answer])
+        if step.close is not None:
+            log.warning("closing connection from %s: %s", peer, safe(step.close))
+            return False
+        if step.user is not None:
+            log.info("connection from %s authenticated as %s (%s)", peer, session.principal, session.mechanism)
+        return True
 
     def _decode(self, frame: bytes):
         """The request's header and body; bad input raises (and closes the connection)."""
@@ -491,7 +597,10 @@ class OrderedSender:
 
 async def _write(stream: trio.SocketStream, data: bytes) -> None:
     """Send ``data``: straight into the socket when it has room (no trip through trio's
-    scheduler, which costs more than the write), the rest through trio."""
+    scheduler, which costs more than the write), the rest through trio (all of it for TLS)."""
+    if isinstance(stream, trio.SSLStream):
+        await stream.send_all(data)
+        return
     try:
         sent = os.write(stream.socket.fileno(), data)
     except BlockingIOError:

@@ -21,8 +21,9 @@ READ_AHEAD = RECEIVE
 
 
 class Inbound:
-    def __init__(self, stream: trio.SocketStream, max_frame: int):
+    def __init__(self, stream: trio.SocketStream | trio.SSLStream, max_frame: int):
         self.stream = stream
+        self.tls = isinstance(stream, trio.SSLStream)
         self.frames = FrameBuffer(max_frame)
         self.closed_by_peer = False
         self.idle = False                          # waiting for a next request (shutdown closes it)
@@ -38,7 +39,15 @@ class Inbound:
         Reads the socket directly and waits through trio only when it is empty: trio's
         ``receive_some`` passes through the scheduler twice per call, which costs more than
         the read. Bytes that were there at once still pass one checkpoint, so a client that
-        never stops sending cannot keep the others waiting (and cancellation is seen)."""
+        never stops sending cannot keep the others waiting (and cancellation is seen).
+        TLS streams are read through trio (the socket holds ciphertext)."""
+        if self.tls:
+            try:
+                data = await self.stream.receive_some(RECEIVE)
+            except trio.BrokenResourceError:
+                data = b""
+            self._got(data)
+            return
         sock = self.stream.socket
         # A client that waits for each answer has sent nothing yet when we look again: for
         # it, wait first rather than try a read that finds nothing.
@@ -51,6 +60,9 @@ class Inbound:
                 return
         else:
             await trio.lowlevel.checkpoint()
+        self._got(data)
+
+    def _got(self, data: bytes) -> None:
         self.touch()
         if data:
             self.frames.feed(data)

@@ -12,13 +12,35 @@ import socket
 BACKLOG = 0xFFFF           # as trio's open_tcp_listeners asks (the kernel caps it)
 
 
+def bind_nodes(listeners, nodes: int) -> list[list[list[socket.socket]]]:
+    """Every node's sockets for every listener (node i listens on port P+i of a listener on P,
+    on a free one for 0); OSError names the address that could not be bound."""
+    from broker.security.listeners import for_node
+    bound: list[list[list[socket.socket]]] = []
+    try:
+        for i in range(nodes):
+            bound.append([])
+            for listener in (for_node(each, i) for each in listeners):
+                try:
+                    bound[-1].append(bind(listener.host, listener.port))
+                except OSError as e:
+                    raise OSError(e.errno, f"cannot listen on {listener.describe()}: {e.strerror}") from None
+    except OSError:
+        for node in bound:
+            for group in node:
+                for sock in group:
+                    sock.close()
+        raise
+    return bound
+
+
 def bind(host: str, port: int) -> list[socket.socket]:
     """A listening socket on every address ``host`` resolves to (as trio.open_tcp_listeners
     binds them); ``port`` 0 picks a free one, the same for each if it can."""
     sockets: list[socket.socket] = []
     try:
         for family, kind, proto, _, address in socket.getaddrinfo(
-                host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE):
+                host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE):
             sock = socket.socket(family, kind, proto)
             sockets.append(sock)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

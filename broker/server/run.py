@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import signal
-import socket
 from functools import partial
 
 import trio
@@ -22,9 +21,9 @@ from broker.server.listen import HeldSignals
 log = logging.getLogger("groupbroker")
 
 
-def run_until_signalled(config: BrokerConfig, sockets: list[socket.socket], held: HeldSignals) -> int:
+def run_until_signalled(config: BrokerConfig, sockets: list, held: HeldSignals, security=None) -> int:
     async def main() -> None:
-        broker = Broker(config)
+        broker = Broker(config, security=security)
         with trio.open_signal_receiver(*HeldSignals.NAMES) as signals:
             async with trio.open_nursery() as nursery:
                 await nursery.start(partial(broker.serve, sockets=sockets))

@@ -22,6 +22,7 @@ from broker.config import BrokerConfig
 from broker.faults.control import ControlProxy
 from broker.faults.rules import Faults, RecordedRequest
 from broker.server.broker import Broker
+from broker.security.listeners import for_nodes
 from broker.server.listen import bind
 from broker.testing.launcher import TEST_DEFAULTS, kafka_props, wait_until_answering
 
@@ -35,6 +36,7 @@ class EmbeddedBroker:
         self.props = kafka_props({**TEST_DEFAULTS, **(props or {})})
         self.host, self.port, self.nodes = host, port, nodes
         self.ports: list[int] = []                 # every node's, once started (kept on restart)
+        self._bound: list[dict[str, int]] = []     # every node's port per listener name
         self.call_timeout_s = call_timeout_s
         self.faults = ControlProxy(self._control)
         self._faults = Faults()                   # rules and recording outlive restarts
@@ -48,6 +50,10 @@ class EmbeddedBroker:
         """Every node's address, node 0 first."""
         return ",".join(f"{self.host}:{port}" for port in self.ports or [self.port])
 
+    def bootstrap_for(self, listener: str) -> str:
+        """Every node's address on the listener named ``listener`` (e.g. ``SASL_SSL``)."""
+        return ",".join(f"{self.host}:{bound[listener.upper()]}" for bound in self._bound)
+
     def start(self) -> EmbeddedBroker:
         """Start the broker; returns once every shard is loaded and it answers ApiVersions."""
         config = BrokerConfig.build(self.props, host=self.host, port=self.port, data_dir=self.data_dir,
@@ -55,13 +61,15 @@ class EmbeddedBroker:
         started = concurrent.futures.Future()
         self.broker = Broker(config, self._faults)
         # a restart listens on the ports it had (free ones need not be consecutive)
-        sockets = [bind(self.host, port) for port in self.ports] if self.ports else None
+        sockets = [[bind(listener.host, bound[listener.name]) for listener in for_nodes(config.listeners, i)]
+                   for i, bound in enumerate(self._bound)] if self._bound else None
         self._thread = threading.Thread(target=self._run, args=(self.broker, started, sockets),
                                         name=f"groupbroker {self.data_dir}", daemon=True)
         self._thread.start()
         started.result(timeout=self.call_timeout_s)
         self.port = self.broker.port          # the same port again on every restart
         self.ports = [self.broker.ports[n] for n in self.broker.node_ids]
+        self._bound = [self.broker.listener_ports[n] for n in self.broker.node_ids]
         for port in self.ports:
             wait_until_answering(self.host, port, self.call_timeout_s)
         return self

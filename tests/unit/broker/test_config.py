@@ -23,7 +23,7 @@ def test_kafka_names_reach_broker_and_coordinator_settings():
         "group.initial.rebalance.delay.ms": "0", "group.min.session.timeout.ms": "500",
         "offsets.retention.minutes": "1", "log.retention.hours": "2"}, port=0)
     assert (config.num_partitions, config.auto_create_topics_enable, config.node_id) == (6, False, 3)
-    assert (config.advertised_host, config.advertised_port) == ("broker.local", 19092)
+    assert (config.listeners[0].advertised_host, config.listeners[0].advertised_port) == ("broker.local", 19092)
     assert config.coordinator.group_initial_rebalance_delay_ms == 0
     assert config.coordinator.group_min_session_timeout_ms == 500
     assert config.coordinator.offsets_retention_ms == 60_000
