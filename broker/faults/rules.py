@@ -119,6 +119,8 @@ class RecordedRequest:
     producer_id: int | None = None
     producer_epoch: int | None = None
     node: int | None = None              # the node that answered (in a cluster, each has its share)
+    principal: str | None = None         # who sent it (User:ANONYMOUS unless authenticated)
+    listener: str | None = None          # the listener it came on
 
 
 class Faults:
@@ -180,7 +182,8 @@ class Faults:
             next(iter(groups), None) if len(groups) == 1 else None,
             getattr(body, "member_id", None), generation, first_error(response).name,
             member_epoch, answered, _either(body, "transactional_id"),
-            _either(producer, "producer_id"), _either(producer, "producer_epoch"), ctx.node_id))
+            _either(producer, "producer_id"), _either(producer, "producer_epoch"), ctx.node_id,
+            ctx.principal, ctx.listener))
 
 
 def _either(obj, name: str):

@@ -399,7 +399,7 @@ class Broker:
                             started = []
                         ctx = header and Call(header.api_key, header.api_version, header.client_id or "", host,
                                               node_id=node_id, listener=listener)
-                        if not await self._authentication_step(step, session, ctx, header, body, sender, peer):
+                        if not await self._authentication_step(step, session, ctx, header, body, sender, inbound, peer):
                             return
                         frames.max_frame = self.config.socket_request_max_bytes if session.authenticated \
                             else min(frames.max_frame, security.sasl_max_receive)
@@ -425,10 +425,12 @@ class Broker:
             if started:                 # what came before the bad frame is answered, as Kafka would
                 await sender.submit(await self._finish(started))
 
-    async def _authentication_step(self, step, session, ctx, header, body, sender, peer: str) -> bool:
+    async def _authentication_step(self, step, session, ctx, header, body, sender, inbound, peer: str) -> bool:
         """Carry out one step of a SASL exchange; False once the connection is to close. A
         failed authentication is answered (and closed) only after
-        connection.failed.authentication.delay.ms, as Kafka holds it back."""
+        connection.failed.authentication.delay.ms, as Kafka holds it back. After an answer that
+        ends the connection, the client gets a moment to hang up first: a client that reads the
+        answer and the close in one go may drop the answer (kafka-python 3.0 does)."""
         if step.delayed and self.config.connection_failed_authentication_delay_ms > 0:
             await trio.sleep(self.config.connection_failed_authentication_delay_ms / 1000)
         if step.response is not None:
@@ -439,6 +441,10 @@ class Broker:
             await sender.submit([answer])
         if step.close is not None:
             log.warning("closing connection from %s: %s", peer, safe(step.close))
+            if step.response is not None:
+                with trio.move_on_after(_LINGER_S):
+                    await sender.drained()
+                    await inbound.until_closed()
             return False
         if step.user is not None:
             log.info("connection from %s authenticated as %s (%s)", peer, session.principal, session.mechanism)
@@ -519,6 +525,8 @@ def _encode(header, response) -> list:
         raise
 
 
+#: How long a connection closed after its last answer waits for its client to hang up first.
+_LINGER_S = 0.5
 #: Answers decided but not yet sent, per connection (then the reader waits).
 _IN_FLIGHT = 32
 #: Pipelined requests answered together at most: fewer than a client keeps in flight, so it
@@ -568,6 +576,11 @@ class OrderedSender:
                 self.queue.send_nowait(answer)
             except trio.WouldBlock:
                 await self.queue.send(answer)
+
+    async def drained(self) -> None:
+        """Return once every answer submitted has been sent."""
+        while self._pending:
+            await trio.sleep(0.005)
 
     async def run(self) -> None:
         async with self._queued:

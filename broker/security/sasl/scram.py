@@ -58,7 +58,9 @@ class ScramServer:
         match = _CLIENT_FINAL.fullmatch(message)
         if match is None:
             raise AuthenticationFailed(f"invalid SCRAM client-final message {message[:64]!r}", user=self.user)
-        if match["nonce"] != self._nonce:
+        # Kafka checks only that the nonce ends with ours: librdkafka before 2.1 sends its own
+        # nonce again in front of it
+        if not match["nonce"].endswith(self._nonce):
             raise AuthenticationFailed("Invalid client nonce in the final client message.", user=self.user)
         try:
             proof = base64.b64decode(match["proof"], validate=True)
