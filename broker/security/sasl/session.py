@@ -76,15 +76,13 @@ class SaslSession:
     def unexpected(self, api_key: int, error_response) -> Step:
         """Any other request before authentication: unanswered during the handshake; during
         the exchange (v1), answered ILLEGAL_SASL_STATE; then the connection closes."""
+        exchanging = self.state is State.AUTHENTICATE and not self.raw
         self.state = State.FAILED
         name = ApiKey(api_key).name if api_key in ApiKey._value2member_map_ else str(api_key)
-        if not self._exchanging():
+        if not exchanging:
             return Step(close=f"Unexpected Kafka request of type {name} during SASL handshake.", delayed=True)
         message = f"Unexpected Kafka request of type {name} during SASL authentication."
         return Step(error_response(E.ILLEGAL_SASL_STATE, message), close=message, delayed=True)
-
-    def _exchanging(self) -> bool:
-        return self.state is State.AUTHENTICATE and not self.raw
 
     def begins_reauthentication(self, now_ms: float) -> bool:
         """A SaslHandshake on an authenticated connection starts over (KIP-368) only if its
