@@ -69,9 +69,16 @@ class BrokerControl:
         """Close the connection instead of answering the next COUNT requests of API."""
         return self.faults.add(api, drop=True, count=count, group=group, client_id=client_id).describe()
 
+    async def op_fail_authentication(self, principal: str | None = None, client_id: str | None = None,
+                                     count: int | None = 1) -> str:
+        """Fail the next COUNT authentications of PRINCIPAL (e.g. User:alice) or CLIENT_ID as
+        wrong credentials would (SASL_AUTHENTICATION_FAILED; a client certificate's connection
+        is closed after its handshake)."""
+        return self.faults.fail_authentication(principal, client_id, count).describe()
+
     async def op_rules(self) -> list[str]:
-        """The request-fault rules still armed."""
-        return [rule.describe() for rule in self.faults.rules]
+        """The fault rules still armed."""
+        return [rule.describe() for rule in [*self.faults.rules, *self.faults.authentication]]
 
     async def op_clear(self) -> str:
         """Remove every request-fault rule, release held revocations, make every shard

@@ -96,6 +96,25 @@ class FaultRule:
         return f"rule {self.id}: {API_TABLE[self.api_key].name}{scope}: {what} ({times})"
 
 
+@dataclass
+class AuthenticationFault:
+    """Fail the next ``count`` authentications (None: until cleared) of a principal or client
+    id, as if the credentials were wrong."""
+    id: int
+    principal: str | None = None
+    client_id: str | None = None
+    count: int | None = 1
+
+    def matches(self, principal: str, client_id: str) -> bool:
+        return ((self.principal is None or principal == self.principal)
+                and (self.client_id is None or client_id == self.client_id))
+
+    def describe(self) -> str:
+        scope = "".join(f" {k}={v}" for k, v in (("principal", self.principal), ("client_id", self.client_id)) if v)
+        times = "every time" if self.count is None else f"next {self.count}"
+        return f"rule {self.id}: fail authentication{scope or ' of anyone'} ({times})"
+
+
 @dataclass(frozen=True)
 class RecordedRequest:
     """One request as the broker received and answered it.
@@ -128,6 +147,7 @@ class Faults:
 
     def __init__(self):
         self.rules: list[FaultRule] = []
+        self.authentication: list[AuthenticationFault] = []
         self.recording = False
         self.recorded: deque[RecordedRequest] = deque(maxlen=RECORD_LIMIT)
         self._ids = itertools.count(1)
@@ -148,9 +168,34 @@ class Faults:
         log.warning("fault injection: added %s", rule.describe())
         return rule
 
+    def fail_authentication(self, principal: str | None, client_id: str | None,
+                            count: int | None = 1) -> AuthenticationFault:
+        if count is not None and count < 1:
+            raise FaultError("count must be at least 1 (or None: until cleared)")
+        if principal is not None and ":" not in principal:
+            raise FaultError(f"a principal is TYPE:NAME, e.g. User:{principal}")
+        rule = AuthenticationFault(next(self._ids), principal, client_id, count)
+        self.authentication.append(rule)
+        log.warning("fault injection: added %s", rule.describe())
+        return rule
+
+    def take_authentication(self, principal: str, client_id: str) -> AuthenticationFault | None:
+        """The first authentication fault matching, counted as fired."""
+        for rule in self.authentication:
+            if rule.matches(principal, client_id):
+                if rule.count is not None:
+                    rule.count -= 1
+                    if rule.count == 0:
+                        self.authentication.remove(rule)
+                log.warning("fault injection: authentication of %s (client %s): %s", safe(principal),
+                            safe(client_id), rule.describe())
+                return rule
+        return None
+
     def clear(self) -> int:
-        cleared = len(self.rules)
+        cleared = len(self.rules) + len(self.authentication)
         self.rules.clear()
+        self.authentication.clear()
         if cleared:
             log.warning("fault injection: cleared %d rule(s)", cleared)
         return cleared

@@ -338,10 +338,16 @@ class Broker:
                 log.warning("closing connection from %s: TLS handshake failed: %s", peer, safe(str(e.__cause__ or e)))
                 return stream, None
             try:
-                return tls, client_principal(tls, security.principals)
+                principal = client_principal(tls, security.principals)
             except SettingsError as e:        # no principal mapping rule applies: Kafka fails it
                 log.warning("closing connection from %s: authentication failed: %s", peer, safe(str(e)))
                 return tls, None
+            if not security.sasl and self.faults.authentication and \
+                    self.faults.take_authentication(principal, "") is not None:
+                log.warning("closing connection from %s: authentication of %s refused by fault injection",
+                            peer, safe(principal))
+                return tls, None
+            return tls, principal
         log.info("closing connection from %s: TLS handshake not completed within %d ms "
                  "(connections.max.idle.ms)", peer, idle_ms)
         return stream, None
@@ -431,6 +437,9 @@ class Broker:
         connection.failed.authentication.delay.ms, as Kafka holds it back. After an answer that
         ends the connection, the client gets a moment to hang up first: a client that reads the
         answer and the close in one go may drop the answer (kafka-python 3.0 does)."""
+        if step.user is not None and self.faults.authentication and self.faults.take_authentication(
+                session.principal, ctx.client_id if ctx else "") is not None:
+            step = session.refuse(ctx.version if ctx else 0, "refused by fault injection")
         if step.delayed and self.config.connection_failed_authentication_delay_ms > 0:
             await trio.sleep(self.config.connection_failed_authentication_delay_ms / 1000)
         if step.response is not None:

@@ -30,6 +30,8 @@ REPO = Path(__file__).resolve().parent.parent.parent
 LISTENING = re.compile(r"^groupbroker listening on ((?:[^\s,]+:\d+)(?:,[^\s,]+:\d+)*)$")
 #: The broker's log line once every coordinator shard has loaded (broker/server/broker.py).
 SHARDS_LOADED = re.compile(r" all \d+ coordinator shards loaded$", re.MULTILINE)
+#: The log line naming each listener (broker/server/broker.py); with several nodes, one per node.
+LISTENER_LINE = re.compile(r"listening on (?P<name>\w+)(?: \(\w+\))? on (?P<address>\S+)$", re.MULTILINE)
 
 #: Fast group settings for test brokers: a short initial rebalance delay, short sessions allowed.
 #:
@@ -143,6 +145,14 @@ class BrokerProcess:
     def bootstrap(self) -> str:
         """Every node's address (clients take the list as bootstrap servers)."""
         return ",".join(f"{self.host}:{port}" for port in self.ports)
+
+    def bootstrap_for(self, listener: str) -> str:
+        """Every node's address on the listener named ``listener`` (e.g. ``SASL_SSL``), from the log."""
+        found = [m["address"] for m in LISTENER_LINE.finditer(self.log_since_start())
+                 if m["name"] == listener.upper()]
+        if not found:
+            raise KeyError(f"the broker logged no listener {listener}")
+        return ",".join(address.replace("*", self.host, 1) for address in found)
 
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None

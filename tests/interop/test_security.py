@@ -203,3 +203,24 @@ def assert_broker_logged_failure(caplog, mode: str) -> None:
     lines = [r.getMessage() for r in caplog.records if r.name == "groupbroker.server"]
     mechanism = MODES[mode][1]
     assert any(f"authentication failed for 'alice' with {mechanism}" in line for line in lines), lines
+
+
+def test_fault_injection_fails_one_principals_authentication_on_purpose(secured, certs, caplog):
+    import confluent_kafka
+    secured.faults.fail_authentication(principal="User:alice", count=1)
+
+    def first_error(user: str, password: str):
+        errors, started = [], time.monotonic()
+        producer = confluent_kafka.Producer({"bootstrap.servers": secured.bootstrap_for("SASL_PLAINTEXT"),
+                                             "error_cb": errors.append,
+                                             **librdkafka_settings(PLAIN, certs, user=user, password=password)})
+        while not errors and time.monotonic() - started < 1.5:
+            producer.poll(0.1)
+        return errors[0] if errors else None
+
+    refused = first_error("alice", "alice-secret")            # right password, refused on purpose
+    assert refused is not None and refused.code() == confluent_kafka.KafkaError._AUTHENTICATION
+    assert "invalid credentials with SASL mechanism PLAIN" in refused.str()
+    assert first_error("bob", "bob-secret") is None            # another principal is not touched
+    assert first_error("alice", "alice-secret") is None        # the fault fired once
+    assert any("refused by fault injection" in r.getMessage() for r in caplog.records)

@@ -142,6 +142,13 @@ class SaslSession:
         self.state, self._reauthenticating = State.COMPLETE, False
         return Step(self._answer(version, challenge, lifetime or 0), user=server.user)
 
+    def refuse(self, version: int, reason: str) -> Step:
+        """Turn the authentication that just succeeded into a failure (fault injection): the
+        client is told its credentials were wrong."""
+        user = self.principal.split(":", 1)[1]
+        self.principal = None
+        return self._failed(version, AuthenticationFailed(reason, user=user))
+
     def _lifetime(self, server, now_ms: float) -> int | None:
         """Kafka's session lifetime: the least of connections.max.reauth.ms (if set) and the
         time left on the credential (an OAUTHBEARER token's exp); None: the session never ends."""
