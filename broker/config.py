@@ -9,11 +9,14 @@ from coordinator.transactions.config import TransactionConfig
 from offsets_log.flush import NEVER, FlushPolicy
 from protocol.frames import DEFAULT_MAX_FRAME
 
+from broker.security.limits import ConnectionLimitSettings, LimitError, parse_limits
 from broker.security.listeners import Listener, ListenerError, build_listeners
 
 #: the listener settings (broker/security/listeners.py)
 LISTENER_NAMES = frozenset({"listeners", "advertised.listeners", "listener.security.protocol.map",
-                            "controller.listener.names", "connections.max.reauth.ms"})
+                            "controller.listener.names", "connections.max.reauth.ms", "max.connections",
+                            "max.connections.per.ip", "max.connections.per.ip.overrides",
+                            "max.connection.creation.rate"})
 #: prefixes of the settings broker/security reads (TLS, SASL, per-listener overrides)
 SECURITY_PREFIXES = ("ssl.", "sasl.", "listener.name.")
 
@@ -108,6 +111,8 @@ class BrokerConfig:
     shutdown_grace_s: float = 3.0
     coordinator: CoordinatorConfig = field(default_factory=CoordinatorConfig)
     transactions: TransactionConfig = field(default_factory=TransactionConfig)
+    #: max.connections and the other connection limits (broker/security/limits.py)
+    limits: ConnectionLimitSettings = field(default_factory=ConnectionLimitSettings)
     #: the Kafka-named settings as given (topic defaults and DescribeConfigs read them)
     props: dict = field(default_factory=dict)
 
@@ -186,7 +191,8 @@ class BrokerConfig:
             raise ConfigError(str(e)) from None
         try:
             values["listeners"] = build_listeners(props, explicit.pop("host", None), explicit.pop("port", None))
-        except ListenerError as e:
+            values["limits"] = parse_limits(props, [listener.name for listener in values["listeners"]])
+        except (ListenerError, LimitError) as e:
             raise ConfigError(str(e)) from None
         values.update({k: v for k, v in explicit.items() if v is not None})
         if values.get("nodes", 1) < 1:

@@ -45,7 +45,7 @@ from broker.security.setup import ListenerSecurity, build_security
 from broker.security.tls import ANONYMOUS, client_principal
 from broker.server.listen import bind_nodes
 from broker.server.sasl_gate import gate
-from broker.server.accepting import Acceptor
+from broker.server.accepting import Acceptor, ConnectionQuotas
 from broker.dispatch.api_versions import unsupported_version_answer
 from broker.config import BrokerConfig
 from broker.faults.control import BrokerControl
@@ -89,6 +89,7 @@ class Broker:
         self.listener_ports: dict[int, dict[str, int]] = {}   # each node's, per listener name
         self._acceptors: dict[int, trio.CancelScope] = {}          # each running node's accept loop
         self._connections: dict[int, set[trio.CancelScope]] = {}   # each node's open connections
+        self._quotas: dict[int, ConnectionQuotas] = {}              # each node's connection limits
         self._accepting: trio.Nursery | None = None
         self._connection_nursery: trio.Nursery | None = None
         self.handlers: Handlers | None = None
@@ -216,12 +217,13 @@ class Broker:
     def _accept(self, node_id: int, listeners: list[tuple[Listener, list[trio.SocketListener]]]) -> None:
         self._acceptors[node_id] = scope = trio.CancelScope()
         self._connections.setdefault(node_id, set())
-        handled = [(socket_listener, partial(self._connection, node_id, self.security[listener.name]))
+        handled = [(socket_listener, listener.name, partial(self._connection, node_id, self.security[listener.name]))
                    for listener, group in listeners for socket_listener in group]
+        quotas = self._quotas.setdefault(node_id, ConnectionQuotas(self.config.limits))
 
         async def accept() -> None:
             with scope:
-                await Acceptor(self._connection_nursery).serve(handled)
+                await Acceptor(self._connection_nursery, quotas).serve(handled)
         self._accepting.start_soon(accept)
 
     def stop_listening(self, node_id: int) -> int:
