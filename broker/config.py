@@ -16,7 +16,8 @@ from broker.security.listeners import Listener, ListenerError, build_listeners
 LISTENER_NAMES = frozenset({"listeners", "advertised.listeners", "listener.security.protocol.map",
                             "controller.listener.names", "connections.max.reauth.ms", "max.connections",
                             "max.connections.per.ip", "max.connections.per.ip.overrides",
-                            "max.connection.creation.rate"})
+                            "max.connection.creation.rate", "authorizer.class.name", "super.users",
+                            "allow.everyone.if.no.acl.found"})
 #: prefixes of the settings broker/security reads (TLS, SASL, per-listener overrides)
 SECURITY_PREFIXES = ("ssl.", "sasl.", "listener.name.")
 

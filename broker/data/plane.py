@@ -135,6 +135,13 @@ class DataPlane:
             endpoints[node.node_id] = dict(node_id=node.node_id, host=node.host, port=node.port, rack=node.rack)
         return dict(leader_id=lead.leader, leader_epoch=lead.epoch)
 
+    def topic_name(self, topic_id) -> str | None:
+        """The name of the topic with this id (None if there is none)."""
+        try:
+            return self.store.topic_by_id(topic_id).name
+        except UnknownTopicId:
+            return None
+
     def has_partition(self, topic: str, partition: int) -> bool:
         try:
             self.store.partition(topic, partition)

@@ -24,6 +24,8 @@ SERVED_APIS = frozenset({
     ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE,
     # SCRAM users (broker/security/scram_apis.py)
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
+    # ACLs (broker/security/acl_apis.py)
+    ApiKey.CREATE_ACLS, ApiKey.DESCRIBE_ACLS, ApiKey.DELETE_ACLS,
     # the data plane (broker/data/plane.py)
     ApiKey.METADATA, ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.LIST_OFFSETS, ApiKey.CREATE_TOPICS,
     ApiKey.DELETE_TOPICS, ApiKey.DESCRIBE_PRODUCERS, ApiKey.OFFSET_FOR_LEADER_EPOCH,

@@ -18,7 +18,9 @@ from broker.config import BrokerConfig
 from broker.data.plane import DataPlane
 from broker.faults.rules import ConnectionDropped, Faults, error_answer
 from broker.group_runtime.router import GroupRouter
-from broker.security import scram_apis
+from broker.security import acl_apis, scram_apis
+from broker.security.acls import authorizer_of
+from broker.dispatch.authorization import Authorization
 from broker.security.credentials import CredentialStore
 
 
@@ -48,8 +50,13 @@ class Handlers:
         self.routes = {ApiKey.API_VERSIONS: self._api_versions, ApiKey.SASL_HANDSHAKE: self._sasl_handshake,
                        ApiKey.SASL_AUTHENTICATE: self._sasl_authenticate,
                        ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: self._describe_scram,
-                       ApiKey.ALTER_USER_SCRAM_CREDENTIALS: self._alter_scram, **self.data.routes}
+                       ApiKey.ALTER_USER_SCRAM_CREDENTIALS: self._alter_scram,
+                       ApiKey.CREATE_ACLS: self._create_acls, ApiKey.DESCRIBE_ACLS: self._describe_acls,
+                       ApiKey.DELETE_ACLS: self._delete_acls, **self.data.routes}
         self.credentials = CredentialStore(config.data_dir)
+        #: Kafka's StandardAuthorizer when authorizer.class.name names it; else everything is allowed
+        self.authorizer = authorizer_of(config)
+        self.authorization = None if self.authorizer is None else Authorization(self.authorizer, self.data.topic_name)
         self._groups: GroupRouter | None = None
         self._served = self._versions()
 
@@ -77,6 +84,8 @@ class Handlers:
                 raise ConnectionDropped(f"fault injection, {rule.describe()}")
             else:
                 return error_answer(ctx.api_key, ctx.version, body, rule.error)
+        if self.authorization is not None:
+            return await self.authorization.handle(ctx, body, self.routes[ctx.api_key])
         return await self.routes[ctx.api_key](ctx, body)
 
     def begin(self, ctx, body):
@@ -85,6 +94,8 @@ class Handlers:
         (also while fault rules are armed: they apply in :meth:`handle`)."""
         if self._groups is None or self.faults.rules or not self._groups.pipelines(ctx.api_key, ctx.version):
             return None
+        if self.authorization is not None and not self.authorization.fully_allowed(ctx, body):
+            return None                     # answered in handle(), with its authorization errors
         return self._groups.begin(ctx, body)
 
     async def _api_versions(self, ctx, body):
@@ -106,6 +117,19 @@ class Handlers:
     async def _alter_scram(self, ctx, body):
         """The credentials file is rewritten and fsynced: in a worker thread."""
         return await trio.to_thread.run_sync(scram_apis.alter, self.credentials, body)
+
+    async def _create_acls(self, ctx, body):
+        """The ACL file is rewritten and fsynced: in a worker thread."""
+        return await trio.to_thread.run_sync(acl_apis.create, self.authorizer, ctx, body)
+
+    async def remove_acls(self, acls) -> None:
+        await trio.to_thread.run_sync(self.authorizer.remove, acls)
+
+    async def _describe_acls(self, ctx, body):
+        return acl_apis.describe(self.authorizer, ctx, body)
+
+    async def _delete_acls(self, ctx, body):
+        return await trio.to_thread.run_sync(acl_apis.delete, self.authorizer, ctx, body)
 
     def close(self) -> None:
         """Flush and close the topic logs."""

@@ -22,6 +22,7 @@ from protocol.errors import ErrorCode
 from broker.cluster.moves import ClusterMoves
 from broker.cluster.topology import TXN_TOPIC, TopologyError
 from broker.faults.rules import FaultError, error_code
+from broker.security.acls import AclFilter, Operation, PatternType, Permission, ResourceType
 
 if TYPE_CHECKING:
     from broker.server.broker import Broker
@@ -75,6 +76,25 @@ class BrokerControl:
         wrong credentials would (SASL_AUTHENTICATION_FAILED; a client certificate's connection
         is closed after its handshake)."""
         return self.faults.fail_authentication(principal, client_id, count).describe()
+
+    async def op_revoke_acls(self, principal: str, resource_type: str | None = None, name: str | None = None,
+                             operation: str | None = None) -> str:
+        """Remove PRINCIPAL's ALLOW ACLs (those on RESOURCE_TYPE, e.g. group, and NAME, for
+        OPERATION, e.g. READ, if given), as DeleteAcls would: its next request is checked
+        without them."""
+        authorizer = self.broker.handlers.authorizer
+        if authorizer is None:
+            raise FaultError("revoke-acls: the broker enforces no ACLs (authorizer.class.name is not set)")
+        try:
+            wanted = AclFilter(ResourceType[resource_type.upper()] if resource_type else ResourceType.ANY, name,
+                               PatternType.ANY, principal, None,
+                               Operation[operation.upper()] if operation else Operation.ANY, Permission.ALLOW)
+        except KeyError as e:
+            raise FaultError(f"revoke-acls: unknown {e}") from None
+        revoked = sorted(acl for acl in authorizer.acls if wanted.matches(acl))
+        await self.broker.handlers.remove_acls(revoked)
+        log.warning("fault injection: revoked %d ACL(s) of %s", len(revoked), principal)
+        return f"revoked {len(revoked)} ACL(s) of {principal}"
 
     async def op_rules(self) -> list[str]:
         """The fault rules still armed."""

@@ -11,8 +11,6 @@ file again whenever it has changed, so users added while it runs can log in at o
 from __future__ import annotations
 
 import base64
-import contextlib
-import fcntl
 import hashlib
 import hmac
 import json
@@ -20,10 +18,12 @@ import os
 import secrets
 from dataclasses import dataclass
 
+from broker.security.files import FOLDER, locked, write_atomically
+
 #: mechanism -> (hash name, Kafka's minimum and maximum iterations)
 MECHANISMS = {"SCRAM-SHA-256": ("sha256", 4096, 16384), "SCRAM-SHA-512": ("sha512", 4096, 16384)}
 DEFAULT_ITERATIONS = 4096
-FOLDER, FILE = "security", "scram-credentials.json"
+FILE = "scram-credentials.json"
 
 
 class CredentialError(ValueError):
@@ -110,7 +110,7 @@ class CredentialStore:
             raise CredentialError("no data dir to store credentials in")
         folder = os.path.dirname(self.path)
         os.makedirs(folder, exist_ok=True)
-        with self._locked(folder):
+        with locked(folder):
             self._seen = None
             users = {u: dict(m) for u, m in self.users().items()}
             for user, mechanism in deletions:
@@ -119,37 +119,15 @@ class CredentialStore:
                     del users[user]
             for user, mechanism, credential in upserts:
                 users.setdefault(user, {})[mechanism] = credential
-            _write_atomically(self.path, {"users": {u: {m: c.to_json() for m, c in sorted(ms.items())}
+            write_atomically(self.path, {"users": {u: {m: c.to_json() for m, c in sorted(ms.items())}
                                                     for u, ms in sorted(users.items())}})
             self._seen = None
 
-    @contextlib.contextmanager
-    def _locked(self, folder: str):
-        with open(os.path.join(folder, ".lock"), "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def _parse(document: dict) -> dict[str, dict[str, ScramCredential]]:
     return {user: {m: ScramCredential.from_json(c) for m, c in mechanisms.items()}
             for user, mechanisms in document.get("users", {}).items()}
-
-
-def _write_atomically(path: str, document: dict) -> None:
-    temporary = path + ".tmp"
-    with open(temporary, "w", encoding="utf-8") as f:
-        json.dump(document, f, indent=1, sort_keys=True)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(temporary, path)
-    fd = os.open(os.path.dirname(path), os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _b64(data: bytes) -> str:

@@ -9,6 +9,7 @@ import time
 from dataclasses import dataclass, field
 from functools import partial
 
+from broker.security.acls import authorizer_named
 from broker.security.credentials import MECHANISMS as SCRAM_MECHANISMS, CredentialStore
 from broker.security.jaas import parse_jaas
 from broker.security.listeners import Listener
@@ -45,6 +46,7 @@ class ListenerSecurity:
 
 def build_security(config) -> dict[str, ListenerSecurity]:
     """Listener name -> its security; SettingsError if a setting cannot be served."""
+    authorizer_named(config.props)
     built = {}
     credentials = CredentialStore(config.data_dir)
     if "sasl.jaas.config" in config.props:

@@ -1,0 +1,435 @@
+"""Kafka's authorization checks, API by API, in KafkaApis' order: each request is checked
+against the authorizer before its handler sees it; a denied whole request gets the API's own
+error answer, and a request denied in part is served for the allowed part with the denied part
+answered TOPIC_AUTHORIZATION_FAILED (or the group's, or the transactional id's, error) beside it.
+Topics a principal may not DESCRIBE are left out of what lists them (Metadata for all topics,
+OffsetFetch of all partitions), so they cannot be told from topics that do not exist."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode as E
+from protocol.messages import RESPONSES
+from protocol.registry import API_TABLE
+
+from broker.data.errors import whole_request_error
+from broker.security.acls import CLUSTER_NAME, Authorizer, Operation, ResourceType, host_of
+
+NOT_ASKED = -2147483648
+TOPIC, GROUP, CLUSTER, TXN = (ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER,
+                              ResourceType.TRANSACTIONAL_ID)
+READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE = (Operation.READ, Operation.WRITE, Operation.CREATE, Operation.DELETE,
+                                                Operation.ALTER, Operation.DESCRIBE)
+#: a config resource type -> the ACL resource it is checked on, and Kafka's default message
+CONFIG_RESOURCES = {2: (TOPIC, "Topic authorization failed."), 4: (CLUSTER, "Cluster authorization failed."),
+                    8: (CLUSTER, "Cluster authorization failed."), 32: (GROUP, "Group authorization failed.")}
+#: a denied resource type -> the error Kafka answers it with
+DENIED = {TOPIC: E.TOPIC_AUTHORIZATION_FAILED, GROUP: E.GROUP_AUTHORIZATION_FAILED,
+          CLUSTER: E.CLUSTER_AUTHORIZATION_FAILED, TXN: E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED}
+
+
+class Authorization:
+    def __init__(self, authorizer: Authorizer, topic_name):
+        self.authorizer = authorizer
+        self.topic_name = topic_name          # a topic id -> its name (None if unknown)
+        self._checks = {
+            ApiKey.JOIN_GROUP: self._group_read, ApiKey.SYNC_GROUP: self._group_read,
+            ApiKey.HEARTBEAT: self._group_read, ApiKey.LEAVE_GROUP: self._group_read,
+            ApiKey.CONSUMER_GROUP_HEARTBEAT: self._consumer_group_heartbeat,
+            ApiKey.OFFSET_COMMIT: self._offset_commit, ApiKey.OFFSET_FETCH: self._offset_fetch,
+            ApiKey.OFFSET_DELETE: self._offset_delete, ApiKey.FIND_COORDINATOR: self._find_coordinator,
+            ApiKey.DESCRIBE_GROUPS: self._describe_groups, ApiKey.LIST_GROUPS: self._list_groups,
+            ApiKey.DELETE_GROUPS: self._delete_groups, ApiKey.CONSUMER_GROUP_DESCRIBE: self._consumer_group_describe,
+            ApiKey.METADATA: self._metadata, ApiKey.PRODUCE: self._produce, ApiKey.FETCH: self._fetch,
+            ApiKey.LIST_OFFSETS: self._topics_of("topics", "name", DESCRIBE, "topics"),
+            ApiKey.OFFSET_FOR_LEADER_EPOCH: self._topics_of("topics", "topic", DESCRIBE, "topics"),
+            ApiKey.DELETE_RECORDS: self._topics_of("topics", "name", DELETE, "topics"),
+            ApiKey.DESCRIBE_PRODUCERS: self._topics_of("topics", "name", READ, "topics"),
+            ApiKey.CREATE_PARTITIONS: self._topics_of("topics", "name", ALTER, "results"),
+            ApiKey.CREATE_TOPICS: self._create_topics, ApiKey.DELETE_TOPICS: self._delete_topics,
+            ApiKey.INIT_PRODUCER_ID: self._init_producer_id,
+            ApiKey.ADD_PARTITIONS_TO_TXN: self._add_partitions_to_txn,
+            ApiKey.ADD_OFFSETS_TO_TXN: self._add_offsets_to_txn, ApiKey.END_TXN: self._transactional_write,
+            ApiKey.TXN_OFFSET_COMMIT: self._txn_offset_commit,
+            ApiKey.DESCRIBE_TRANSACTIONS: self._describe_transactions,
+            ApiKey.LIST_TRANSACTIONS: self._list_transactions,
+            ApiKey.DESCRIBE_LOG_DIRS: self._cluster(DESCRIBE), ApiKey.ELECT_LEADERS: self._cluster(ALTER),
+            ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: self._cluster(DESCRIBE),
+            ApiKey.ALTER_USER_SCRAM_CREDENTIALS: self._cluster(ALTER),
+            ApiKey.DESCRIBE_CONFIGS: self._configs(Operation.DESCRIBE_CONFIGS),
+            ApiKey.ALTER_CONFIGS: self._configs(Operation.ALTER_CONFIGS),
+            ApiKey.INCREMENTAL_ALTER_CONFIGS: self._configs(Operation.ALTER_CONFIGS),
+            ApiKey.DESCRIBE_CLUSTER: self._describe_cluster,
+        }
+
+    def allowed(self, ctx, operation, resource_type, name: str, log_denied: bool = True) -> bool:
+        return self.authorizer.authorize(ctx.principal, host_of(ctx), operation, resource_type, name,
+                                         API_TABLE[ctx.api_key].name, log_denied)
+
+    def fully_allowed(self, ctx, body) -> bool:
+        """Whether a request may take the pipelined path (no part of it is denied)."""
+        if ctx.api_key == ApiKey.OFFSET_COMMIT:
+            return self.allowed(ctx, READ, GROUP, body.group_id) and \
+                all(self.allowed(ctx, READ, TOPIC, t.name) for t in body.topics)
+        return self.allowed(ctx, READ, GROUP, body.group_id)
+
+    async def handle(self, ctx, body, route):
+        check = self._checks.get(ctx.api_key)
+        return await route(ctx, body) if check is None else await check(ctx, body, route)
+
+    # --- helpers -------------------------------------------------------------------------------
+    @staticmethod
+    def _refused(ctx, body, error):
+        return whole_request_error(ctx.api_key, ctx.version, body, error)
+
+    async def _split(self, ctx, body, route, attr: str, denied: list, allowed: list, answer_attr: str,
+                     error=E.TOPIC_AUTHORIZATION_FAILED):
+        """Serve the allowed items of ``body.<attr>``; answer the denied ones with ``error``."""
+        if not denied:
+            return await route(ctx, body)
+        refused = self._refused(ctx, dataclasses.replace(body, **{attr: tuple(denied)}), error)
+        if not allowed:
+            return refused
+        answer = await route(ctx, dataclasses.replace(body, **{attr: tuple(allowed)}))
+        if answer is None:                       # acks=0
+            return None
+        return dataclasses.replace(answer, **{answer_attr: tuple(getattr(answer, answer_attr))
+                                              + tuple(getattr(refused, answer_attr))})
+
+    def _by_topic(self, ctx, topics, name_of, operation) -> tuple[list, list]:
+        allowed, denied = [], []
+        for topic in topics:
+            (allowed if self.allowed(ctx, operation, TOPIC, name_of(topic) or "") else denied).append(topic)
+        return allowed, denied
+
+    def _topics_of(self, attr: str, name_attr: str, operation, answer_attr: str):
+        async def check(ctx, body, route):
+            allowed, denied = self._by_topic(ctx, getattr(body, attr), lambda t: getattr(t, name_attr), operation)
+            return await self._split(ctx, body, route, attr, denied, allowed, answer_attr)
+        return check
+
+    def _cluster(self, operation):
+        async def check(ctx, body, route):
+            if self.allowed(ctx, operation, CLUSTER, CLUSTER_NAME):
+                return await route(ctx, body)
+            return cluster_refused(ctx, body)
+        return check
+
+    # --- groups ----------------------------------------------------------------------------
+    async def _group_read(self, ctx, body, route):
+        if not self.allowed(ctx, READ, GROUP, body.group_id):
+            return self._refused(ctx, body, E.GROUP_AUTHORIZATION_FAILED)
+        return await route(ctx, body)
+
+    async def _consumer_group_heartbeat(self, ctx, body, route):
+        """READ on the group; Kafka 4 also wants DESCRIBE on every topic subscribed by name."""
+        if not self.allowed(ctx, READ, GROUP, body.group_id):
+            return self._refused(ctx, body, E.GROUP_AUTHORIZATION_FAILED)
+        if any(not self.allowed(ctx, DESCRIBE, TOPIC, name) for name in body.subscribed_topic_names or ()):
+            return self._refused(ctx, body, E.TOPIC_AUTHORIZATION_FAILED)
+        return await route(ctx, body)
+
+    async def _offset_commit(self, ctx, body, route):
+        if not self.allowed(ctx, READ, GROUP, body.group_id):
+            return self._refused(ctx, body, E.GROUP_AUTHORIZATION_FAILED)
+        allowed, denied = self._by_topic(ctx, body.topics, lambda t: t.name, READ)
+        return await self._split(ctx, body, route, "topics", denied, allowed, "topics")
+
+    async def _txn_offset_commit(self, ctx, body, route):
+        if not self.allowed(ctx, WRITE, TXN, body.transactional_id):
+            return self._refused(ctx, body, E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        return await self._offset_commit(ctx, body, route)
+
+    async def _offset_delete(self, ctx, body, route):
+        if not self.allowed(ctx, DELETE, GROUP, body.group_id):
+            return self._refused(ctx, body, E.GROUP_AUTHORIZATION_FAILED)
+        allowed, denied = self._by_topic(ctx, body.topics, lambda t: t.name, READ)
+        if denied:                             # Kafka answers the denied topics beside the rest
+            answer = await route(ctx, dataclasses.replace(body, topics=tuple(allowed)))
+            topic = type(answer).OffsetDeleteResponseTopic
+            return dataclasses.replace(answer, topics=tuple(answer.topics) + tuple(
+                topic(name=t.name, partitions=tuple(topic.OffsetDeleteResponsePartition(
+                    partition_index=p.partition_index, error_code=E.TOPIC_AUTHORIZATION_FAILED) for p in t.partitions))
+                for t in denied))
+        return await route(ctx, body)
+
+    async def _offset_fetch(self, ctx, body, route):
+        if ctx.version >= 8:
+            return await self._offset_fetch_groups(ctx, body, route)
+        if not self.allowed(ctx, DESCRIBE, GROUP, body.group_id):
+            return self._refused(ctx, body, E.GROUP_AUTHORIZATION_FAILED)
+        if body.topics is None:               # every committed offset: the undescribable left out
+            answer = await route(ctx, body)
+            return dataclasses.replace(answer, topics=tuple(
+                t for t in answer.topics if self.allowed(ctx, DESCRIBE, TOPIC, t.name, log_denied=False)))
+        allowed, denied = self._by_topic(ctx, body.topics, lambda t: t.name, DESCRIBE)
+        answer = await route(ctx, dataclasses.replace(body, topics=tuple(allowed)))
+        topic = type(answer).OffsetFetchResponseTopic
+        return dataclasses.replace(answer, topics=tuple(answer.topics) + tuple(
+            topic(name=t.name, partitions=tuple(topic.OffsetFetchResponsePartition(
+                partition_index=p, committed_offset=-1, error_code=E.TOPIC_AUTHORIZATION_FAILED)
+                for p in t.partition_indexes)) for t in denied))
+
+    async def _offset_fetch_groups(self, ctx, body, route):
+        """v8+: each group on its own (DESCRIBE on it), then its topics as above."""
+        group_cls = None
+        allowed_groups, denied_groups, denied_topics = [], [], {}
+        for group in body.groups:
+            if not self.allowed(ctx, DESCRIBE, GROUP, group.group_id):
+                denied_groups.append(group.group_id)
+                continue
+            if group.topics is not None:
+                kept, refused = self._by_topic(ctx, group.topics, lambda t: t.name or self.topic_name(t.topic_id), DESCRIBE)
+                denied_topics[group.group_id] = refused
+                group = dataclasses.replace(group, topics=tuple(kept))
+            allowed_groups.append(group)
+        answer = await route(ctx, dataclasses.replace(body, groups=tuple(allowed_groups))) if allowed_groups \
+            else type(self._refused(ctx, dataclasses.replace(body, groups=()), E.NONE))(groups=())
+        group_cls = type(answer).OffsetFetchResponseGroup
+        topic = group_cls.OffsetFetchResponseTopics
+        groups = []
+        for g in answer.groups:
+            topics = tuple(t for t in g.topics if self.allowed(ctx, DESCRIBE, TOPIC, t.name or "", log_denied=False)) \
+                if g.group_id not in denied_topics else tuple(g.topics) + tuple(
+                    topic(name=t.name, topic_id=t.topic_id, partitions=tuple(topic.OffsetFetchResponsePartitions(
+                        partition_index=p, committed_offset=-1, error_code=E.TOPIC_AUTHORIZATION_FAILED)
+                        for p in t.partition_indexes)) for t in denied_topics[g.group_id])
+            groups.append(dataclasses.replace(g, topics=topics))
+        groups += [group_cls(group_id=g, topics=(), error_code=E.GROUP_AUTHORIZATION_FAILED) for g in denied_groups]
+        return dataclasses.replace(answer, groups=tuple(groups))
+
+    async def _find_coordinator(self, ctx, body, route):
+        resource = TXN if body.key_type == 1 else GROUP
+        if ctx.version < 4:
+            if not self.allowed(ctx, DESCRIBE, resource, body.key):
+                return self._refused(ctx, body, DENIED[resource])
+            return await route(ctx, body)
+        allowed = [k for k in body.coordinator_keys if self.allowed(ctx, DESCRIBE, resource, k)]
+        denied = [k for k in body.coordinator_keys if k not in allowed]
+        return await self._split(ctx, body, route, "coordinator_keys", denied, allowed, "coordinators",
+                                 DENIED[resource])
+
+    async def _describe_groups(self, ctx, body, route):
+        allowed = [g for g in body.groups if self.allowed(ctx, DESCRIBE, GROUP, g)]
+        denied = [g for g in body.groups if g not in allowed]
+        answer = await self._split(ctx, body, route, "groups", denied, allowed, "groups", E.GROUP_AUTHORIZATION_FAILED)
+        if ctx.version >= 3 and body.include_authorized_operations:
+            answer = dataclasses.replace(answer, groups=tuple(
+                dataclasses.replace(g, authorized_operations=self.operations(ctx, GROUP, g.group_id))
+                if g.error_code == E.NONE else g for g in answer.groups))
+        return answer
+
+    async def _consumer_group_describe(self, ctx, body, route):
+        allowed = [g for g in body.group_ids if self.allowed(ctx, DESCRIBE, GROUP, g)]
+        denied = [g for g in body.group_ids if g not in allowed]
+        answer = await self._split(ctx, body, route, "group_ids", denied, allowed, "groups",
+                                   E.GROUP_AUTHORIZATION_FAILED)
+        if body.include_authorized_operations:
+            answer = dataclasses.replace(answer, groups=tuple(
+                dataclasses.replace(g, authorized_operations=self.operations(ctx, GROUP, g.group_id))
+                if g.error_code == E.NONE else g for g in answer.groups))
+        return answer
+
+    async def _list_groups(self, ctx, body, route):
+        answer = await route(ctx, body)
+        if self.allowed(ctx, DESCRIBE, CLUSTER, CLUSTER_NAME, log_denied=False):
+            return answer
+        return dataclasses.replace(answer, groups=tuple(
+            g for g in answer.groups if self.allowed(ctx, DESCRIBE, GROUP, g.group_id, log_denied=False)))
+
+    async def _delete_groups(self, ctx, body, route):
+        allowed = [g for g in dict.fromkeys(body.groups_names) if self.allowed(ctx, DELETE, GROUP, g)]
+        denied = [g for g in dict.fromkeys(body.groups_names) if g not in allowed]
+        return await self._split(ctx, body, route, "groups_names", denied, allowed, "results",
+                                 E.GROUP_AUTHORIZATION_FAILED)
+
+    def operations(self, ctx, resource_type, name: str) -> int:
+        return self.authorizer.operations(ctx.principal, host_of(ctx), resource_type, name)
+
+    # --- topics ----------------------------------------------------------------------------
+    async def _metadata(self, ctx, body, route):
+        """DESCRIBE on each topic: all topics asked for, the others left out; named ones
+        answered TOPIC_AUTHORIZATION_FAILED (whether or not they exist). A topic that does not
+        exist is created only with CREATE on the cluster or on it."""
+        all_topics = body.topics is None or (ctx.version == 0 and not body.topics)
+        answer = None
+        if all_topics:
+            answer = await route(ctx, body)
+            topics = [t for t in answer.topics if self.allowed(ctx, DESCRIBE, TOPIC, t.name, log_denied=False)]
+        else:
+            names = [t.name or self.topic_name(t.topic_id) for t in body.topics]
+            allowed = [t for t, n in zip(body.topics, names) if n is not None and self.allowed(ctx, DESCRIBE, TOPIC, n)]
+            denied = [t for t in body.topics if t not in allowed]
+            may_create = self.allowed(ctx, CREATE, CLUSTER, CLUSTER_NAME, log_denied=False)
+            create = getattr(body, "allow_auto_topic_creation", True)
+            if create and not may_create:
+                create = all(self.allowed(ctx, CREATE, TOPIC, t.name or "") for t in allowed)
+            asked = dataclasses.replace(body, topics=tuple(allowed))
+            if not create and hasattr(body, "allow_auto_topic_creation"):
+                asked = dataclasses.replace(asked, allow_auto_topic_creation=False)
+            answer = await route(ctx, asked) if allowed or not denied else None
+            topic = self._refused(ctx, dataclasses.replace(body, topics=tuple(denied)), E.TOPIC_AUTHORIZATION_FAILED)
+            topics = list(answer.topics if answer is not None else ()) + list(topic.topics)
+            if answer is None:
+                answer = await route(ctx, dataclasses.replace(body, topics=()))
+        if ctx.version >= 8 and body.include_topic_authorized_operations:
+            topics = [dataclasses.replace(t, topic_authorized_operations=self.operations(ctx, TOPIC, t.name))
+                      if t.error_code == E.NONE else t for t in topics]
+        answer = dataclasses.replace(answer, topics=tuple(topics))
+        if 8 <= ctx.version <= 10 and body.include_cluster_authorized_operations:
+            answer = dataclasses.replace(answer, cluster_authorized_operations=self._cluster_operations(ctx))
+        return answer
+
+    def _cluster_operations(self, ctx) -> int:
+        if not self.allowed(ctx, DESCRIBE, CLUSTER, CLUSTER_NAME):
+            return 0
+        return self.operations(ctx, CLUSTER, CLUSTER_NAME)
+
+    async def _describe_cluster(self, ctx, body, route):
+        answer = await route(ctx, body)
+        if body.include_cluster_authorized_operations:
+            answer = dataclasses.replace(answer, cluster_authorized_operations=self._cluster_operations(ctx))
+        return answer
+
+    async def _produce(self, ctx, body, route):
+        if body.transactional_id is not None and _transactional(body) and \
+                not self.allowed(ctx, WRITE, TXN, body.transactional_id):
+            return None if body.acks == 0 else self._refused(ctx, body, E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        allowed, denied = self._by_topic(ctx, body.topic_data, lambda t: t.name, WRITE)
+        return await self._split(ctx, body, route, "topic_data", denied, allowed, "responses")
+
+    async def _fetch(self, ctx, body, route):
+        allowed, denied = self._by_topic(ctx, body.topics, lambda t: t.topic or self.topic_name(t.topic_id), READ)
+        return await self._split(ctx, body, route, "topics", denied, allowed, "responses")
+
+    async def _create_topics(self, ctx, body, route):
+        if self.allowed(ctx, CREATE, CLUSTER, CLUSTER_NAME, log_denied=False):
+            return await route(ctx, body)
+        allowed, denied = self._by_topic(ctx, body.topics, lambda t: t.name, CREATE)
+        return await self._split(ctx, body, route, "topics", denied, allowed, "topics")
+
+    async def _delete_topics(self, ctx, body, route):
+        if self.allowed(ctx, DELETE, CLUSTER, CLUSTER_NAME, log_denied=False):
+            return await route(ctx, body)
+        if ctx.version >= 6:
+            allowed, denied = self._by_topic(ctx, body.topics, lambda t: t.name or self.topic_name(t.topic_id), DELETE)
+            return await self._split(ctx, body, route, "topics", denied, allowed, "responses")
+        allowed, denied = self._by_topic(ctx, body.topic_names, lambda name: name, DELETE)
+        return await self._split(ctx, body, route, "topic_names", denied, allowed, "responses")
+
+    def _configs(self, operation):
+        """Each config resource on its own: a topic's needs the operation on the topic, a
+        group's on the group, a broker's (and its loggers') on the cluster."""
+        answer_attr = "results" if operation == Operation.DESCRIBE_CONFIGS else "responses"
+
+        async def check(ctx, body, route):
+            allowed, denied = [], []
+            for resource in body.resources:
+                kind, name = CONFIG_RESOURCES.get(resource.resource_type, (None, None)), resource.resource_name
+                resource_type = kind[0] if kind else None
+                if resource_type is None or self.allowed(ctx, operation, resource_type,
+                                                         CLUSTER_NAME if resource_type == CLUSTER else name):
+                    allowed.append(resource)
+                else:
+                    denied.append(resource)
+            if not denied:
+                return await route(ctx, body)
+            answer = await route(ctx, dataclasses.replace(body, resources=tuple(allowed)))
+            entry = type(getattr(answer, answer_attr)[0]) if getattr(answer, answer_attr) else \
+                getattr(type(answer), "DescribeConfigsResult" if answer_attr == "results" else "AlterConfigsResourceResponse")
+            extra = {"configs": ()} if answer_attr == "results" else {}
+            return dataclasses.replace(answer, **{answer_attr: tuple(getattr(answer, answer_attr)) + tuple(
+                entry(error_code=DENIED[CONFIG_RESOURCES[r.resource_type][0]],
+                      error_message=CONFIG_RESOURCES[r.resource_type][1], resource_type=r.resource_type,
+                      resource_name=r.resource_name, **extra) for r in denied)})
+        return check
+
+    # --- transactions ------------------------------------------------------------------------
+    async def _init_producer_id(self, ctx, body, route):
+        if body.transactional_id is not None:
+            if not self.allowed(ctx, WRITE, TXN, body.transactional_id):
+                return self._refused(ctx, body, E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        elif not (self.allowed(ctx, Operation.IDEMPOTENT_WRITE, CLUSTER, CLUSTER_NAME, log_denied=False)
+                  or self.authorizer.allows_some(ctx.principal, host_of(ctx), WRITE, TOPIC)):
+            return self._refused(ctx, body, E.CLUSTER_AUTHORIZATION_FAILED)
+        return await route(ctx, body)
+
+    async def _transactional_write(self, ctx, body, route):
+        if not self.allowed(ctx, WRITE, TXN, body.transactional_id):
+            return self._refused(ctx, body, E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        return await route(ctx, body)
+
+    async def _add_offsets_to_txn(self, ctx, body, route):
+        if not self.allowed(ctx, WRITE, TXN, body.transactional_id):
+            return self._refused(ctx, body, E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        if not self.allowed(ctx, READ, GROUP, body.group_id):
+            return self._refused(ctx, body, E.GROUP_AUTHORIZATION_FAILED)
+        return await route(ctx, body)
+
+    async def _add_partitions_to_txn(self, ctx, body, route):
+        """v3 and below (clients): WRITE on the transactional id, then on each topic; if any
+        partition is refused, the others are OPERATION_NOT_ATTEMPTED (v4+ is broker to broker:
+        CLUSTER_ACTION)."""
+        if ctx.version >= 4:
+            if not self.allowed(ctx, Operation.CLUSTER_ACTION, CLUSTER, CLUSTER_NAME):
+                return cluster_refused(ctx, body)
+            return await route(ctx, body)
+        if not self.allowed(ctx, WRITE, TXN, body.v3_and_below_transactional_id):
+            return self._refused(ctx, body, E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        topics = body.v3_and_below_topics
+        denied = [t for t in topics if t.name.startswith("__") or not self.allowed(ctx, WRITE, TOPIC, t.name)]
+        if not denied:
+            return await route(ctx, body)
+        refused = self._refused(ctx, body, E.OPERATION_NOT_ATTEMPTED)
+        failed = self._refused(ctx, dataclasses.replace(body, v3_and_below_topics=tuple(denied)),
+                               E.TOPIC_AUTHORIZATION_FAILED)
+        denied_names = {t.name for t in denied}
+        return dataclasses.replace(refused, results_by_topic_v3_and_below=tuple(
+            t for t in refused.results_by_topic_v3_and_below if t.name not in denied_names)
+            + tuple(failed.results_by_topic_v3_and_below))
+
+    async def _describe_transactions(self, ctx, body, route):
+        allowed = [t for t in body.transactional_ids if self.allowed(ctx, DESCRIBE, TXN, t)]
+        denied = [t for t in body.transactional_ids if t not in allowed]
+        answer = await self._split(ctx, body, route, "transactional_ids", denied, allowed, "transaction_states",
+                                   E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        return dataclasses.replace(answer, transaction_states=tuple(
+            dataclasses.replace(s, topics=tuple(t for t in s.topics if self.allowed(ctx, DESCRIBE, TOPIC, t.topic,
+                                                                                    log_denied=False)))
+            for s in answer.transaction_states))
+
+    async def _list_transactions(self, ctx, body, route):
+        answer = await route(ctx, body)
+        return dataclasses.replace(answer, transaction_states=tuple(
+            s for s in answer.transaction_states
+            if self.allowed(ctx, DESCRIBE, TXN, s.transactional_id, log_denied=False)))
+
+
+def _transactional(body) -> bool:
+    """Whether a Produce carries transactional batches (the attributes' bit 4 of any batch)."""
+    for topic in body.topic_data:
+        for partition in topic.partition_data:
+            records = partition.records
+            if records and len(records) > 22 and records[22] & 0x10:
+                return True
+    return False
+
+
+def cluster_refused(ctx, body):
+    """The answer of a cluster-level API refused CLUSTER_AUTHORIZATION_FAILED."""
+    error, key = E.CLUSTER_AUTHORIZATION_FAILED, ctx.api_key
+    cls = RESPONSES[key].cls
+    if key == ApiKey.DESCRIBE_LOG_DIRS:
+        return cls(error_code=error, results=())
+    if key == ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS:
+        result = cls.DescribeUserScramCredentialsResult
+        return cls(error_code=error, results=tuple(result(user=u.name, error_code=error, credential_infos=())
+                                                   for u in body.users or ()))
+    if key == ApiKey.ALTER_USER_SCRAM_CREDENTIALS:
+        users = sorted({c.name for c in (*body.deletions, *body.upsertions)})
+        return cls(results=tuple(cls.AlterUserScramCredentialsResult(user=u, error_code=error) for u in users))
+    if key == ApiKey.ADD_PARTITIONS_TO_TXN:
+        return cls(error_code=error)
+    return whole_request_error(key, ctx.version, body, error)
