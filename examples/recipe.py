@@ -68,6 +68,12 @@ class Broker:
             raise NotReproduced("this recipe moves a cluster's nodes: run it without --bootstrap-server")
         return self
 
+    def bootstrap_for(self, listener: str) -> str:
+        """The address of this broker's listener named ``listener`` (e.g. SASL_PLAINTEXT)."""
+        if self._process is None:
+            raise NotReproduced("this recipe configures its broker's listeners: run it without --bootstrap-server")
+        return self._process.bootstrap_for(listener)
+
     def node_of(self, address: str) -> int:
         """The node listening on HOST:PORT (node 0 first in the bootstrap list)."""
         return self.bootstrap.split(",").index(address)

@@ -226,6 +226,20 @@ def test_leader_change():
     found(r"client\| kafka.consumer.fetcher DEBUG: Validating offsets", out)
 
 
+def test_lost_read_acl():
+    out = reproduced("lost_read_acl.py")
+    group = found(r"^RESULT: GROUP_AUTHORIZATION_FAILED reproduced: User:worker lost READ on group (\S+) mid-run "
+                  r"and its next group request was refused$", out).group(1)
+    found(r"client\| worker's next group request failed: GroupAuthorizationFailedError\('%s'\)" % group, out)
+    found(r"broker\| Principal = User:worker is Denied operation = READ from host = 127.0.0.1 on resource = "
+          r"Group:LITERAL:%s for request = \w+ with resourceRefCount = 1 based on rule DefaultDeny$" % group, out)
+
+
+def test_acl_recipe_needs_its_own_broker(broker):
+    done, _ = run_example("lost_read_acl.py", "--bootstrap-server", broker.bootstrap)
+    assert done.returncode == 1 and "RESULT:" not in done.stdout
+
+
 def test_cluster_recipe_needs_its_own_cluster(broker):
     done, _ = run_example("leader_change.py", "--bootstrap-server", broker.bootstrap)
     assert done.returncode == 1 and "RESULT:" not in done.stdout
