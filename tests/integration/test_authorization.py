@@ -1,0 +1,172 @@
+"""Kafka's per-API authorization over real sockets: each API checks the operations Kafka
+checks, the denied part of a request is answered with its authorization error beside the
+allowed part, and what a principal may not describe is left out of listings. The actor is
+User:ANONYMOUS on a PLAINTEXT listener; an administrator grants ACLs over SASL with a real
+admin client."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from broker.client.blocking import BlockingClient
+from broker.testing.embedded import EmbeddedBroker
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode as E
+from protocol.messages import REQUESTS
+
+JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_admin="admin-secret";'
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    b = EmbeddedBroker(tmp_path_factory.mktemp("data"), {
+        "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+        "sasl.enabled.mechanisms": "PLAIN", "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users": "User:admin"}).start()
+    yield b
+    b.stop()
+
+
+@pytest.fixture(scope="module")
+def admin(broker):
+    from confluent_kafka.admin import AdminClient
+    return AdminClient({"bootstrap.servers": broker.bootstrap_for("SASL_PLAINTEXT"), "security.protocol": "sasl_plaintext",
+                        "sasl.mechanism": "PLAIN", "sasl.username": "admin", "sasl.password": "admin-secret"})
+
+
+def grant(admin, resource: str, name: str, operation: str, principal: str = "User:ANONYMOUS") -> None:
+    from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, ResourcePatternType, ResourceType
+    [future] = admin.create_acls([AclBinding(ResourceType[resource], name, ResourcePatternType.LITERAL, principal, "*",
+                                             AclOperation[operation], AclPermissionType.ALLOW)]).values()
+    future.result(10)
+
+
+def make_topics(admin, *names) -> None:
+    from confluent_kafka.admin import NewTopic
+    for future in admin.create_topics([NewTopic(n, 1, 1) for n in names]).values():
+        future.result(10)
+
+
+def anonymous(broker) -> BlockingClient:
+    host, port = broker.bootstrap_servers.rsplit(":", 1)
+    client = BlockingClient(host, int(port), timeout=10)
+    client.negotiate()
+    return client
+
+
+def unique(name: str) -> str:
+    return f"{name}-{uuid.uuid4().hex[:6]}"
+
+
+def request(api: ApiKey, **fields):
+    return REQUESTS[api].cls(**fields)
+
+
+def test_offset_commit_answers_each_denied_topic_beside_the_allowed_ones(broker, admin):
+    group, allowed, denied = unique("g"), unique("ok"), unique("no")
+    make_topics(admin, allowed, denied)
+    client = anonymous(broker)
+    topic = REQUESTS[ApiKey.OFFSET_COMMIT].cls.OffsetCommitRequestTopic
+    body = request(ApiKey.OFFSET_COMMIT, group_id=group, topics=tuple(
+        topic(name=t, partitions=(topic.OffsetCommitRequestPartition(partition_index=0, committed_offset=3),))
+        for t in (allowed, denied)))
+    answer = client.call(ApiKey.OFFSET_COMMIT, 8, body)
+    assert {t.partitions[0].error_code for t in answer.topics} == {E.GROUP_AUTHORIZATION_FAILED}
+    grant(admin, "GROUP", group, "READ")
+    grant(admin, "TOPIC", allowed, "READ")
+    answer = client.call(ApiKey.OFFSET_COMMIT, 8, body)
+    assert {t.name: t.partitions[0].error_code for t in answer.topics} == {
+        allowed: E.NONE, denied: E.TOPIC_AUTHORIZATION_FAILED}
+
+
+def test_find_coordinator_list_and_describe_groups_see_only_describable_groups(broker, admin):
+    mine, theirs = unique("mine"), unique("theirs")
+    grant(admin, "GROUP", mine, "DESCRIBE")
+    client = anonymous(broker)
+    answer = client.call(ApiKey.FIND_COORDINATOR, 4, request(ApiKey.FIND_COORDINATOR, key_type=0,
+                                                            coordinator_keys=(mine, theirs)))
+    assert {c.key: c.error_code for c in answer.coordinators} == {mine: E.NONE, theirs: E.GROUP_AUTHORIZATION_FAILED}
+    for group in (mine, theirs):          # both exist: the admin committed for them
+        from confluent_kafka import Consumer, TopicPartition
+        topic = unique("t")
+        make_topics(admin, topic)
+        consumer = Consumer({**admin_settings(broker), "group.id": group})
+        consumer.commit(offsets=[TopicPartition(topic, 0, 1)], asynchronous=False)
+        consumer.close()
+    listed = client.call(ApiKey.LIST_GROUPS, 4, request(ApiKey.LIST_GROUPS))
+    names = {g.group_id for g in listed.groups}
+    assert mine in names and theirs not in names
+    described = client.call(ApiKey.DESCRIBE_GROUPS, 5, request(ApiKey.DESCRIBE_GROUPS, groups=(mine, theirs),
+                                                               include_authorized_operations=True))
+    by_id = {g.group_id: g for g in described.groups}
+    assert by_id[theirs].error_code == E.GROUP_AUTHORIZATION_FAILED
+    assert by_id[mine].error_code == E.NONE and by_id[mine].authorized_operations == 1 << 8   # DESCRIBE
+
+
+def admin_settings(broker) -> dict:
+    return {"bootstrap.servers": broker.bootstrap_for("SASL_PLAINTEXT"), "security.protocol": "sasl_plaintext",
+            "sasl.mechanism": "PLAIN", "sasl.username": "admin", "sasl.password": "admin-secret"}
+
+
+def test_producing_needs_write_and_an_idempotent_producer_write_on_some_topic(broker, admin):
+    import confluent_kafka
+    topic = unique("w")
+    make_topics(admin, topic)
+    client = anonymous(broker)
+    refused = client.call(ApiKey.INIT_PRODUCER_ID, 4, request(ApiKey.INIT_PRODUCER_ID, transactional_id=None,
+                                                             transaction_timeout_ms=60000))
+    assert refused.error_code == E.CLUSTER_AUTHORIZATION_FAILED
+    reports = []
+    producer = confluent_kafka.Producer({"bootstrap.servers": broker.bootstrap_servers, "enable.idempotence": False})
+    producer.produce(topic, b"x", on_delivery=lambda err, msg: reports.append(err))
+    producer.flush(10)
+    assert reports[0].code() == confluent_kafka.KafkaError.TOPIC_AUTHORIZATION_FAILED
+    grant(admin, "TOPIC", topic, "WRITE")
+    allowed = client.call(ApiKey.INIT_PRODUCER_ID, 4, request(ApiKey.INIT_PRODUCER_ID, transactional_id=None,
+                                                             transaction_timeout_ms=60000))
+    assert allowed.error_code == E.NONE and allowed.producer_id >= 0
+    reports.clear()
+    producer = confluent_kafka.Producer({"bootstrap.servers": broker.bootstrap_servers, "enable.idempotence": False})
+    producer.produce(topic, b"y", on_delivery=lambda err, msg: reports.append(err))
+    producer.flush(10)
+    assert reports == [None]
+
+
+def test_broker_configs_need_describe_configs_on_the_cluster(broker, admin):
+    topic = unique("c")
+    make_topics(admin, topic)
+    grant(admin, "TOPIC", topic, "DESCRIBE_CONFIGS")
+    resource = REQUESTS[ApiKey.DESCRIBE_CONFIGS].cls.DescribeConfigsResource
+    answer = anonymous(broker).call(ApiKey.DESCRIBE_CONFIGS, 4, request(ApiKey.DESCRIBE_CONFIGS, resources=(
+        resource(resource_type=2, resource_name=topic, configuration_keys=None),
+        resource(resource_type=4, resource_name="", configuration_keys=None))))
+    by_type = {r.resource_type: r for r in answer.results}
+    assert by_type[2].error_code == E.NONE and by_type[2].configs
+    assert (by_type[4].error_code, by_type[4].configs) == (E.CLUSTER_AUTHORIZATION_FAILED, ())
+
+
+def test_revoke_acls_fault_removes_a_principals_grants(broker, admin):
+    group = unique("revoked")
+    grant(admin, "GROUP", group, "DESCRIBE")
+    client = anonymous(broker)
+    find = request(ApiKey.FIND_COORDINATOR, key_type=0, coordinator_keys=(group,))
+    assert client.call(ApiKey.FIND_COORDINATOR, 4, find).coordinators[0].error_code == E.NONE
+    assert broker.faults.revoke_acls(principal="User:ANONYMOUS", resource_type="group", name=group) == \
+        "revoked 1 ACL(s) of User:ANONYMOUS"
+    assert client.call(ApiKey.FIND_COORDINATOR, 4, find).coordinators[0].error_code == E.GROUP_AUTHORIZATION_FAILED
+
+
+def test_without_an_authorizer_acl_apis_answer_security_disabled(tmp_path):
+    plain = EmbeddedBroker(tmp_path, {}).start()
+    try:
+        creation = REQUESTS[ApiKey.CREATE_ACLS].cls.AclCreation(
+            resource_type=2, resource_name="t", resource_pattern_type=3, principal="User:a", host="*",
+            operation=3, permission_type=3)
+        answer = anonymous(plain).call(ApiKey.CREATE_ACLS, 3, request(ApiKey.CREATE_ACLS, creations=(creation,)))
+        assert (answer.results[0].error_code, answer.results[0].error_message) == (
+            E.SECURITY_DISABLED, "No Authorizer is configured.")
+    finally:
+        plain.stop()
