@@ -142,6 +142,13 @@ class DataPlane:
         except UnknownTopicId:
             return None
 
+    def topic_exists(self, name: str) -> bool:
+        try:
+            self.store.topic(name)
+        except TopicsError:
+            return False
+        return True
+
     def has_partition(self, topic: str, partition: int) -> bool:
         try:
             self.store.partition(topic, partition)

@@ -31,9 +31,11 @@ DENIED = {TOPIC: E.TOPIC_AUTHORIZATION_FAILED, GROUP: E.GROUP_AUTHORIZATION_FAIL
 
 
 class Authorization:
-    def __init__(self, authorizer: Authorizer, topic_name):
+    def __init__(self, authorizer: Authorizer, topic_name, topic_exists, auto_create: bool):
         self.authorizer = authorizer
         self.topic_name = topic_name          # a topic id -> its name (None if unknown)
+        self.topic_exists = topic_exists      # a topic name -> whether it exists
+        self.auto_create = auto_create        # auto.create.topics.enable
         self._checks = {
             ApiKey.JOIN_GROUP: self._group_read, ApiKey.SYNC_GROUP: self._group_read,
             ApiKey.HEARTBEAT: self._group_read, ApiKey.LEAVE_GROUP: self._group_read,
@@ -67,13 +69,6 @@ class Authorization:
     def allowed(self, ctx, operation, resource_type, name: str, log_denied: bool = True) -> bool:
         return self.authorizer.authorize(ctx.principal, host_of(ctx), operation, resource_type, name,
                                          API_TABLE[ctx.api_key].name, log_denied)
-
-    def fully_allowed(self, ctx, body) -> bool:
-        """Whether a request may take the pipelined path (no part of it is denied)."""
-        if ctx.api_key == ApiKey.OFFSET_COMMIT:
-            return self.allowed(ctx, READ, GROUP, body.group_id) and \
-                all(self.allowed(ctx, READ, TOPIC, t.name) for t in body.topics)
-        return self.allowed(ctx, READ, GROUP, body.group_id)
 
     async def handle(self, ctx, body, route):
         check = self._checks.get(ctx.api_key)
@@ -250,30 +245,25 @@ class Authorization:
 
     # --- topics ----------------------------------------------------------------------------
     async def _metadata(self, ctx, body, route):
-        """DESCRIBE on each topic: all topics asked for, the others left out; named ones
-        answered TOPIC_AUTHORIZATION_FAILED (whether or not they exist). A topic that does not
-        exist is created only with CREATE on the cluster or on it."""
-        all_topics = body.topics is None or (ctx.version == 0 and not body.topics)
-        answer = None
-        if all_topics:
+        """DESCRIBE on each topic: of all topics, the others are left out; a named one is
+        answered TOPIC_AUTHORIZATION_FAILED whether or not it exists. One that does not exist
+        and would be created needs CREATE on the cluster or on it."""
+        if body.topics is None or (ctx.version == 0 and not body.topics):
             answer = await route(ctx, body)
             topics = [t for t in answer.topics if self.allowed(ctx, DESCRIBE, TOPIC, t.name, log_denied=False)]
         else:
             names = [t.name or self.topic_name(t.topic_id) for t in body.topics]
-            allowed = [t for t, n in zip(body.topics, names) if n is not None and self.allowed(ctx, DESCRIBE, TOPIC, n)]
-            denied = [t for t in body.topics if t not in allowed]
-            may_create = self.allowed(ctx, CREATE, CLUSTER, CLUSTER_NAME, log_denied=False)
-            create = getattr(body, "allow_auto_topic_creation", True)
-            if create and not may_create:
-                create = all(self.allowed(ctx, CREATE, TOPIC, t.name or "") for t in allowed)
-            asked = dataclasses.replace(body, topics=tuple(allowed))
-            if not create and hasattr(body, "allow_auto_topic_creation"):
-                asked = dataclasses.replace(asked, allow_auto_topic_creation=False)
-            answer = await route(ctx, asked) if allowed or not denied else None
-            topic = self._refused(ctx, dataclasses.replace(body, topics=tuple(denied)), E.TOPIC_AUTHORIZATION_FAILED)
-            topics = list(answer.topics if answer is not None else ()) + list(topic.topics)
-            if answer is None:
-                answer = await route(ctx, dataclasses.replace(body, topics=()))
+            creates = self.auto_create and (ctx.version < 4 or body.allow_auto_topic_creation)
+            may_create = creates and self.allowed(ctx, CREATE, CLUSTER, CLUSTER_NAME, log_denied=False)
+            allowed, denied = [], []
+            for topic, name in zip(body.topics, names):
+                ok = name is not None and self.allowed(ctx, DESCRIBE, TOPIC, name)
+                if ok and creates and not may_create and not self.topic_exists(name):
+                    ok = self.allowed(ctx, CREATE, TOPIC, name)
+                (allowed if ok else denied).append(topic)
+            answer = await route(ctx, dataclasses.replace(body, topics=tuple(allowed)))
+            refused = self._refused(ctx, dataclasses.replace(body, topics=tuple(denied)), E.TOPIC_AUTHORIZATION_FAILED)
+            topics = [*answer.topics, *refused.topics]
         if ctx.version >= 8 and body.include_topic_authorized_operations:
             topics = [dataclasses.replace(t, topic_authorized_operations=self.operations(ctx, TOPIC, t.name))
                       if t.error_code == E.NONE else t for t in topics]
@@ -298,6 +288,10 @@ class Authorization:
                 not self.allowed(ctx, WRITE, TXN, body.transactional_id):
             return None if body.acks == 0 else self._refused(ctx, body, E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         allowed, denied = self._by_topic(ctx, body.topic_data, lambda t: t.name, WRITE)
+        if body.acks == 0 and denied:        # nothing is answered: the allowed part is written
+            if allowed:
+                await route(ctx, dataclasses.replace(body, topic_data=tuple(allowed)))
+            return None
         return await self._split(ctx, body, route, "topic_data", denied, allowed, "responses")
 
     async def _fetch(self, ctx, body, route):

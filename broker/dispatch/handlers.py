@@ -56,7 +56,8 @@ class Handlers:
         self.credentials = CredentialStore(config.data_dir)
         #: Kafka's StandardAuthorizer when authorizer.class.name names it; else everything is allowed
         self.authorizer = authorizer_of(config)
-        self.authorization = None if self.authorizer is None else Authorization(self.authorizer, self.data.topic_name)
+        self.authorization = None if self.authorizer is None else Authorization(
+            self.authorizer, self.data.topic_name, self.data.topic_exists, config.auto_create_topics_enable)
         self._groups: GroupRouter | None = None
         self._served = self._versions()
 
@@ -91,11 +92,10 @@ class Handlers:
     def begin(self, ctx, body):
         """Start a request that may be pipelined (see :meth:`GroupRouter.pipelines`) without
         waiting: its shard ticket and the function that completes its response; else None
-        (also while fault rules are armed: they apply in :meth:`handle`)."""
-        if self._groups is None or self.faults.rules or not self._groups.pipelines(ctx.api_key, ctx.version):
+        (also while fault rules are armed, or ACLs enforced: they apply in :meth:`handle`)."""
+        if self._groups is None or self.faults.rules or self.authorization is not None \
+                or not self._groups.pipelines(ctx.api_key, ctx.version):
             return None
-        if self.authorization is not None and not self.authorization.fully_allowed(ctx, body):
-            return None                     # answered in handle(), with its authorization errors
         return self._groups.begin(ctx, body)
 
     async def _api_versions(self, ctx, body):

@@ -575,12 +575,16 @@ class OrderedSender:
         self.stream, self.on_sent = stream, on_sent
         self.queue, self._queued = trio.open_memory_channel(_IN_FLIGHT)
         self._pending = 0                       # answers queued or being sent by run()
+        self._drained = trio.Event()            # set while none is
+        self._drained.set()
 
     async def submit(self, answers: list[Answer]) -> None:
         """Send answers, in order, each once its tickets are released."""
         if self._pending == 0 and all(t.released for a in answers for t in a.barriers):
             await self._send(answers)
             return
+        if self._drained.is_set():
+            self._drained = trio.Event()
         for answer in answers:
             self._pending += 1
             try:
@@ -590,8 +594,7 @@ class OrderedSender:
 
     async def drained(self) -> None:
         """Return once every answer submitted has been sent."""
-        while self._pending:
-            await trio.sleep(0.005)
+        await self._drained.wait()
 
     async def run(self) -> None:
         async with self._queued:
@@ -604,6 +607,8 @@ class OrderedSender:
                         break
                 await self._send(answers)
                 self._pending -= len(answers)
+                if self._pending == 0:
+                    self._drained.set()
 
     async def _send(self, answers: list[Answer]) -> None:
         chunks = []

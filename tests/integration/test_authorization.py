@@ -170,3 +170,16 @@ def test_without_an_authorizer_acl_apis_answer_security_disabled(tmp_path):
             E.SECURITY_DISABLED, "No Authorizer is configured.")
     finally:
         plain.stop()
+
+
+def test_metadata_auto_creates_a_topic_only_with_create(broker, admin):
+    missing = unique("auto")
+    grant(admin, "TOPIC", missing, "DESCRIBE")
+    client = anonymous(broker)
+    topic = REQUESTS[ApiKey.METADATA].cls.MetadataRequestTopic
+    ask = request(ApiKey.METADATA, topics=(topic(name=missing),), allow_auto_topic_creation=True)
+    [refused] = client.call(ApiKey.METADATA, 12, ask).topics
+    assert refused.error_code == E.TOPIC_AUTHORIZATION_FAILED
+    grant(admin, "TOPIC", missing, "CREATE")
+    [created] = client.call(ApiKey.METADATA, 12, ask).topics
+    assert created.error_code in (E.NONE, E.LEADER_NOT_AVAILABLE) and created.name == missing
