@@ -129,7 +129,44 @@ def _altered(answer):
 
 
 #: The admin APIs' answers (KafkaApis and ControllerApis answer these with getErrorResponse too).
+def _scram_described(version, body, error, message):
+    answer = RESPONSES[ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS].cls
+    result = answer.DescribeUserScramCredentialsResult
+    return answer(error_code=error, error_message=message, results=tuple(
+        result(user=u.name, error_code=error, error_message=message, credential_infos=()) for u in body.users or ()))
+
+
+def _scram_altered(version, body, error, message):
+    answer = RESPONSES[ApiKey.ALTER_USER_SCRAM_CREDENTIALS].cls
+    users = sorted({c.name for c in (*body.deletions, *body.upsertions)})
+    return answer(results=tuple(answer.AlterUserScramCredentialsResult(user=u, error_code=error, error_message=message)
+                                for u in users))
+
+
+def _acls_created(version, body, error, message):
+    answer = RESPONSES[ApiKey.CREATE_ACLS].cls
+    return answer(results=tuple(answer.AclCreationResult(error_code=error, error_message=message)
+                                for _ in body.creations))
+
+
+def _acls_deleted(version, body, error, message):
+    answer = RESPONSES[ApiKey.DELETE_ACLS].cls
+    return answer(filter_results=tuple(answer.DeleteAclsFilterResult(error_code=error, error_message=message,
+                                                                     matching_acls=()) for _ in body.filters))
+
+
 _ADMIN_ANSWERS = {
+    # authentication and its users, ACLs
+    ApiKey.SASL_HANDSHAKE: lambda version, body, error, message: RESPONSES[ApiKey.SASL_HANDSHAKE].cls(
+        error_code=error, mechanisms=()),
+    ApiKey.SASL_AUTHENTICATE: lambda version, body, error, message: RESPONSES[ApiKey.SASL_AUTHENTICATE].cls(
+        error_code=error, error_message=message, auth_bytes=b""),
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: _scram_described,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: _scram_altered,
+    ApiKey.CREATE_ACLS: _acls_created,
+    ApiKey.DESCRIBE_ACLS: lambda version, body, error, message: RESPONSES[ApiKey.DESCRIBE_ACLS].cls(
+        error_code=error, error_message=message, resources=()),
+    ApiKey.DELETE_ACLS: _acls_deleted,
     ApiKey.CREATE_PARTITIONS: _create_partitions,
     ApiKey.DELETE_RECORDS: _delete_records,
     ApiKey.OFFSET_FOR_LEADER_EPOCH: _offset_for_leader_epoch,

@@ -413,17 +413,6 @@ def _transactional(body) -> bool:
 
 def cluster_refused(ctx, body):
     """The answer of a cluster-level API refused CLUSTER_AUTHORIZATION_FAILED."""
-    error, key = E.CLUSTER_AUTHORIZATION_FAILED, ctx.api_key
-    cls = RESPONSES[key].cls
-    if key == ApiKey.DESCRIBE_LOG_DIRS:
-        return cls(error_code=error, results=())
-    if key == ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS:
-        result = cls.DescribeUserScramCredentialsResult
-        return cls(error_code=error, results=tuple(result(user=u.name, error_code=error, credential_infos=())
-                                                   for u in body.users or ()))
-    if key == ApiKey.ALTER_USER_SCRAM_CREDENTIALS:
-        users = sorted({c.name for c in (*body.deletions, *body.upsertions)})
-        return cls(results=tuple(cls.AlterUserScramCredentialsResult(user=u, error_code=error) for u in users))
-    if key == ApiKey.ADD_PARTITIONS_TO_TXN:
-        return cls(error_code=error)
-    return whole_request_error(key, ctx.version, body, error)
+    if ctx.api_key == ApiKey.ADD_PARTITIONS_TO_TXN:          # v4+, broker to broker: one top-level code
+        return RESPONSES[ctx.api_key].cls(error_code=E.CLUSTER_AUTHORIZATION_FAILED)
+    return whole_request_error(ctx.api_key, ctx.version, body, E.CLUSTER_AUTHORIZATION_FAILED)

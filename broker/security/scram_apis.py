@@ -78,7 +78,7 @@ def alter(store: CredentialStore, request):
         deletions=[(d.name, MECHANISM_TYPES[d.mechanism]) for d in deletions.values()])
     result = AlterResponse.AlterUserScramCredentialsResult
     return AlterResponse(results=tuple(
-        [result(user=name, error_code=E.NONE) for name in [*deletions, *upserts]]
+        [result(user=name, error_code=E.NONE, error_message=None) for name in [*deletions, *upserts]]
         + [result(user=name, error_code=code, error_message=message) for name, (code, message) in errors.items()]))
 
 

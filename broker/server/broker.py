@@ -37,8 +37,8 @@ from protocol.exceptions import DecodeError, EncodeError, FrameTooLarge, Unsuppo
 from protocol.header import decode_request, decode_request_header, encode_response_parts
 from protocol.logtext import safe
 
-from broker.cluster.log_homes import exists, log_home, open_log
-from broker.cluster.topology import GROUP_TOPIC, TXN_TOPIC, Node, Topology
+from broker.cluster.log_homes import log_home, open_log
+from broker.cluster.topology import GROUP_TOPIC, Node, Topology
 from broker.security.listeners import Listener, for_node
 from broker.security.settings import SettingsError
 from broker.security.setup import ListenerSecurity, build_security
@@ -225,6 +225,10 @@ class Broker:
             with scope:
                 await Acceptor(self._connection_nursery, quotas).serve(handled)
         self._accepting.start_soon(accept)
+
+    def connections_open(self) -> int:
+        """Connections accepted and not yet closed, on every node."""
+        return sum(quotas.total for quotas in self._quotas.values())
 
     def stop_listening(self, node_id: int) -> int:
         """A node goes away: its listeners close and its connections drop (their clients see

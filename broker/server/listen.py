@@ -24,7 +24,8 @@ def bind_nodes(listeners, nodes: int) -> list[list[list[socket.socket]]]:
                 try:
                     bound[-1].append(bind(listener.host, listener.port))
                 except OSError as e:
-                    raise OSError(e.errno, f"cannot listen on {listener.describe()}: {e.strerror}") from None
+                    raise OSError(e.errno, f"cannot listen on {listener.host or '*'}:{listener.port} "
+                                           f"(listener {listener.name}): {e.strerror}") from None
     except OSError:
         for node in bound:
             for group in node:

@@ -22,6 +22,6 @@ RESPONSE = Message("AlterUserScramCredentialsResponse", 51, "response", "0", "0+
     F("results", "[]AlterUserScramCredentialsResult", fields=[
         F("user", "string"),
         F("error_code", "int16"),
-        F("error_message", "string", nullable="0+", default=None),
+        F("error_message", "string", nullable="0+"),
     ]),
 ])

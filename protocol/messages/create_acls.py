@@ -2,7 +2,7 @@
 
 from ..schema import F, Message
 
-REQUEST = Message("CreateAclsRequest", 30, "request", "0-3", "2+", [
+REQUEST = Message("CreateAclsRequest", 30, "request", "1-3", "2+", [
     F("creations", "[]AclCreation", fields=[
         F("resource_type", "int8"),
         F("resource_name", "string"),
@@ -14,10 +14,10 @@ REQUEST = Message("CreateAclsRequest", 30, "request", "0-3", "2+", [
     ]),
 ])
 
-RESPONSE = Message("CreateAclsResponse", 30, "response", "0-3", "2+", [
+RESPONSE = Message("CreateAclsResponse", 30, "response", "1-3", "2+", [
     F("throttle_time_ms", "int32"),
     F("results", "[]AclCreationResult", fields=[
         F("error_code", "int16"),
-        F("error_message", "string", nullable="0+", default=None),
+        F("error_message", "string", nullable="0+"),
     ]),
 ])

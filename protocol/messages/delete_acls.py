@@ -2,7 +2,7 @@
 
 from ..schema import F, Message
 
-REQUEST = Message("DeleteAclsRequest", 31, "request", "0-3", "2+", [
+REQUEST = Message("DeleteAclsRequest", 31, "request", "1-3", "2+", [
     F("filters", "[]DeleteAclsFilter", fields=[
         F("resource_type_filter", "int8"),
         F("resource_name_filter", "string", nullable="0+"),
@@ -14,14 +14,14 @@ REQUEST = Message("DeleteAclsRequest", 31, "request", "0-3", "2+", [
     ]),
 ])
 
-RESPONSE = Message("DeleteAclsResponse", 31, "response", "0-3", "2+", [
+RESPONSE = Message("DeleteAclsResponse", 31, "response", "1-3", "2+", [
     F("throttle_time_ms", "int32"),
     F("filter_results", "[]DeleteAclsFilterResult", fields=[
         F("error_code", "int16"),
-        F("error_message", "string", nullable="0+", default=None),
+        F("error_message", "string", nullable="0+"),
         F("matching_acls", "[]DeleteAclsMatchingAcl", fields=[
             F("error_code", "int16"),
-            F("error_message", "string", nullable="0+", default=None),
+            F("error_message", "string", nullable="0+"),
             F("resource_type", "int8"),
             F("resource_name", "string"),
             F("pattern_type", "int8", "1+", default=3),

@@ -2,7 +2,7 @@
 
 from ..schema import F, Message
 
-REQUEST = Message("DescribeAclsRequest", 29, "request", "0-3", "2+", [
+REQUEST = Message("DescribeAclsRequest", 29, "request", "1-3", "2+", [
     F("resource_type_filter", "int8"),
     F("resource_name_filter", "string", nullable="0+"),
     F("pattern_type_filter", "int8", "1+", default=3),
@@ -12,10 +12,10 @@ REQUEST = Message("DescribeAclsRequest", 29, "request", "0-3", "2+", [
     F("permission_type", "int8"),
 ])
 
-RESPONSE = Message("DescribeAclsResponse", 29, "response", "0-3", "2+", [
+RESPONSE = Message("DescribeAclsResponse", 29, "response", "1-3", "2+", [
     F("throttle_time_ms", "int32"),
     F("error_code", "int16"),
-    F("error_message", "string", nullable="0+", default=None),
+    F("error_message", "string", nullable="0+"),
     F("resources", "[]DescribeAclsResource", fields=[
         F("resource_type", "int8"),
         F("resource_name", "string"),

@@ -22,8 +22,7 @@ def test_apis_lists_every_registered_api():
 
 
 def test_apis_lists_exactly_what_api_versions_advertises(broker):
-    """Not the codec's whole table: an API we can decode but do not serve (SaslHandshake)
-    is not listed."""
+    """What ApiVersions advertises, from the dispatch table (not the codec's table)."""
     from broker.cli.groups import Connection
     conn = Connection("127.0.0.1", broker.port)
     advertised = dict(conn.versions)

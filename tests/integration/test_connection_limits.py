@@ -5,14 +5,12 @@ closes; max.connection.creation.rate paces them; the connections already open ca
 from __future__ import annotations
 
 import logging
-import socket
 import time
 
 import pytest
 
 from broker.client.blocking import BlockingClient, ConnectionFailed
 from broker.testing.embedded import EmbeddedBroker
-from protocol.api_keys import ApiKey
 
 
 @pytest.fixture
@@ -22,6 +20,10 @@ def limited(tmp_path):
     def start(**props) -> EmbeddedBroker:
         broker = EmbeddedBroker(tmp_path / f"data{len(brokers)}", props).start()
         brokers.append(broker)
+        # the start's own readiness check connected: wait until the broker has seen it close
+        deadline = time.monotonic() + 5
+        while broker.broker.connections_open() and time.monotonic() < deadline:
+            time.sleep(0.01)
         return broker
     yield start
     for broker in brokers:
@@ -44,14 +46,15 @@ def answers(c: BlockingClient) -> bool:
 def test_a_connection_over_max_connections_per_ip_is_closed_at_once(limited, caplog):
     broker = limited(**{"max.connections.per.ip": "3"})
     caplog.set_level(logging.INFO, logger="groupbroker.server")
-    # the embedded broker's own readiness check has come and gone
     kept = [client(broker) for _ in range(3)]
     assert all(answers(c) for c in kept)
     assert not answers(client(broker))
     assert any("Rejected connection from 127.0.0.1, address already has the configured maximum of 3 connections."
                in r.getMessage() for r in caplog.records)
     kept.pop().close()
-    time.sleep(0.1)
+    deadline = time.monotonic() + 5
+    while broker.broker.connections_open() > 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert answers(client(broker))                       # a slot freed: accepted again
     assert all(answers(c) for c in kept)                 # the others carried on
 

@@ -11,12 +11,10 @@ import uuid
 import pytest
 
 from broker.testing.embedded import EmbeddedBroker
-from tests.support.security import PLAIN_JAAS
 
 USERS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
         + " ".join(f'user_{n}="{p}"' for n, p in USERS.items()) + ";")
-assert PLAIN_JAAS  # the same login module as the other security tests
 
 
 @pytest.fixture(scope="module")
@@ -153,7 +151,6 @@ def test_a_topic_without_describe_is_invisible_in_metadata(authorized):
 
 
 def test_described_groups_carry_the_principals_authorized_operations(authorized):
-    from confluent_kafka import ConsumerGroupTopicPartitions  # noqa: F401  (the admin API's module is loaded)
     from confluent_kafka.admin import AclOperation
     import confluent_kafka
     group = f"ops-{uuid.uuid4().hex[:6]}"
