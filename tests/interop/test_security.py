@@ -224,3 +224,24 @@ def test_fault_injection_fails_one_principals_authentication_on_purpose(secured,
     assert first_error("bob", "bob-secret") is None            # another principal is not touched
     assert first_error("alice", "alice-secret") is None        # the fault fired once
     assert any("refused by fault injection" in r.getMessage() for r in caplog.records)
+
+
+def test_a_cluster_advertises_each_listeners_own_endpoints(tmp_path, certs):
+    """With --nodes 3, node i listens on each listener's port + i; a client on the SASL
+    listener is told the SASL endpoints of every node (coordinator included), and runs its
+    group there."""
+    from confluent_kafka.admin import AdminClient
+    add_users(tmp_path)
+    cluster = EmbeddedBroker(tmp_path, secured_props(certs, **{"group.initial.rebalance.delay.ms": "0"}),
+                             nodes=3).start()
+    try:
+        sasl = cluster.bootstrap_for("SASL_PLAINTEXT")
+        settings = {"bootstrap.servers": sasl.split(",")[0], **librdkafka_settings(PLAIN, certs)}
+        brokers = AdminClient(settings).list_topics(timeout=10).brokers
+        assert sorted(f"{b.host}:{b.port}" for b in brokers.values()) == sorted(sasl.split(","))
+        topic = group = f"cluster-{uuid.uuid4().hex[:6]}"
+        produce_plain(cluster, topic)
+        assert run_confluent(cluster, PLAIN, certs, topic, group) == [f"m{i}".encode() for i in range(RECORDS)]
+        assert committed(cluster, group, topic) == RECORDS
+    finally:
+        cluster.stop()
