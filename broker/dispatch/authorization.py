@@ -168,25 +168,25 @@ class Authorization:
                 for p in t.partition_indexes)) for t in denied))
 
     async def _offset_fetch_groups(self, ctx, body, route):
-        """v8+: each group on its own (DESCRIBE on it), then its topics as above."""
-        group_cls = None
+        """v8+: each group on its own (DESCRIBE on it), then its topics as above (by id from v10)."""
+        def name_of(topic):
+            return topic.name or self.topic_name(topic.topic_id) or ""
         allowed_groups, denied_groups, denied_topics = [], [], {}
         for group in body.groups:
             if not self.allowed(ctx, DESCRIBE, GROUP, group.group_id):
                 denied_groups.append(group.group_id)
                 continue
             if group.topics is not None:
-                kept, refused = self._by_topic(ctx, group.topics, lambda t: t.name or self.topic_name(t.topic_id), DESCRIBE)
-                denied_topics[group.group_id] = refused
+                kept, denied_topics[group.group_id] = self._by_topic(ctx, group.topics, name_of, DESCRIBE)
                 group = dataclasses.replace(group, topics=tuple(kept))
             allowed_groups.append(group)
         answer = await route(ctx, dataclasses.replace(body, groups=tuple(allowed_groups))) if allowed_groups \
-            else type(self._refused(ctx, dataclasses.replace(body, groups=()), E.NONE))(groups=())
+            else RESPONSES[ApiKey.OFFSET_FETCH].cls(groups=())
         group_cls = type(answer).OffsetFetchResponseGroup
         topic = group_cls.OffsetFetchResponseTopics
         groups = []
         for g in answer.groups:
-            topics = tuple(t for t in g.topics if self.allowed(ctx, DESCRIBE, TOPIC, t.name or "", log_denied=False)) \
+            topics = tuple(t for t in g.topics if self.allowed(ctx, DESCRIBE, TOPIC, name_of(t), log_denied=False)) \
                 if g.group_id not in denied_topics else tuple(g.topics) + tuple(
                     topic(name=t.name, topic_id=t.topic_id, partitions=tuple(topic.OffsetFetchResponsePartitions(
                         partition_index=p, committed_offset=-1, error_code=E.TOPIC_AUTHORIZATION_FAILED)
@@ -257,13 +257,16 @@ class Authorization:
             may_create = creates and self.allowed(ctx, CREATE, CLUSTER, CLUSTER_NAME, log_denied=False)
             allowed, denied = [], []
             for topic, name in zip(body.topics, names):
-                ok = name is not None and self.allowed(ctx, DESCRIBE, TOPIC, name)
+                if name is None:              # an unknown topic id: the data plane says UNKNOWN_TOPIC_ID
+                    allowed.append(topic)
+                    continue
+                ok = self.allowed(ctx, DESCRIBE, TOPIC, name)
                 if ok and creates and not may_create and not self.topic_exists(name):
                     ok = self.allowed(ctx, CREATE, TOPIC, name)
                 (allowed if ok else denied).append(topic)
             answer = await route(ctx, dataclasses.replace(body, topics=tuple(allowed)))
             refused = self._refused(ctx, dataclasses.replace(body, topics=tuple(denied)), E.TOPIC_AUTHORIZATION_FAILED)
-            topics = [*answer.topics, *refused.topics]
+            topics = [*(answer.topics if allowed else ()), *refused.topics]   # v0: () asks for all
         if ctx.version >= 8 and body.include_topic_authorized_operations:
             topics = [dataclasses.replace(t, topic_authorized_operations=self.operations(ctx, TOPIC, t.name))
                       if t.error_code == E.NONE else t for t in topics]
@@ -296,7 +299,8 @@ class Authorization:
 
     async def _fetch(self, ctx, body, route):
         allowed, denied = self._by_topic(ctx, body.topics, lambda t: t.topic or self.topic_name(t.topic_id), READ)
-        return await self._split(ctx, body, route, "topics", denied, allowed, "responses")
+        answer = await self._split(ctx, body, route, "topics", denied, allowed, "responses")
+        return dataclasses.replace(answer, error_code=E.NONE) if denied and not allowed else answer   # per partition only
 
     async def _create_topics(self, ctx, body, route):
         if self.allowed(ctx, CREATE, CLUSTER, CLUSTER_NAME, log_denied=False):
