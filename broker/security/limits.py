@@ -29,10 +29,6 @@ class ConnectionLimitSettings:
     def listener(self, name: str) -> tuple[int, int]:
         return self.per_listener.get(name, (UNLIMITED, UNLIMITED))
 
-    @property
-    def limited(self) -> bool:
-        return self != ConnectionLimitSettings()
-
 
 def parse_limits(props: dict[str, str], listener_names) -> ConnectionLimitSettings:
     def number(name: str, default: int = UNLIMITED, lowest: int = 0) -> int:

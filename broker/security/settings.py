@@ -22,6 +22,3 @@ class ListenerSettings:
     def listener_only(self, name: str) -> str | None:
         """A setting Kafka reads only with the listener prefix (a broker's JAAS configs)."""
         return self.props.get(self.prefix + name)
-
-    def has_any(self, *names: str) -> bool:
-        return any(self.get(name) is not None for name in names)

@@ -245,3 +245,15 @@ def test_a_cluster_advertises_each_listeners_own_endpoints(tmp_path, certs):
         assert committed(cluster, group, topic) == RECORDS
     finally:
         cluster.stop()
+
+
+def test_a_wrong_password_fails_kcat_at_once(secured, certs, caplog):
+    kcat = require_tool("kcat", "apt-get install kcat")
+    settings = [arg for key, value in librdkafka_settings(SCRAM, certs, password="wrong").items()
+                for arg in ("-X", f"{key}={value}")]
+    started = time.monotonic()
+    out = subprocess.run([kcat, "-b", secured.bootstrap_for("SASL_SSL"), *settings, "-L"], capture_output=True,
+                         text=True, timeout=30)
+    assert out.returncode != 0 and time.monotonic() - started < 10
+    assert GENERIC in out.stderr
+    assert_broker_logged_failure(caplog, SCRAM)
