@@ -196,6 +196,12 @@ class BrokerConfig:
         except (ListenerError, LimitError) as e:
             raise ConfigError(str(e)) from None
         values.update({k: v for k, v in explicit.items() if v is not None})
+        idle, delay = (values.get(name, cls.__dataclass_fields__[name].default) for name in
+                       ("connections_max_idle_ms", "connection_failed_authentication_delay_ms"))
+        if idle >= 0 and delay >= idle:
+            raise ConfigError(f"connection.failed.authentication.delay.ms={delay} should always be less than "
+                              f"connections.max.idle.ms={idle} to prevent failed authentication responses from "
+                              f"timing out")
         if values.get("nodes", 1) < 1:
             raise ConfigError(f"--nodes must be at least 1, got {values['nodes']}")
         return cls(**values, props=dict(props))

@@ -135,7 +135,15 @@ def authorizer_named(props: dict) -> bool:
     if name and name != STANDARD_AUTHORIZER:
         raise SettingsError(f"authorizer.class.name={name}: groupbroker enforces ACLs as Kafka's "
                             f"{STANDARD_AUTHORIZER} does, and knows no other authorizer")
+    for user in _super_users(props.get("super.users")):
+        if ":" not in user:
+            raise SettingsError(f"super.users: expected a string in format principalType:principalName "
+                                f"but got {user}")
     return bool(name)
+
+
+def _super_users(value: str | None) -> frozenset[str]:
+    return frozenset(u.strip() for u in (value or "").split(";") if u.strip())
 
 
 def authorizer_of(config) -> Authorizer | None:
@@ -151,7 +159,7 @@ class Authorizer:
 
     def __init__(self, data_dir: str | None, super_users: str | None, allow_if_no_acl: bool):
         self.path = os.path.join(data_dir, FOLDER, FILE) if data_dir else None
-        self.super_users = frozenset(u.strip() for u in (super_users or "").split(";") if u.strip())
+        self.super_users = _super_users(super_users)
         self.allow_if_no_acl = allow_if_no_acl
         self.acls: set[Acl] = set()
         if self.path and os.path.exists(self.path):

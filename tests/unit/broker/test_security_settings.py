@@ -41,6 +41,7 @@ def test_the_command_lines_host_and_port_replace_the_first_listeners():
     ({"listeners": "PLAINTEXT:/localhost:9092"}, "cannot read"),
     ({"listener.security.protocol.map": "PLAINTEXT:KERBEROS"}, "unknown security protocol"),
     ({"advertised.listeners": "SSL://h:1"}, "SSL is not among the listeners"),
+    ({"connections.max.idle.ms": "100"}, "connection.failed.authentication.delay.ms=100 should always be less"),
 ])
 def test_listener_settings_kafka_refuses(props, message):
     with pytest.raises(ConfigError, match=message):
@@ -81,6 +82,14 @@ def test_sasl_needs_mechanisms_groupbroker_serves():
                       "listener.name.sasl_plaintext.scram-sha-512.connections.max.reauth.ms": "60000"})
     assert list(built["SASL_PLAINTEXT"].mechanisms) == ["SCRAM-SHA-512", "OAUTHBEARER"]
     assert built["SASL_PLAINTEXT"].reauth_ms == {"SCRAM-SHA-512": 60000, "OAUTHBEARER": 0}
+
+
+def test_acls_need_kafkas_authorizer_and_typed_super_users():
+    with pytest.raises(SettingsError, match="knows no other authorizer"):
+        security({"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer"})
+    with pytest.raises(SettingsError, match="principalType:principalName but got admin"):
+        security({"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                  "super.users": "User:ops;admin"})
 
 
 def test_tls_listeners_need_a_pem_key_store():
