@@ -309,13 +309,23 @@ class Authorization:
         return await self._split(ctx, body, route, "topics", denied, allowed, "topics")
 
     async def _delete_topics(self, ctx, body, route):
+        """DELETE on the cluster covers every topic; else DESCRIBE on each, then DELETE on those
+        that exist (so a describable topic that does not exist is still UNKNOWN_TOPIC_OR_PARTITION)."""
         if self.allowed(ctx, DELETE, CLUSTER, CLUSTER_NAME, log_denied=False):
             return await route(ctx, body)
+
+        def may_delete(name: str | None) -> bool:
+            if name is None:                  # an unknown topic id: UNKNOWN_TOPIC_ID
+                return True
+            return self.allowed(ctx, DESCRIBE, TOPIC, name) and (
+                not self.topic_exists(name) or self.allowed(ctx, DELETE, TOPIC, name))
         if ctx.version >= 6:
-            allowed, denied = self._by_topic(ctx, body.topics, lambda t: t.name or self.topic_name(t.topic_id), DELETE)
-            return await self._split(ctx, body, route, "topics", denied, allowed, "responses")
-        allowed, denied = self._by_topic(ctx, body.topic_names, lambda name: name, DELETE)
-        return await self._split(ctx, body, route, "topic_names", denied, allowed, "responses")
+            name_of, attr = (lambda t: t.name or self.topic_name(t.topic_id)), "topics"
+        else:
+            name_of, attr = (lambda name: name), "topic_names"
+        verdicts = [(t, may_delete(name_of(t))) for t in getattr(body, attr)]
+        allowed, denied = [t for t, ok in verdicts if ok], [t for t, ok in verdicts if not ok]
+        return await self._split(ctx, body, route, attr, denied, allowed, "responses")
 
     def _configs(self, operation):
         """Each config resource on its own: a topic's needs the operation on the topic, a

@@ -183,3 +183,24 @@ def test_metadata_auto_creates_a_topic_only_with_create(broker, admin):
     grant(admin, "TOPIC", missing, "CREATE")
     [created] = client.call(ApiKey.METADATA, 12, ask).topics
     assert created.error_code in (E.NONE, E.LEADER_NOT_AVAILABLE) and created.name == missing
+
+
+def test_delete_topics_checks_describe_then_delete(broker, admin):
+    import confluent_kafka
+    deletable, kept, unknown = unique("del"), unique("kept"), unique("unknown")
+    make_topics(admin, deletable, kept)
+    grant(admin, "TOPIC", deletable, "DELETE")
+    grant(admin, "TOPIC", kept, "DESCRIBE")
+    grant(admin, "TOPIC", unknown, "DESCRIBE")
+    anonymous_admin = confluent_kafka.admin.AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    results = {}
+    for name, future in anonymous_admin.delete_topics([deletable, kept, unknown, unique("hidden")]).items():
+        try:
+            future.result(10)
+            results[name] = "NONE"
+        except confluent_kafka.KafkaException as e:
+            results[name] = e.args[0].name()
+    assert sorted(results.values()) == ["NONE", "TOPIC_AUTHORIZATION_FAILED", "TOPIC_AUTHORIZATION_FAILED",
+                                        "UNKNOWN_TOPIC_OR_PART"]
+    assert (results[deletable], results[kept], results[unknown]) == (
+        "NONE", "TOPIC_AUTHORIZATION_FAILED", "UNKNOWN_TOPIC_OR_PART")
