@@ -99,6 +99,19 @@ class Authorization:
             (allowed if self.allowed(ctx, operation, TOPIC, name_of(topic) or "") else denied).append(topic)
         return allowed, denied
 
+    def _by_name(self, ctx, names, operation, resource_type) -> tuple[list, list]:
+        """``names`` (groups, transactional ids) split into allowed and denied, each checked once."""
+        allowed, denied = [], []
+        for name in names:
+            (allowed if self.allowed(ctx, operation, resource_type, name) else denied).append(name)
+        return allowed, denied
+
+    def _with_group_operations(self, ctx, answer):
+        """Each described group's authorized operations (those that were described)."""
+        return dataclasses.replace(answer, groups=tuple(
+            dataclasses.replace(g, authorized_operations=self.operations(ctx, GROUP, g.group_id))
+            if g.error_code == E.NONE else g for g in answer.groups))
+
     def _topics_of(self, attr: str, name_attr: str, operation, answer_attr: str):
         async def check(ctx, body, route):
             allowed, denied = self._by_topic(ctx, getattr(body, attr), lambda t: getattr(t, name_attr), operation)
@@ -201,31 +214,22 @@ class Authorization:
             if not self.allowed(ctx, DESCRIBE, resource, body.key):
                 return self._refused(ctx, body, DENIED[resource])
             return await route(ctx, body)
-        allowed = [k for k in body.coordinator_keys if self.allowed(ctx, DESCRIBE, resource, k)]
-        denied = [k for k in body.coordinator_keys if k not in allowed]
+        allowed, denied = self._by_name(ctx, body.coordinator_keys, DESCRIBE, resource)
         return await self._split(ctx, body, route, "coordinator_keys", denied, allowed, "coordinators",
                                  DENIED[resource])
 
     async def _describe_groups(self, ctx, body, route):
-        allowed = [g for g in body.groups if self.allowed(ctx, DESCRIBE, GROUP, g)]
-        denied = [g for g in body.groups if g not in allowed]
+        allowed, denied = self._by_name(ctx, body.groups, DESCRIBE, GROUP)
         answer = await self._split(ctx, body, route, "groups", denied, allowed, "groups", E.GROUP_AUTHORIZATION_FAILED)
         if ctx.version >= 3 and body.include_authorized_operations:
-            answer = dataclasses.replace(answer, groups=tuple(
-                dataclasses.replace(g, authorized_operations=self.operations(ctx, GROUP, g.group_id))
-                if g.error_code == E.NONE else g for g in answer.groups))
+            answer = self._with_group_operations(ctx, answer)
         return answer
 
     async def _consumer_group_describe(self, ctx, body, route):
-        allowed = [g for g in body.group_ids if self.allowed(ctx, DESCRIBE, GROUP, g)]
-        denied = [g for g in body.group_ids if g not in allowed]
+        allowed, denied = self._by_name(ctx, body.group_ids, DESCRIBE, GROUP)
         answer = await self._split(ctx, body, route, "group_ids", denied, allowed, "groups",
                                    E.GROUP_AUTHORIZATION_FAILED)
-        if body.include_authorized_operations:
-            answer = dataclasses.replace(answer, groups=tuple(
-                dataclasses.replace(g, authorized_operations=self.operations(ctx, GROUP, g.group_id))
-                if g.error_code == E.NONE else g for g in answer.groups))
-        return answer
+        return self._with_group_operations(ctx, answer) if body.include_authorized_operations else answer
 
     async def _list_groups(self, ctx, body, route):
         answer = await route(ctx, body)
@@ -235,8 +239,7 @@ class Authorization:
             g for g in answer.groups if self.allowed(ctx, DESCRIBE, GROUP, g.group_id, log_denied=False)))
 
     async def _delete_groups(self, ctx, body, route):
-        allowed = [g for g in dict.fromkeys(body.groups_names) if self.allowed(ctx, DELETE, GROUP, g)]
-        denied = [g for g in dict.fromkeys(body.groups_names) if g not in allowed]
+        allowed, denied = self._by_name(ctx, dict.fromkeys(body.groups_names), DELETE, GROUP)
         return await self._split(ctx, body, route, "groups_names", denied, allowed, "results",
                                  E.GROUP_AUTHORIZATION_FAILED)
 
@@ -399,8 +402,7 @@ class Authorization:
             + tuple(failed.results_by_topic_v3_and_below))
 
     async def _describe_transactions(self, ctx, body, route):
-        allowed = [t for t in body.transactional_ids if self.allowed(ctx, DESCRIBE, TXN, t)]
-        denied = [t for t in body.transactional_ids if t not in allowed]
+        allowed, denied = self._by_name(ctx, body.transactional_ids, DESCRIBE, TXN)
         answer = await self._split(ctx, body, route, "transactional_ids", denied, allowed, "transaction_states",
                                    E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         return dataclasses.replace(answer, transaction_states=tuple(

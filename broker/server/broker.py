@@ -197,12 +197,12 @@ class Broker:
     def _endpoints(self) -> tuple[list[Node], dict[str, list[Node]]]:
         """What clients are told of each node, per listener: its advertised address, the bound
         port where none is advertised."""
-        by_listener = {}
-        for listener in self.config.listeners:
-            by_listener[listener.name] = [
-                Node(node_id, at.advertised_host, at.advertised_port or self.listener_ports[node_id][listener.name],
-                     self.config.rack_of(i))
-                for i, (node_id, at) in enumerate((n, for_node(listener, i)) for i, n in enumerate(self.node_ids))]
+        by_listener = {listener.name: [] for listener in self.config.listeners}
+        for i, node_id in enumerate(self.node_ids):
+            for listener in self.config.listeners:
+                at = for_node(listener, i)
+                port = at.advertised_port or self.listener_ports[node_id][listener.name]
+                by_listener[listener.name].append(Node(node_id, at.advertised_host, port, self.config.rack_of(i)))
         return by_listener[self.config.listeners[0].name], by_listener
 
     def _log_listeners(self) -> None:
