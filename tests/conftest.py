@@ -4,7 +4,8 @@ import pytest
 
 from broker.config import BrokerConfig
 from broker.server.broker import Broker
-from broker.testing.launcher import BrokerProcess
+from broker.testing.launcher import TEST_DEFAULTS, BrokerProcess
+from tests.support.processes import missing
 
 pytest_plugins = ["pytester"]           # tests/integration/test_pytest_plugin.py runs a user's test session
 
@@ -60,3 +61,38 @@ def spark():
     session = spark_session("local[2]", progress=False, shuffle_partitions=2)
     yield session
     session.stop()
+
+
+#: The settings both brokers of a differential test run with (Kafka's names): our test
+#: defaults, and no initial rebalance delay, so a join phase ends on the same event in both.
+ORACLE_SETTINGS = {**TEST_DEFAULTS, "group.initial.rebalance.delay.ms": "0"}
+
+
+@pytest.fixture(scope="session")
+def kafka_oracle(tmp_path_factory):
+    """Apache Kafka 4.3.1 (broker/testing/kafka), started once per run when a test asks for it.
+    Without Java or Maven the test is skipped, or fails in CI."""
+    from broker.testing.kafka import KafkaProcess, KafkaUnavailable
+    try:
+        kafka = KafkaProcess(tmp_path_factory.mktemp("kafka-oracle"), ORACLE_SETTINGS).start()
+    except KafkaUnavailable as e:
+        missing(str(e))
+    yield kafka
+    kafka.stop()
+
+
+@pytest.fixture(scope="session")
+def oracle_twin(tmp_path_factory) -> BrokerProcess:
+    """The groupbroker that differential tests compare with ``kafka_oracle``: same settings,
+    same node id, one for the run (tests use their own group and topic names on both)."""
+    home = tmp_path_factory.mktemp("oracle-twin")
+    twin = BrokerProcess(home / "data", home / "broker.log", ORACLE_SETTINGS).start()
+    yield twin
+    twin.stop()
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    from tests.support import differential
+    if differential.COMPARISONS:
+        terminalreporter.write_line(f"oracle: {differential.COMPARISONS} answers of groupbroker and "
+                                    f"Apache Kafka compared field by field")

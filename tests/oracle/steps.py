@@ -1,0 +1,111 @@
+"""Steps the differential tests share: request bodies by name, topics made on both brokers,
+record batches built by a real client's code (kafka-python's), a classic member made stable."""
+
+from __future__ import annotations
+
+import re
+
+import trio
+from kafka.record.default_records import DefaultRecordBatchBuilder
+
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+from protocol.messages import DATA, REQUESTS
+from protocol.payloads import encode_payload
+from tests.support.differential import Alias, Differential
+
+
+def req(api: ApiKey, **fields):
+    """A request body of ``api`` with ``fields`` (the rest at their defaults)."""
+    return REQUESTS[api].cls(**fields)
+
+
+def sub(api: ApiKey, struct: str, **fields):
+    """A struct of ``api``'s request, e.g. ``sub(ApiKey.JOIN_GROUP, "JoinGroupRequestProtocol", ...)``."""
+    return getattr(REQUESTS[api].cls, struct)(**fields)
+
+
+def unique(request, suffix: str = "") -> str:
+    """A name for this test's groups and topics: the same on both brokers, new in each test."""
+    name = re.sub(r"[^a-zA-Z0-9._-]", "-", request.node.name)[-180:]
+    return f"{name}{suffix}"
+
+
+def batch(values, *, timestamp: int = 1_700_000_000_000, producer_id: int = -1, epoch: int = -1,
+          sequence: int = -1, transactional: bool = False, keys=None) -> bytes:
+    builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=transactional,
+                                        producer_id=producer_id, producer_epoch=epoch,
+                                        base_sequence=sequence, batch_size=1 << 20)
+    for i, value in enumerate(values):
+        builder.append(i, timestamp=timestamp + i, key=keys[i] if keys else None, value=value, headers=[])
+    return bytes(builder.build())
+
+
+async def create_topic(oracle: Differential, name: str, partitions: int = 1, configs=()) -> None:
+    """CreateTopics on both (compared), then wait until each broker leads every partition."""
+    topic = sub(ApiKey.CREATE_TOPICS, "CreatableTopic", name=name, num_partitions=partitions,
+                replication_factor=1, configs=tuple(
+                    sub(ApiKey.CREATE_TOPICS, "CreatableTopicConfig", name=k, value=v) for k, v in configs))
+    answer = await oracle.call(ApiKey.CREATE_TOPICS, 7, req(ApiKey.CREATE_TOPICS, topics=(topic,),
+                                                            timeout_ms=30000))
+    assert answer["topics"][0]["error_code"] == ErrorCode.NONE, answer
+    await wait_for_leaders(oracle, name, partitions)
+
+
+async def wait_for_leaders(oracle: Differential, name: str, partitions: int) -> None:
+    meta = req(ApiKey.METADATA, topics=(sub(ApiKey.METADATA, "MetadataRequestTopic", name=name),),
+               allow_auto_topic_creation=False)
+    with trio.fail_after(30):
+        for side in oracle.sides:
+            while True:
+                answer = await side.client.call(ApiKey.METADATA, 12, meta)
+                parts = answer.topics[0].partitions
+                if (answer.topics[0].error_code == ErrorCode.NONE and len(parts) == partitions
+                        and all(p.leader_id >= 0 for p in parts)):
+                    break
+                await trio.sleep(0.05)
+
+
+async def produce(oracle: Differential, topic: str, partition: int, data: bytes, *, version: int = 9,
+                  acks: int = -1, transactional_id: str | None = None) -> dict:
+    body = req(ApiKey.PRODUCE, transactional_id=transactional_id, acks=acks, timeout_ms=30000, topic_data=(
+        sub(ApiKey.PRODUCE, "TopicProduceData", name=topic, partition_data=(
+            sub(ApiKey.PRODUCE, "PartitionProduceData", index=partition, records=data),)),))
+    return await oracle.call(ApiKey.PRODUCE, version, body)
+
+
+def subscription(*topics: str) -> bytes:
+    """A consumer's JoinGroup metadata. Kafka reads it in a "consumer" group: bytes that are not a
+    ConsumerProtocolSubscription make its join phase fail to complete, and the JoinGroup is never
+    answered (docs/kafka-differences.md)."""
+    subscription = DATA["ConsumerProtocolSubscription"]
+    return encode_payload(subscription, 0, subscription.cls(topics=topics or ("t",)))
+
+
+def join_body(group: str, member_id: str = "", *, instance_id: str | None = None, protocols=("range",),
+              session_timeout_ms: int = 30000, rebalance_timeout_ms: int = 30000,
+              protocol_type: str = "consumer", reason: str | None = None):
+    return req(ApiKey.JOIN_GROUP, group_id=group, session_timeout_ms=session_timeout_ms,
+               rebalance_timeout_ms=rebalance_timeout_ms, member_id=member_id, group_instance_id=instance_id,
+               protocol_type=protocol_type, reason=reason, protocols=tuple(
+                   sub(ApiKey.JOIN_GROUP, "JoinGroupRequestProtocol", name=p, metadata=subscription(p))
+                   for p in protocols))
+
+
+async def stable_member(oracle: Differential, group: str, *, instance_id: str | None = None,
+                        protocols=("range",), join_version: int = 9, sync_version: int = 5) -> tuple[Alias, int]:
+    """A lone member joins ``group`` and syncs (each answer compared); its alias and generation."""
+    first = await oracle.call(ApiKey.JOIN_GROUP, join_version, join_body(group, instance_id=instance_id,
+                                                                         protocols=protocols))
+    if first["error_code"] == ErrorCode.MEMBER_ID_REQUIRED:
+        first = await oracle.call(ApiKey.JOIN_GROUP, join_version, join_body(
+            group, Alias(first["member_id"]), instance_id=instance_id, protocols=protocols))
+    assert first["error_code"] == ErrorCode.NONE, first
+    member, generation = Alias(first["member_id"]), first["generation_id"]
+    synced = await oracle.call(ApiKey.SYNC_GROUP, sync_version, req(
+        ApiKey.SYNC_GROUP, group_id=group, generation_id=generation, member_id=member,
+        group_instance_id=instance_id, protocol_type="consumer", protocol_name=protocols[0],
+        assignments=(sub(ApiKey.SYNC_GROUP, "SyncGroupRequestAssignment", member_id=member,
+                         assignment=b"assigned"),)))
+    assert synced["error_code"] == ErrorCode.NONE, synced
+    return member, generation

@@ -1,0 +1,191 @@
+"""Differential testing: the same requests to groupbroker and to Apache Kafka, answers compared
+field by field.
+
+A :class:`Differential` holds one connection to each broker. :meth:`Differential.call` sends a
+request to both, decodes both answers with our codecs, normalises them and compares every field;
+a difference fails the test with the path of each differing field. Values that legitimately
+differ between two brokers are the only ones normalised, by this one list:
+
+* ``ALIASED``: ids a broker generates (member ids, topic ids, producer ids, fetch session ids).
+  Each side's distinct values are renamed in order of first appearance (``member#1``,
+  ``member#2``...), so the answers must still agree on *which* id appears where. A request may
+  carry :class:`Alias` placeholders, which each side replaces with its own value.
+* ``IGNORED``: values of the machine or the moment (throttle times, the cluster id, ports,
+  wall-clock timestamps, the feature epoch).
+
+Record batches are compared record by record (offset, timestamp, key, value, headers, and the
+batch's producer, transactional and control flags); their CRCs and byte layout may differ.
+
+Every comparison made in the run is counted; the session summary prints the count.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from dataclasses import dataclass, field
+
+import trio
+
+from broker.client.trio_stream import TrioClient
+from protocol.api_keys import ApiKey
+from protocol.header import encode_request
+from protocol.record_batch import records_of
+from protocol.records import HEADER
+
+#: field name -> alias kind: generated ids, compared by where they appear, not by value
+ALIASED = {"member_id": "member", "leader": "member", "topic_id": "topic", "producer_id": "producer",
+           "session_id": "session"}
+#: fields whose value says nothing about behaviour: the machine's or the moment's
+IGNORED = frozenset({"throttle_time_ms", "cluster_id", "port", "finalized_features_epoch",
+                     "transaction_start_time_ms", "transaction_start_timestamp_ms",
+                     "transaction_last_update_timestamp_ms", "last_timestamp", "current_state_timestamp"})
+#: values that are never generated, hence never aliased
+_NOT_IDS = (None, "", 0, -1, uuid.UUID(int=0))
+
+COMPARISONS = 0          # made in this run (printed by tests/oracle/conftest.py's summary)
+
+
+class Alias(str):
+    """A request value standing for an id each broker generated: ``Alias("member#1")``."""
+
+
+class Differs(AssertionError):
+    """The two brokers answered differently."""
+
+
+@dataclass
+class Side:
+    name: str
+    client: TrioClient
+    by_value: dict[tuple[str, object], str] = field(default_factory=dict)
+    by_alias: dict[str, object] = field(default_factory=dict)
+
+    def alias(self, kind: str, value) -> str:
+        key = (kind, value)
+        if key not in self.by_value:
+            name = f"{kind}#{sum(1 for k, _ in self.by_value if k == kind) + 1}"
+            self.by_value[key], self.by_alias[name] = name, value
+        return self.by_value[key]
+
+    def resolve(self, value):
+        """A request with every :class:`Alias` replaced by this side's value."""
+        if isinstance(value, Alias):
+            if value not in self.by_alias:
+                raise KeyError(f"{self.name} has seen no {value}")
+            return self.by_alias[value]
+        if dataclasses.is_dataclass(value):
+            return dataclasses.replace(value, **{f.name: self.resolve(getattr(value, f.name))
+                                                  for f in dataclasses.fields(value)})
+        if isinstance(value, tuple):
+            return tuple(self.resolve(v) for v in value)
+        return value
+
+    def normalise(self, value, name: str = ""):
+        """The answer as plain data, with generated ids aliased and ignored values blanked."""
+        if name in IGNORED:
+            return "<ignored>"
+        if name in ALIASED and value not in _NOT_IDS and isinstance(value, str | int | uuid.UUID):
+            return self.alias(ALIASED[name], value)
+        if name == "records" and isinstance(value, bytes | bytearray | memoryview):
+            return self.records(bytes(value))
+        if dataclasses.is_dataclass(value):
+            return {f.name: self.normalise(getattr(value, f.name), f.name) for f in dataclasses.fields(value)}
+        if isinstance(value, tuple | list):
+            return [self.normalise(v, name) for v in value]
+        return value
+
+    def records(self, data: bytes) -> list:
+        """Each whole batch's records and flags (a partial batch at the end, which a fetch may
+        return when it reaches its byte limit, is left out)."""
+        out, pos = [], 0
+        while len(data) - pos >= HEADER.size:
+            length = int.from_bytes(data[pos + 8:pos + 12], "big", signed=True)
+            end = pos + 12 + length
+            if end > len(data):
+                break
+            header, records = records_of(data[pos:end])
+            out.append({"base_offset": header.base_offset,
+                        "producer": self.normalise(header.producer_id, "producer_id"),
+                        "producer_epoch": header.producer_epoch, "transactional": header.is_transactional,
+                        "control": header.is_control, "records": [dataclasses.asdict(r) for r in records]})
+            pos = end
+        return out
+
+
+class Differential:
+    """One connection to groupbroker (``ours``) and one to Kafka (``kafka``)."""
+
+    def __init__(self, ours: Side, kafka: Side, timeout: float = 15.0):
+        self.ours, self.kafka, self.timeout = ours, kafka, timeout
+        self.sides = (ours, kafka)
+
+    @classmethod
+    async def open(cls, ours_port: int, kafka_port: int, client_id: str = "oracle") -> Differential:
+        return cls(Side("groupbroker", await TrioClient.connect(ours_port, client_id=client_id)),
+                   Side("kafka", await TrioClient.connect(kafka_port, client_id=client_id)))
+
+    async def aclose(self) -> None:
+        for side in self.sides:
+            await side.client.aclose()
+
+    async def both(self, api_key: int, version: int, body) -> tuple[object, object]:
+        """Each broker's decoded answer to ``body`` (Aliases resolved per side), not compared."""
+        answers = [None, None]
+
+        async def ask(i: int, side: Side) -> None:
+            answers[i] = await side.client.call(api_key, version, side.resolve(body))
+
+        with trio.move_on_after(self.timeout):
+            async with trio.open_nursery() as nursery:
+                for i, side in enumerate(self.sides):
+                    nursery.start_soon(ask, i, side)
+        if None in answers:
+            silent = " and ".join(side.name for side, a in zip(self.sides, answers) if a is None)
+            raise Differs(f"{ApiKey(api_key).name} v{version}: {silent} did not answer within "
+                          f"{self.timeout} s; answers: {answers}")
+        return answers[0], answers[1]
+
+    async def call(self, api_key: int, version: int, body, *, what: str = "") -> dict:
+        """Send ``body`` to both, compare the answers; the normalised answer."""
+        ours, kafka = await self.both(api_key, version, body)
+        return self.compare(api_key, version, ours, kafka, what=what)
+
+    def compare(self, api_key: int, version: int, ours, kafka, *, what: str = "") -> dict:
+        global COMPARISONS
+        COMPARISONS += 1
+        mine, theirs = self.ours.normalise(ours), self.kafka.normalise(kafka)
+        differences = diff(mine, theirs)
+        if differences:
+            title = f"{ApiKey(api_key).name} v{version}" + (f" ({what})" if what else "")
+            raise Differs(f"{title}: groupbroker and Kafka differ\n" + "\n".join(differences[:40])
+                          + f"\n--- groupbroker: {ours}\n--- kafka:       {kafka}")
+        return theirs
+
+    async def raw(self, data_for: callable) -> tuple[bytes | None, bytes | None]:
+        """Send hand-made bytes (``data_for(correlation_id)``) to both; each one's response frame,
+        or None where the broker closed the connection."""
+        frames = []
+        for side in self.sides:
+            await side.client.send_raw(data_for(1 << 30))
+            with trio.fail_after(self.timeout):
+                frames.append(await side.client.frame())
+        return frames[0], frames[1]
+
+
+def encoded(api_key: int, version: int, body, correlation: int, client_id: str = "oracle") -> bytes:
+    return encode_request(api_key, version, correlation, body, client_id)
+
+
+def diff(a, b, path: str = "") -> list[str]:
+    """Every path where ``a`` (groupbroker) and ``b`` (Kafka) differ."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = []
+        for key in a.keys() | b.keys():
+            out += diff(a.get(key, "<absent>"), b.get(key, "<absent>"), f"{path}.{key}")
+        return out
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return [f"{path or '.'}: {len(a)} entries != {len(b)} entries\n  ours:  {a}\n  kafka: {b}"]
+        return [line for i, (x, y) in enumerate(zip(a, b)) for line in diff(x, y, f"{path}[{i}]")]
+    return [] if a == b else [f"{path or '.'}: groupbroker {a!r} != kafka {b!r}"]
