@@ -57,6 +57,11 @@ class CoordinatorConfig(KafkaNamed):
     #: converting live groups between the protocols: disabled, upgrade (classic to consumer),
     #: downgrade (consumer to classic) or bidirectional
     group_consumer_migration_policy: str = "bidirectional"
+    #: target assignments are batched (Kafka 4.3, KIP-1263): a group's next one is computed no
+    #: sooner than this after its last one (0: at once); groups may override it within the bounds
+    group_consumer_assignment_interval_ms: int = 1_000
+    group_consumer_min_assignment_interval_ms: int = 0
+    group_consumer_max_assignment_interval_ms: int = 15_000
 
     def __post_init__(self) -> None:
         if not 0 < self.message_max_bytes <= MAX_FRAME:
@@ -73,6 +78,7 @@ class CoordinatorConfig(KafkaNamed):
         if self.group_consumer_heartbeat_interval_ms >= self.group_consumer_session_timeout_ms:
             raise ValueError("group.consumer.heartbeat.interval.ms must be less than "
                              "group.consumer.session.timeout.ms")
+        self._check_assignment_interval()
         if self.group_consumer_migration_policy.lower() not in MIGRATION_POLICIES:
             raise ValueError(f"group.consumer.migration.policy must be one of "
                              f"{', '.join(MIGRATION_POLICIES)}, not {self.group_consumer_migration_policy}")
@@ -80,6 +86,24 @@ class CoordinatorConfig(KafkaNamed):
         if unknown or not self.consumer_assignors:
             raise ValueError(f"group.consumer.assignors: unknown assignor(s) {unknown}; "
                              "the built-in ones are uniform and range")
+
+    def _check_assignment_interval(self) -> None:
+        """Kafka's GroupCoordinatorConfig checks of the assignment interval, in its order."""
+        name, low, high = ("group.consumer.assignment.interval.ms",
+                           "group.consumer.min.assignment.interval.ms",
+                           "group.consumer.max.assignment.interval.ms")
+        value, lowest, highest = (self.group_consumer_assignment_interval_ms,
+                                  self.group_consumer_min_assignment_interval_ms,
+                                  self.group_consumer_max_assignment_interval_ms)
+        for setting, v in ((name, value), (low, lowest), (high, highest)):
+            if v < 0:
+                raise ValueError(f"Invalid value {v} for configuration {setting}: Value must be at least 0")
+        if highest < lowest:
+            raise ValueError(f"{high} must be greater than or equal to {low}")
+        if value < lowest:
+            raise ValueError(f"{name} must be greater than or equal to {low}")
+        if value > highest:
+            raise ValueError(f"{name} must be less than or equal to {high}")
 
     @staticmethod
     def _check_bounds(name: str, value: int, low: int, high: int) -> None:

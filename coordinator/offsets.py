@@ -261,13 +261,21 @@ class OffsetManager:
         generation = req.generation_id_or_member_epoch
         consumer_group = self.consumer.groups.get(req.group_id)
         if consumer_group is not None:
-            return self.consumer.validate_commit(consumer_group, req.member_id, generation, v)
+            return self.consumer.validate_commit(consumer_group, req.member_id, generation, v,
+                                                 self._validated(req))
         group = self.classic.groups.get(req.group_id)
         if group is None:
             if generation < 0:
                 return E.NONE                       # a "simple" commit creates the group
             return E.GROUP_ID_NOT_FOUND if v >= 9 else E.ILLEGAL_GENERATION
         return _classic_commit_error(group, generation, req.member_id, req.group_instance_id, False)
+
+    def _validated(self, req) -> list[tuple[str, int]]:
+        """The partitions of a commit its member's epoch is checked against: those whose
+        metadata fits (Kafka answers the others OFFSET_METADATA_TOO_LARGE, unchecked)."""
+        limit = self.config.offset_metadata_max_bytes
+        return [(topic.name, p.partition_index) for topic in req.topics for p in topic.partitions
+                if not (p.committed_metadata and _metadata_too_large(p.committed_metadata, limit))]
 
     # --- TxnOffsetCommit -----------------------------------------------------------------------
     def txn_offset_commit(self, out: CoordinatorResult, now: int, ctx: RequestContext, req) -> None:
@@ -296,8 +304,9 @@ class OffsetManager:
         generation = req.generation_id
         consumer_group = self.consumer.groups.get(req.group_id)
         if consumer_group is not None:
-            # (version 9: a transactional commit has no version rule; a stale epoch is illegal)
-            error = self.consumer.validate_commit(consumer_group, req.member_id, generation, 9)
+            error = self.consumer.validate_commit(consumer_group, req.member_id, generation, 9,
+                                                  self._validated(req), transactional=True,
+                                                  instance_id=req.group_instance_id)
             return E.ILLEGAL_GENERATION if error == E.STALE_MEMBER_EPOCH else error
         group = self.classic.groups.get(req.group_id)
         if group is None:

@@ -36,9 +36,12 @@ ConsumerGroupDescribeResponse = RESPONSES[ApiKey.CONSUMER_GROUP_DESCRIBE].cls
 def join(version: int, error: ErrorCode, *, member_id: str = "", generation: int = -1,
          protocol_type: str | None = None, protocol_name: str | None = "", leader: str = "",
          members=(), skip_assignment: bool = False):
-    """Kafka's default protocol name is ""; it sends null only where it sets null explicitly."""
+    """The protocol name is "" before v7 and null from v7 on wherever none is chosen (Kafka's
+    JoinGroupResponse turns one into the other by version)."""
     if version < 7 and protocol_name is None:
         protocol_name = ""
+    elif version >= 7 and protocol_name == "":
+        protocol_name = None
     return JoinGroupResponse(
         error_code=error, generation_id=generation,
         protocol_type=protocol_type if version >= 7 else None, protocol_name=protocol_name,
@@ -75,13 +78,14 @@ def offset_commit(request, errors: list[ErrorCode]):
     named twice is answered twice, as Kafka answers it)."""
     topic_cls = OffsetCommitResponse.OffsetCommitResponseTopic
     part_cls = topic_cls.OffsetCommitResponsePartition
-    return _per_partition(OffsetCommitResponse, topic_cls, part_cls, request, errors)
+    return _per_partition(OffsetCommitResponse, topic_cls, part_cls, request, errors, with_ids=True)
 
 
-def _per_partition(response_cls, topic_cls, part_cls, request, errors: list[ErrorCode]):
+def _per_partition(response_cls, topic_cls, part_cls, request, errors: list[ErrorCode], with_ids: bool = False):
+    """``with_ids``: each topic keeps its id too (OffsetCommit v10 names topics by id)."""
     each = iter(errors)
     return response_cls(topics=tuple(
-        topic_cls(name=t.name, partitions=tuple(
+        topic_cls(name=t.name, **({"topic_id": t.topic_id} if with_ids else {}), partitions=tuple(
             part_cls(partition_index=p.partition_index, error_code=next(each)) for p in t.partitions))
         for t in request.topics))
 

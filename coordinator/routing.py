@@ -64,38 +64,3 @@ def shard_for(group_id: str, shards: int = DEFAULT_SHARDS) -> int:
             _cache[group_id, shards] = shard
     return shard
 
-
-def kafka_shard_order(shards: list[int], topic: str = "__consumer_offsets") -> list[int]:
-    """The distinct ``shards`` in the order Kafka's group coordinator answers a request that names
-    several groups (DescribeGroups, DeleteGroups, ConsumerGroupDescribe): it files the groups
-    under their partition in a Java ``HashMap<TopicPartition, ...>`` with ``computeIfAbsent``, in
-    request order, then answers partition by partition in that map's iteration order: by bucket
-    (the spread hash masked by the table size), and within a bucket newest first (computeIfAbsent
-    puts a new entry at the head of its bucket; growing the table keeps the order)."""
-    topic_hash = java_string_hash(topic)
-    capacity, size, order = 16, 0, []
-    for shard in shards:
-        if size > capacity * 3 // 4:               # computeIfAbsent grows the table first
-            capacity *= 2
-        if shard not in order:
-            order.append(shard)
-            size += 1
-
-    def bucket(shard: int) -> int:
-        h = (31 * (31 + shard) + topic_hash) & _MASK
-        return (h ^ (h >> 16)) & (capacity - 1)
-    return [shard for _, _, shard in sorted((bucket(shard), -i, shard) for i, shard in enumerate(order))]
-
-
-def kafka_hash_set_order(group_ids: list[str]) -> list[str]:
-    """The distinct ``group_ids`` in the iteration order of a Java ``HashSet<String>`` made from
-    them, which is the order Kafka's coordinator deletes one partition's groups in (and answers
-    DeleteGroups in): by bucket of the spread String hash in a table sized for the set."""
-    distinct = list(dict.fromkeys(group_ids))
-    wanted = max(int(len(distinct) / 0.75) + 1, 16)
-    capacity = 1 << (wanted - 1).bit_length()        # Java's tableSizeFor: the next power of two
-
-    def bucket(group_id: str) -> int:
-        h = java_string_hash(group_id) & _MASK
-        return (h ^ (h >> 16)) & (capacity - 1)
-    return sorted(distinct, key=bucket)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import uuid
 from functools import partial
-from typing import Callable
+from typing import Callable, Mapping
 
 from offsets_log.records import (ConsumerGroupRecord, GroupMetadata, GroupMetadataTombstone,
                                  OffsetCommit, OffsetCommitTombstone, TransactionMarker, TypedRecord)
@@ -94,6 +94,12 @@ class Shard:
     def on_metadata(self, image: MetadataImage) -> None:
         """The topics changed (or the broker started): consumer groups see the new image."""
         self.consumer.on_metadata(image)
+
+    def on_group_configs(self, configs: Mapping[str, Mapping[str, str]]) -> None:
+        """The dynamic group configs (group id -> name -> value) changed, or the broker started:
+        consumer groups read their heartbeat interval, session timeout and assignment interval
+        from them."""
+        self.consumer.group_configs = configs
 
     def _join_group(self, out: CoordinatorResult, now: int, ctx: RequestContext, req) -> None:
         """Kafka's classicGroupJoin: a JoinGroup naming a consumer group with members joins it
@@ -175,6 +181,7 @@ class Shard:
         """An empty shard like this one: what reloading from the log starts from."""
         shard = type(self)(self.shard_id, self.config, new_uuid=self.new_uuid, journal=self.journal)
         shard.on_metadata(self.consumer.image)
+        shard.on_group_configs(self.consumer.group_configs)
         return shard
 
     def unload(self) -> CoordinatorResult:

@@ -68,7 +68,8 @@ class ClusterAdmin:
     async def describe_log_dirs(self, ctx, req):
         """The one log dir (the data dir): the partitions asked for (null: all) that the node
         asked holds a replica of, with their sizes, and (v4+) the size and free space of its
-        file system; topics with none of those partitions are left out."""
+        file system; topics with none of those partitions are left out. It is never cordoned
+        (v5, KIP-1066): Kafka answers false for a directory not listed in cordoned.log.dirs."""
         Result = DescribeLogDirs.DescribeLogDirsResult
         directory = os.path.abspath(self.config.data_dir)
         try:
@@ -89,7 +90,8 @@ class ClusterAdmin:
                 topics.append(Topic(name=topic.name, partitions=parts))
         return DescribeLogDirs(error_code=E.NONE, results=(Result(
             error_code=E.NONE, log_dir=directory, topics=tuple(topics),
-            total_bytes=disk.f_blocks * disk.f_frsize, usable_bytes=disk.f_bavail * disk.f_frsize),))
+            total_bytes=disk.f_blocks * disk.f_frsize, usable_bytes=disk.f_bavail * disk.f_frsize,
+            is_cordoned=False),))
 
     def _holds(self, ctx, topic: str, partition: int) -> bool:
         return self.topology.single or ctx.node_id in self.topology.of(topic, partition).replicas

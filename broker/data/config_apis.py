@@ -72,7 +72,8 @@ _DYNAMIC_PREFIXES = ("ssl.", "sasl.", "listener.name.")
 DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, GROUP_CONFIG = 2, 3, 8
 #: Group configs (KIP-848) and the broker settings that give their defaults.
 _GROUP_CONFIGS = (("consumer.heartbeat.interval.ms", "group.consumer.heartbeat.interval.ms", "5000"),
-                  ("consumer.session.timeout.ms", "group.consumer.session.timeout.ms", "45000"))
+                  ("consumer.session.timeout.ms", "group.consumer.session.timeout.ms", "45000"),
+                  ("consumer.assignment.interval.ms", "group.consumer.assignment.interval.ms", "1000"))
 
 
 class ConfigApis:
@@ -81,6 +82,12 @@ class ConfigApis:
         self.props = config.props
         self._altering = trio.Lock()
         self.dynamic = DynamicConfigs(os.path.join(config.data_dir, DYNAMIC_FILE))
+        defaults = self.dynamic.scope("default")
+        if "min.insync.replicas" not in defaults:
+            # A Kafka 4 cluster's first controller sets the cluster-level min.insync.replicas (to
+            # the static value) as it enables eligible leader replicas (KIP-966), so every topic
+            # shows it as a dynamic default; it cannot be removed afterwards.
+            self.dynamic.set("default", {**defaults, "min.insync.replicas": self.props.get("min.insync.replicas", "1")})
         self._reconfigure()
 
     # --- DescribeConfigs ----------------------------------------------------------------------
@@ -126,7 +133,7 @@ class ConfigApis:
             validate_topic_name(name)
             topic = self.store.topic(name)
         except InvalidTopic as e:
-            raise _Failed(E.INVALID_TOPIC_EXCEPTION, f"Topic name is invalid: {e}") from None
+            raise _Failed(E.INVALID_TOPIC_EXCEPTION, str(e)) from None
         except UnknownTopicOrPartition:
             raise _Failed(E.UNKNOWN_TOPIC_OR_PARTITION, "") from None
         return [(e.name, e.value, False, e.source, e.synonyms, e.type, e.doc)
@@ -229,7 +236,7 @@ class ConfigApis:
         try:
             validate_topic_name(r.resource_name)
         except InvalidTopic as e:
-            raise _Failed(E.INVALID_TOPIC_EXCEPTION, f"Topic name is invalid: {e}") from None
+            raise _Failed(E.INVALID_TOPIC_EXCEPTION, str(e)) from None
         try:
             topic = self.store.topic(r.resource_name)
         except UnknownTopicOrPartition:
@@ -270,12 +277,7 @@ class ConfigApis:
             raise _Failed(E.INVALID_CONFIG, f"Unknown group config name: {unknown}")
         groups = dict(self.dynamic.scope("groups"))
         wanted = change(dict(groups.get(r.resource_name, {})), r)
-        for name, value in wanted.items():
-            try:
-                int(value)
-            except ValueError:
-                raise _Failed(E.INVALID_CONFIG, f"Invalid value {value} for configuration {name}: "
-                                                "Not a number of type INT") from None
+        _check_consumer_group_configs(wanted, self.config.coordinator)
         if not validate_only:
             groups[r.resource_name] = wanted
             await trio.to_thread.run_sync(self.dynamic.set, "groups", groups)
@@ -290,6 +292,49 @@ class ConfigApis:
         """Topic defaults come from the static settings under the dynamic ones."""
         self.store.set_broker_props({name: value for values, _ in reversed(self.layers())
                                      for name, value in values.items()})
+
+
+#: each consumer group config, in Kafka's order of definition: its smallest value, and the
+#: broker settings bounding it
+_GROUP_BOUNDS = {
+    "consumer.session.timeout.ms": (1, "group.consumer.min.session.timeout.ms",
+                                    "group.consumer.max.session.timeout.ms"),
+    "consumer.heartbeat.interval.ms": (1, "group.consumer.min.heartbeat.interval.ms",
+                                       "group.consumer.max.heartbeat.interval.ms"),
+    "consumer.assignment.interval.ms": (0, "group.consumer.min.assignment.interval.ms",
+                                        "group.consumer.max.assignment.interval.ms"),
+}
+
+
+def _check_consumer_group_configs(wanted: dict[str, str], coordinator) -> None:
+    """Kafka's GroupConfig.validate for consumer groups: each value an INT of its range, within
+    the broker's bounds, the session longer than the heartbeat interval. The values not set
+    are the broker's (the assignment interval's bounds are checked only when it is set)."""
+    bound = {name: getattr(coordinator, field) for name, field in coordinator.kafka_names().items()}
+    values = {name: bound[f"group.{name}"] for name in _GROUP_BOUNDS}
+    for name, (least, _, _) in _GROUP_BOUNDS.items():
+        if name not in wanted:
+            continue
+        try:
+            values[name] = int(wanted[name])
+        except ValueError:
+            raise _Failed(E.INVALID_CONFIG, f"Invalid value {wanted[name]} for configuration {name}: "
+                                            "Not a number of type INT") from None
+        if values[name] < least:
+            raise _Failed(E.INVALID_CONFIG, f"Invalid value {values[name]} for configuration {name}: "
+                                            f"Value must be at least {least}")
+    for name in ("consumer.heartbeat.interval.ms", "consumer.session.timeout.ms",
+                 "consumer.assignment.interval.ms"):
+        _, low, high = _GROUP_BOUNDS[name]
+        if name == "consumer.assignment.interval.ms" and name not in wanted:
+            continue
+        if values[name] < bound[low]:
+            raise _Failed(E.INVALID_CONFIG, f"{name} must be greater than or equal to {low}")
+        if values[name] > bound[high]:
+            raise _Failed(E.INVALID_CONFIG, f"{name} must be less than or equal to {high}")
+    if values["consumer.session.timeout.ms"] <= values["consumer.heartbeat.interval.ms"]:
+        raise _Failed(E.INVALID_CONFIG, "consumer.session.timeout.ms must be greater than "
+                                        "consumer.heartbeat.interval.ms")
 
 
 def _dynamic(name: str) -> bool:

@@ -34,6 +34,8 @@ DescribeConfigs = RESPONSES[ApiKey.DESCRIBE_CONFIGS].cls
 #: Kafka's QuorumController.MAX_RECORDS_PER_USER_OP and the PolicyViolationException message
 #: its controller answers when one request would write more metadata records than that.
 MAX_RECORDS_PER_USER_OP = 10_000
+#: ReplicationControlManager.MAX_PARTITIONS_PER_BATCH: the partitions one CreateTopics may make
+MAX_PARTITIONS_PER_BATCH = 10_000
 EXCESSIVE_BATCH = "Unable to perform excessively large batch operation."
 #: The longest error message an answer carries: messages quote client strings (topic names),
 #: and a non-flexible version cannot carry a string over 32,767 bytes.

@@ -10,14 +10,19 @@ closed connection.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
+import uuid
+from collections import Counter
 from functools import partial
 from typing import Callable, NamedTuple
 
 import trio
 
+from coordinator.classic.group import java_hashmap_order
 from protocol.api_keys import ApiKey
+from protocol.error_messages import default_message
 from protocol.errors import ErrorCode
 from protocol.messages import RESPONSES
 from protocol.records import BatchHeader, read_batches
@@ -28,12 +33,14 @@ from broker.cluster.topology import GROUP_TOPIC, NO_LEADER, TXN_TOPIC, Topology
 from broker.data.cluster_admin import CLUSTER_OPERATIONS, ClusterAdmin
 from broker.config import BrokerConfig
 from broker.data.config_apis import ConfigApis
-from broker.data.errors import EXCESSIVE_BATCH, MAX_RECORDS_PER_USER_OP, answering_errors, error_message
+from broker.data.errors import (EXCESSIVE_BATCH, MAX_PARTITIONS_PER_BATCH, MAX_RECORDS_PER_USER_OP,
+                                answering_errors, error_message)
 from broker.data.errors import Refused as _Refused
 from broker.data.parked_fetches import ParkedFetches
 from broker.data.topic_admin import TopicAdmin
-from broker.data.topics import (FencedLeaderEpoch, NotLeader, TopicAlreadyExists, TopicsError, TopicStore,
-                                UnknownLeaderEpoch, UnknownTopicId, UnknownTopicOrPartition)
+from broker.data.topics import (CorruptRecords, FencedLeaderEpoch, InvalidTopic, MessageTooLarge, NotLeader,
+                                StorageError, TopicsError, TopicStore, UnknownLeaderEpoch, UnknownTopicId,
+                                UnknownTopicOrPartition, validate_topic_name)
 from broker.data.topics import configs as topic_configs
 from broker.data.topics.compaction import LogCleaner
 from broker.data.topics.configs import InvalidConfig
@@ -43,8 +50,18 @@ E = ErrorCode
 UNSET_OPERATIONS = -2147483648
 #: READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS (no ACLs here)
 TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
-LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
+LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED, EARLIEST_PENDING_UPLOAD = -1, -2, -3, -4, -5, -6
+#: ListOffsets' special timestamps and the first version that may ask each (Kafka's
+#: ReplicaManager.timestampMinSupportedVersion); another negative one is UNSUPPORTED_VERSION
+SPECIAL_TIMESTAMPS = {LATEST: 1, EARLIEST: 1, MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, LATEST_TIERED: 9,
+                      EARLIEST_PENDING_UPLOAD: 11}
+#: what there is in remote storage: nothing here (UnifiedLog without tiered storage)
+_NOTHING_TIERED = (LATEST_TIERED, EARLIEST_PENDING_UPLOAD)
 READ_COMMITTED = 1
+#: the verification errors Kafka's ReplicaManager answers with a message of its own
+_VERIFICATION_MESSAGES = (E.INVALID_TXN_STATE, E.NOT_ENOUGH_REPLICAS)
+#: Kafka's internal topics (Topic.isInternal); the first two are the coordinators' logs here
+INTERNAL_TOPIC_NAMES = frozenset({GROUP_TOPIC, TXN_TOPIC, "__share_group_state"})
 
 Metadata = RESPONSES[ApiKey.METADATA].cls
 Produce = RESPONSES[ApiKey.PRODUCE].cls
@@ -136,11 +153,10 @@ class DataPlane:
         return dict(leader_id=lead.leader, leader_epoch=lead.epoch)
 
     def topic_name(self, topic_id) -> str | None:
-        """The name of the topic with this id (None if there is none)."""
-        try:
-            return self.store.topic_by_id(topic_id).name
-        except UnknownTopicId:
-            return None
+        """The name of the topic with this id (None if there is none); a lookup in the store's
+        current metadata image, since every Produce from v13 asks it for each topic."""
+        found = self.store.metadata_image().by_id.get(topic_id)
+        return None if found is None else found.name
 
     def topic_exists(self, name: str) -> bool:
         try:
@@ -163,6 +179,10 @@ class DataPlane:
 
     # --- Metadata --------------------------------------------------------------------------
     async def metadata(self, ctx, req):
+        """Kafka's handleTopicMetadataRequest: each topic once, those that exist first, then the
+        others (invalid names INVALID_TOPIC_EXCEPTION, the rest UNKNOWN_TOPIC_OR_PARTITION, also
+        when this request auto-creates them); a request naming any topic by id (v12+) is answered
+        for its ids alone, the unknown ones first."""
         v = ctx.version
         wanted = req.topics
         if v < 12 and wanted and any(t.name is None or t.topic_id != ZERO_UUID for t in wanted):
@@ -172,7 +192,7 @@ class DataPlane:
             topics = [self._topic_metadata(t, E.NONE) for t in self.store.topics()]
         else:
             allow = self.config.auto_create_topics_enable and (v < 4 or req.allow_auto_topic_creation)
-            topics = [await self._lookup(t, allow) for t in wanted]
+            topics = await self._lookup(wanted, allow)
         if v >= 8 and req.include_topic_authorized_operations:
             topics = [t.__class__(**{**_fields(t), "topic_authorized_operations": TOPIC_OPERATIONS})
                       for t in topics]
@@ -184,26 +204,41 @@ class DataPlane:
         return Metadata(brokers=brokers, cluster_id=self.config.cluster_id,
                         controller_id=self.topology.controller(), topics=tuple(topics), **cluster)
 
-    async def _lookup(self, wanted, allow_create: bool):
+    async def _lookup(self, wanted, allow_create: bool) -> list:
         T = Metadata.MetadataResponseTopic
+        ids = list(dict.fromkeys(t.topic_id for t in wanted if t.topic_id != ZERO_UUID))
+        if ids:
+            found = {i: self.topic_name(i) for i in ids}
+            unknown = [T(error_code=E.UNKNOWN_TOPIC_ID, name=None, topic_id=i) for i in ids if found[i] is None]
+            names = [name for name in found.values() if name is not None]
+        else:
+            unknown, names = [], list(dict.fromkeys(t.name for t in wanted))
+        existing, missing = [], []
+        for name in names:
+            try:
+                existing.append(self._topic_metadata(self.store.topic(name), E.NONE))
+            except UnknownTopicOrPartition:
+                missing.append(name)
+        invalid, creatable = [], []
+        for name in missing:
+            try:
+                validate_topic_name(name)
+                creatable.append(name)
+            except InvalidTopic:
+                invalid.append(T(error_code=E.INVALID_TOPIC_EXCEPTION, name=name, is_internal=_internal(name)))
+        if allow_create:
+            for name in creatable:
+                await self._auto_create(name)
+        # Kafka answers the request that triggered auto-creation (which its controller does
+        # meanwhile) as it answers any unknown topic
+        return [*unknown, *existing, *invalid, *(T(error_code=E.UNKNOWN_TOPIC_OR_PARTITION, name=name,
+                                                   is_internal=_internal(name)) for name in creatable)]
+
+    async def _auto_create(self, name: str) -> None:
         try:
-            if wanted.name is None:
-                return self._topic_metadata(self.store.topic_by_id(wanted.topic_id), E.NONE)
-            return self._topic_metadata(self.store.topic(wanted.name), E.NONE)
-        except UnknownTopicId:
-            return T(error_code=E.UNKNOWN_TOPIC_ID, name=None, topic_id=wanted.topic_id)
-        except UnknownTopicOrPartition:
-            pass
-        if not allow_create:
-            return T(error_code=E.UNKNOWN_TOPIC_OR_PARTITION, name=wanted.name)
-        try:
-            topic = await trio.to_thread.run_sync(self.store.create_topic, wanted.name)
-        except TopicAlreadyExists:           # another request created it meanwhile
-            return self._topic_metadata(self.store.topic(wanted.name), E.NONE)
-        except TopicsError as e:
-            return T(error_code=e.error_code, name=wanted.name)
-        # Kafka answers the request that triggered auto-creation with LEADER_NOT_AVAILABLE.
-        return T(error_code=E.LEADER_NOT_AVAILABLE, name=topic.name, topic_id=topic.topic_id)
+            await trio.to_thread.run_sync(self.store.create_topic, name)
+        except TopicsError as e:        # made meanwhile, an internal name, a colliding name...
+            log.info("auto-creation of topic %r failed: %s", name, e)
 
     def _topic_metadata(self, topic, error):
         T = Metadata.MetadataResponseTopic
@@ -221,22 +256,34 @@ class DataPlane:
 
     # --- Produce -----------------------------------------------------------------------------
     async def produce(self, ctx, req):
+        """Kafka's handleProduceRequest: from v13 topics are named by id, and every partition of
+        an id this broker does not know is UNKNOWN_TOPIC_ID (checked before any other error)."""
+        if self._transactional_without_id(req):
+            raise _Refused(E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         now = _now_ms()
         topic_cls = Produce.TopicProduceResponse
         part_cls = topic_cls.PartitionProduceResponse
         responses = []
         endpoints: dict = {}
         for t in req.topic_data:
+            name = self.topic_name(t.topic_id) if ctx.version >= 13 else t.name
             parts = []
             for p in t.partition_data:
+                if name is None:
+                    parts.append(part_cls(index=p.index, error_code=E.UNKNOWN_TOPIC_ID, base_offset=-1))
+                    continue
+                log_ = None
                 try:
-                    log_ = self.led(ctx, t.name, p.index)
+                    log_ = self.led(ctx, name, p.index)
                     records = bytes(p.records or b"")    # null records: an empty set
                     batches = _one_batch(records)
+                    if req.acks not in (-1, 0, 1):       # ReplicaManager.appendRecords, after the API's checks
+                        parts.append(part_cls(index=p.index, error_code=E.INVALID_REQUIRED_ACKS, base_offset=-1))
+                        continue
                     if batches[0].is_transactional:
-                        self._verify(req.transactional_id, batches[0], t.name, p.index)
+                        self._verify(req.transactional_id, batches[0], name, p.index)
                     info = log_.append(records, now, batches)
-                    self.parked.appended(t.name, p.index)
+                    self.parked.appended(name, p.index)
                     parts.append(part_cls(index=p.index, error_code=E.NONE, base_offset=info.base_offset,
                                           log_append_time_ms=info.log_append_time,
                                           log_start_offset=log_.log_start_offset))
@@ -244,14 +291,36 @@ class DataPlane:
                     errors = tuple(part_cls.BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
                                    for i, m in getattr(e, "record_errors", ()))
                     hint = {"current_leader": part_cls.LeaderIdAndEpoch(**self._leader_hint(
-                        t.name, p.index, endpoints, ctx.listener))} if isinstance(e, NotLeader) and ctx.version >= 10 else {}
+                        name, p.index, endpoints, ctx.listener))} if isinstance(e, NotLeader) and ctx.version >= 10 else {}
+                    # ReplicaManager.appendToLocalLog: the log start offset but for the errors it
+                    # expects (and those of the API's own checks); a message only for refused
+                    # records and the translated verification errors
+                    known = log_ is None or isinstance(e, _Refused | NotLeader | MessageTooLarge | CorruptRecords
+                                                       | StorageError | UnknownTopicOrPartition)
+                    told = errors or (isinstance(e, _Refused) and e.error_code in _VERIFICATION_MESSAGES)
                     parts.append(part_cls(index=p.index, error_code=e.error_code, base_offset=-1,
-                                          error_message=error_message(e), record_errors=errors, **hint))
-            responses.append(topic_cls(name=t.name, partition_responses=tuple(parts)))
+                                          log_start_offset=-1 if known else log_.log_start_offset,
+                                          error_message=error_message(e) if told else None,
+                                          record_errors=errors, **hint))
+            responses.append(topic_cls(name=t.name, topic_id=t.topic_id, partition_responses=tuple(parts)))
         if req.acks == 0:
             return None
         return Produce(responses=tuple(responses), node_endpoints=tuple(
             Produce.NodeEndpoint(**fields) for fields in endpoints.values()))
+
+    def _transactional_without_id(self, req) -> bool:
+        """RequestUtils.hasTransactionalRecords without a transactional id: Kafka refuses the
+        whole request, TRANSACTIONAL_ID_AUTHORIZATION_FAILED."""
+        if req.transactional_id is not None:
+            return False
+        for t in req.topic_data:
+            for p in t.partition_data:
+                try:
+                    if p.records and read_batches(bytes(p.records), verify_crc=False)[0].is_transactional:
+                        return True
+                except (DecodeError, IndexError):
+                    continue
+        return False
 
     def _verify(self, transactional_id: str | None, batch, topic: str, partition: int) -> None:
         """Kafka's produce-side transaction verification: the partition must be in the
@@ -339,7 +408,7 @@ class DataPlane:
                     known.append((name, p.partition))
                     stable = log_.last_stable_offset
                     records = log_.read(p.fetch_offset, max(0, min(p.partition_max_bytes, budget)),
-                                        min_one=first, upto=stable if committed else None)
+                                        min_one=first, upto=stable if committed else None, one_segment=True)
                     if records:
                         first = False
                     budget -= len(records)
@@ -349,15 +418,14 @@ class DataPlane:
                                           log_start_offset=log_.log_start_offset, records=records,
                                           aborted_transactions=_aborted(log_, p.fetch_offset, records)
                                           if committed else None))
-                except TopicsError as e:          # e.g. OFFSET_OUT_OF_RANGE still reports the bounds
+                except TopicsError as e:          # ReplicaManager.createLogReadResult: no offsets
                     not_leader = isinstance(e, (NotLeader, FencedLeaderEpoch))
                     # unknown partitions are no read failure; a leadership error answers at once
                     failed = failed or log_ is not None or not isinstance(e, (UnknownTopicOrPartition, UnknownTopicId))
                     hint = {"current_leader": part_cls.LeaderIdAndEpoch(**self._leader_hint(
                         name, p.partition, endpoints, ctx.listener))} if not_leader and v >= 16 else {}
                     parts.append(part_cls(partition_index=p.partition, error_code=e.error_code,
-                                          high_watermark=log_.high_watermark if log_ else -1,
-                                          log_start_offset=log_.log_start_offset if log_ else -1,
+                                          high_watermark=-1, log_start_offset=-1, aborted_transactions=None,
                                           records=b"", **hint))
             out.append(topic_cls(topic=t.topic, topic_id=t.topic_id, partitions=tuple(parts)))
         return _Read(Fetch(error_code=E.NONE, session_id=0, responses=tuple(out), node_endpoints=tuple(
@@ -365,28 +433,38 @@ class DataPlane:
 
     # --- ListOffsets -------------------------------------------------------------------------
     async def list_offsets(self, ctx, req):
+        """Kafka's ReplicaManager.fetchOffset: a special timestamp the version does not know is
+        UNSUPPORTED_VERSION (before any check of the partition); without tiered storage the
+        latest tiered offset (-5) and the earliest pending upload (-6) are -1, at epoch -1."""
         topic_cls = ListOffsets.ListOffsetsTopicResponse
         part_cls = topic_cls.ListOffsetsPartitionResponse
         topics = []
         for t in req.topics:
             parts = []
             for p in t.partitions:
+                if p.timestamp < 0 and SPECIAL_TIMESTAMPS.get(p.timestamp, 0x7FFF) > ctx.version:
+                    parts.append(part_cls(partition_index=p.partition_index, error_code=E.UNSUPPORTED_VERSION))
+                    continue
                 try:
                     log_ = self.led(ctx, t.name, p.partition_index, p.current_leader_epoch)
+                    epoch = self.topology.of(t.name, p.partition_index).epoch
                     if p.timestamp == LATEST:
                         offset = log_.last_stable_offset if req.isolation_level == READ_COMMITTED \
                             else log_.high_watermark
                         ts = -1
                     elif p.timestamp == MAX_TIMESTAMP:
                         offset, ts = log_.max_timestamp_offset()
-                    elif p.timestamp < 0:                    # earliest, earliest-local, tiered
+                    elif p.timestamp in _NOTHING_TIERED:
+                        offset, ts, epoch = -1, -1, -1
+                    elif p.timestamp < 0:                    # earliest, earliest local
                         offset, ts = log_.log_start_offset, -1
                     else:
                         offset, ts = log_.offset_for_timestamp(p.timestamp)
+                    if offset == -1:                         # none found: no epoch either
+                        epoch = -1
                     # LeaderEpoch exists from v4 on; v1-3 (kafka-python 2.0.2) keep the default.
                     parts.append(part_cls(partition_index=p.partition_index, error_code=E.NONE,
-                                          timestamp=ts, offset=offset, leader_epoch=self.topology.of(
-                                              t.name, p.partition_index).epoch if ctx.version >= 4 else -1))
+                                          timestamp=ts, offset=offset, leader_epoch=epoch if ctx.version >= 4 else -1))
                 except TopicsError as e:
                     parts.append(part_cls(partition_index=p.partition_index, error_code=e.error_code))
             topics.append(topic_cls(name=t.name, partitions=tuple(parts)))
@@ -394,25 +472,29 @@ class DataPlane:
 
     # --- CreateTopics / DeleteTopics ----------------------------------------------------------
     async def create_topics(self, ctx, req):
-        """Kafka's controller bounds one request to MAX_RECORDS_PER_USER_OP metadata records
-        (a topic record, its config records, one per partition) and fails all of it beyond;
-        the files are made in a worker thread, so large topics never stall the event loop."""
+        """Kafka's ControllerApis.createTopics and ReplicationControlManager.createTopics: a name
+        given twice is answered INVALID_REQUEST after the others; the rest are checked in
+        Kafka's order (name, existence, configs, assignment, replication factor, partitions).
+        The controller bounds one request to MAX_PARTITIONS_PER_BATCH partitions and
+        MAX_RECORDS_PER_USER_OP metadata records (a topic record, its config records, one per
+        partition) and fails all of it beyond; the files are made in a worker thread, so large
+        topics never stall the event loop."""
         result_cls = CreateTopics.CreatableTopicResult
+        named = Counter(t.name for t in req.topics)
+        wanted = [t for t in req.topics if named[t.name] == 1]
+        if sum(self._partitions_asked(t) for t in wanted) > MAX_PARTITIONS_PER_BATCH:
+            raise _Refused(E.POLICY_VIOLATION, "Excessively large number of partitions per request.")
         checked = []                 # (topic, (its partition count, its configs) or its refusal)
-        for t in req.topics:
+        for t in wanted:
             try:
-                partitions = self._partitions_to_create(t)
-                self.store.create_topic(t.name, partitions, validate_only=True)
-                checked.append((t, (partitions, _topic_configs(t))))
+                checked.append((t, self._check_new_topic(t)))
             except (TopicsError, _Refused) as e:
                 checked.append((t, e))
-        records = sum(1 + len(t.configs) + self.store.partition_count(outcome[0])
+        records = sum(1 + len(t.configs) + outcome[0]
                       for t, outcome in checked if not isinstance(outcome, Exception))
         if records > MAX_RECORDS_PER_USER_OP:
             log.info("CreateTopics refused: %d metadata records exceed %d", records, MAX_RECORDS_PER_USER_OP)
-            return CreateTopics(topics=tuple(
-                result_cls(name=t.name, error_code=E.POLICY_VIOLATION, error_message=EXCESSIVE_BATCH)
-                for t in req.topics))
+            raise _Refused(E.POLICY_VIOLATION, EXCESSIVE_BATCH)
         results = []
         for t, outcome in checked:
             if isinstance(outcome, Exception):
@@ -422,23 +504,40 @@ class DataPlane:
             partitions, configs = outcome
             replicas = len(t.assignments[0].broker_ids) if t.assignments else t.replication_factor
             try:
-                if req.validate_only:
-                    topic = self.store.create_topic(t.name, partitions, validate_only=True, configs=configs,
-                                                    replication_factor=replicas)
+                if req.validate_only:       # Kafka's controller names the topic it would make
+                    topic = dataclasses.replace(self.store.create_topic(
+                        t.name, partitions, validate_only=True, configs=configs, replication_factor=replicas),
+                        topic_id=uuid.uuid4())
                 else:
                     topic = await trio.to_thread.run_sync(partial(
                         self.store.create_topic, t.name, partitions, configs=configs, replication_factor=replicas))
                 shown = result_cls.CreatableTopicConfigs
                 results.append(result_cls(
                     name=t.name, topic_id=topic.topic_id, error_code=E.NONE, error_message=None,
-                    num_partitions=len(topic.partitions) or self.store.partition_count(partitions),
+                    num_partitions=len(topic.partitions) or partitions,
                     replication_factor=topic.replication_factor, configs=tuple(
                         shown(name=e.name, value=e.value, read_only=False, config_source=e.source,
                               is_sensitive=False)
-                        for e in topic_configs.describe(configs, self.config_apis.layers()))))
+                        for e in sorted(topic_configs.describe(configs, self.config_apis.layers()),
+                                        key=lambda e: e.name))))         # Kafka lists them by name
             except TopicsError as e:
                 results.append(result_cls(name=t.name, error_code=e.error_code, error_message=error_message(e)))
+        results += [result_cls(name=name, error_code=E.INVALID_REQUEST, error_message="Duplicate topic name.")
+                    for name in java_hashmap_order([n for n, times in named.items() if times > 1])]
         return CreateTopics(topics=tuple(results))
+
+    def _partitions_asked(self, t) -> int:
+        """ReplicationControlManager.validateTotalNumberOfPartitions: what one entry counts."""
+        if t.assignments:
+            return len(t.assignments)
+        return self.store.partition_count(t.num_partitions) if t.num_partitions == -1 or t.num_partitions > 0 else 0
+
+    def _check_new_topic(self, t) -> tuple[int, dict[str, str]]:
+        """A CreateTopics entry's partition count and configs, or what Kafka answers: the name
+        (invalid, existing, colliding), its configs, then its partitions and replicas."""
+        self.store.create_topic(t.name, 1, validate_only=True)
+        configs = _topic_configs(t)
+        return self._partitions_to_create(t), configs
 
     def _partitions_to_create(self, t) -> int:
         """The partition count a CreateTopics entry asks for, checked as Kafka's controller
@@ -451,37 +550,87 @@ class DataPlane:
             if t.num_partitions != -1:
                 raise _Refused(E.INVALID_REQUEST, "A manual partition assignment was specified, but "
                                "numPartitions was not set to -1.")
+            seen, replicas = set(), None
             for a in t.assignments:
-                self.topic_admin.check_assignment(list(a.broker_ids))
+                if a.partition_index in seen:
+                    raise _Refused(E.INVALID_REPLICA_ASSIGNMENT, "Found multiple manual partition "
+                                   f"assignments for partition {a.partition_index}")
+                seen.add(a.partition_index)
+                self.topic_admin.check_assignment(list(a.broker_ids), replicas)
+                replicas = len(a.broker_ids)
+            if seen != set(range(len(seen))):
+                raise _Refused(E.INVALID_REPLICA_ASSIGNMENT,
+                               "partitions should be a consecutive 0-based integer sequence")
             return len(t.assignments)
         if t.replication_factor < -1 or t.replication_factor == 0:
             raise _Refused(E.INVALID_REPLICATION_FACTOR,
                            "Replication factor must be larger than 0, or -1 to use the default value.")
+        if t.num_partitions < -1 or t.num_partitions == 0:
+            raise _Refused(E.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value.")
         replicas = self.config.default_replication_factor if t.replication_factor == -1 else t.replication_factor
-        if replicas > len(self.topology.live):
-            raise _Refused(E.INVALID_REPLICATION_FACTOR, f"Replication factor: {replicas} larger than "
-                           f"available brokers: {len(self.topology.live)}.")
-        return t.num_partitions
+        brokers = len(self.topology.live)
+        if replicas > brokers:
+            raise _Refused(E.INVALID_REPLICATION_FACTOR, f"Unable to replicate the partition {replicas} "
+                           f"time(s): The target replication factor of {replicas} cannot be reached because "
+                           f"only {brokers} broker(s) are registered or some brokers have all their log "
+                           "directories cordoned.")
+        return self.store.partition_count(t.num_partitions)
 
     async def delete_topics(self, ctx, req):
-        v = ctx.version
-        wanted = [(t.name, t.topic_id) for t in req.topics] if v >= 6 else \
-            [(name, None) for name in req.topic_names]
+        """Kafka's ControllerApis.deleteTopics: names and ids given twice, entries naming both or
+        neither are INVALID_REQUEST; unknown names UNKNOWN_TOPIC_OR_PARTITION and unknown ids
+        UNKNOWN_TOPIC_ID, with Kafka's default messages. (Kafka shuffles its answer's entries;
+        ours come in the request's order.)"""
         result_cls = DeleteTopics.DeletableTopicResult
-        results = []
-        for name, topic_id in wanted:
+        refused = []
+
+        def refuse(name, topic_id, error, message=None):
+            refused.append(result_cls(name=name, topic_id=topic_id, error_code=error,
+                                      error_message=message or default_message(error)))
+        given = [(t.name, t.topic_id) for t in req.topics] if ctx.version >= 6 else \
+            [(name, ZERO_UUID) for name in req.topic_names]
+        names = Counter(name for name, topic_id in given if name is not None and topic_id == ZERO_UUID)
+        ids = Counter(topic_id for name, topic_id in given if name is None and topic_id != ZERO_UUID)
+        for name, topic_id in given:
+            if name is None and topic_id == ZERO_UUID:
+                refuse(None, ZERO_UUID, E.INVALID_REQUEST, "Neither topic name nor id were specified.")
+            elif name is not None and topic_id != ZERO_UUID:
+                refuse(name, topic_id, E.INVALID_REQUEST, "You may not specify both topic name and topic id.")
+        for name in (n for n, times in names.items() if times > 1):
+            refuse(name, ZERO_UUID, E.INVALID_REQUEST, "Duplicate topic name.")
+        for topic_id in (i for i, times in ids.items() if times > 1):
+            refuse(None, topic_id, E.INVALID_REQUEST, "Duplicate topic id.")
+        doomed: dict[uuid.UUID, str] = {}
+        for topic_id in (i for i, times in ids.items() if times == 1):
+            name = self.topic_name(topic_id)
+            if name is None:
+                refuse(None, topic_id, E.UNKNOWN_TOPIC_ID)
+            else:
+                doomed[topic_id] = name
+        for name in (n for n, times in names.items() if times == 1):
             try:
-                if name is None:
-                    name = self.store.topic_by_id(topic_id).name
-                topic = await trio.to_thread.run_sync(self.store.delete_topic, name)
-                results.append(result_cls(name=name, topic_id=topic.topic_id, error_code=E.NONE))
-            except TopicsError as e:
-                results.append(result_cls(name=name, topic_id=topic_id or ZERO_UUID,
-                                          error_code=e.error_code, error_message=error_message(e)))
+                topic_id = self.store.topic(name).topic_id
+            except UnknownTopicOrPartition:
+                refuse(name, ZERO_UUID, E.UNKNOWN_TOPIC_OR_PARTITION)
+                continue
+            if topic_id in doomed or ids[topic_id] > 1:
+                doomed.pop(topic_id, None)
+                refuse(name, topic_id, E.INVALID_REQUEST,
+                       "The provided topic name maps to an ID that was already supplied.")
+            else:
+                doomed[topic_id] = name
+        results = []
+        for topic_id, name in doomed.items():
+            try:
+                await trio.to_thread.run_sync(self.store.delete_topic, name)
+                results.append(result_cls(name=name, topic_id=topic_id, error_code=E.NONE))
+            except TopicsError as e:                # deleted meanwhile, a storage failure
+                results.append(result_cls(name=name, topic_id=topic_id, error_code=e.error_code,
+                                          error_message=error_message(e)))
         deleted = {r.name for r in results if r.error_code == E.NONE}
         if deleted:
             self.on_topics_deleted(deleted)
-        return DeleteTopics(responses=tuple(results))
+        return DeleteTopics(responses=(*refused, *results))
 
     # --- DescribeProducers ----------------------------------------------------------------------
     async def describe_producers(self, ctx, req):
@@ -493,10 +642,21 @@ class DataPlane:
         topics = []
         for t in req.topics:
             parts = []
+            try:                        # KafkaApis: the topic's name, then its existence
+                validate_topic_name(t.name)
+                self.store.topic(t.name)
+                refused = None
+            except InvalidTopic as e:
+                refused = (e.error_code, str(e))
+            except UnknownTopicOrPartition:
+                refused = (E.UNKNOWN_TOPIC_OR_PARTITION, default_message(E.UNKNOWN_TOPIC_OR_PARTITION))
             for p in t.partition_indexes:
+                if refused is not None:
+                    parts.append(part_cls(partition_index=p, error_code=refused[0], error_message=refused[1]))
+                    continue
                 try:
                     log_ = self.led(ctx, t.name, p)
-                except TopicsError as e:
+                except TopicsError as e:        # ReplicaManager.activeProducerState: no message
                     parts.append(part_cls(partition_index=p, error_code=e.error_code))
                     continue
                 ongoing = log_.transactions.ongoing
@@ -614,6 +774,11 @@ def _one_batch(records: bytes) -> list[BatchHeader]:
     if len(headers) != 1:
         raise _Refused(E.INVALID_RECORD, "produce requests carry one batch per partition")
     return headers
+
+
+def _internal(name: str) -> bool:
+    """Kafka's Topic.isInternal."""
+    return name in INTERNAL_TOPIC_NAMES
 
 
 def _fields(obj) -> dict:

@@ -87,9 +87,10 @@ class TopicAdmin:
                 self.check_assignment(list(a.broker_ids))
         return added
 
-    def check_assignment(self, brokers: list[int]) -> None:
-        """ReplicationControlManager.validateManualPartitionAssignment (placement stays ours:
-        partitions are striped over the nodes whatever the assignment names)."""
+    def check_assignment(self, brokers: list[int], replicas: int | None = None) -> None:
+        """ReplicationControlManager.validateManualPartitionAssignment: ``replicas`` is the
+        replica count the other partitions have, if known (placement stays ours: partitions are
+        striped over the nodes whatever the assignment names)."""
         if not brokers:
             raise Refused(E.INVALID_REPLICA_ASSIGNMENT,
                           "The manual partition assignment includes an empty replica list.")
@@ -102,6 +103,10 @@ class TopicAdmin:
                 raise Refused(E.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment includes "
                               f"the broker {broker} more than once.")
             previous = broker
+        if replicas is not None and len(brokers) != replicas:
+            raise Refused(E.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment includes a "
+                          f"partition with {len(brokers)} replica(s), but this is not consistent with "
+                          f"previous partitions, which have {replicas} replica(s).")
 
     # --- DeleteRecords ------------------------------------------------------------------------
     async def delete_records(self, ctx, req):

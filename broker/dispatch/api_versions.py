@@ -44,6 +44,11 @@ SERVED_APIS = frozenset({
     ApiKey.DESCRIBE_TRANSACTIONS, ApiKey.LIST_TRANSACTIONS,
 })
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?\Z")
+#: Where the advertised range starts below the versions served: Produce from v0, as Kafka 4
+#: advertises it (KAFKA-18659: librdkafka before 2.10 will not produce to a broker whose Produce
+#: starts at v3), though a request at v0-2 is refused like any unknown version: the connection
+#: is closed (Kafka's SocketServer, UnsupportedVersionException while parsing the header).
+ADVERTISED_MIN = {ApiKey.PRODUCE: 0}
 
 
 def api_versions_answer(version: int, request, served: list[int]):
@@ -52,7 +57,8 @@ def api_versions_answer(version: int, request, served: list[int]):
         return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST)
     entry = ApiVersionsResponse.ApiVersion
     return ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=tuple(
-        entry(api_key=k, min_version=API_TABLE[k].min_version, max_version=API_TABLE[k].max_version)
+        entry(api_key=k, min_version=ADVERTISED_MIN.get(k, API_TABLE[k].min_version),
+              max_version=API_TABLE[k].max_version)
         for k in sorted(served)))
 
 

@@ -80,8 +80,9 @@ class Authorization:
         return whole_request_error(ctx.api_key, ctx.version, body, error)
 
     async def _split(self, ctx, body, route, attr: str, denied: list, allowed: list, answer_attr: str,
-                     error=E.TOPIC_AUTHORIZATION_FAILED):
-        """Serve the allowed items of ``body.<attr>``; answer the denied ones with ``error``."""
+                     error=E.TOPIC_AUTHORIZATION_FAILED, refused_first: bool = False):
+        """Serve the allowed items of ``body.<attr>``; answer the denied ones with ``error``,
+        after the others (or before them, ``refused_first``)."""
         if not denied:
             return await route(ctx, body)
         refused = self._refused(ctx, dataclasses.replace(body, **{attr: tuple(denied)}), error)
@@ -90,13 +91,23 @@ class Authorization:
         answer = await route(ctx, dataclasses.replace(body, **{attr: tuple(allowed)}))
         if answer is None:                       # acks=0
             return None
-        return dataclasses.replace(answer, **{answer_attr: tuple(getattr(answer, answer_attr))
-                                              + tuple(getattr(refused, answer_attr))})
+        first, then = (refused, answer) if refused_first else (answer, refused)
+        return dataclasses.replace(answer, **{answer_attr: tuple(getattr(first, answer_attr))
+                                              + tuple(getattr(then, answer_attr))})
 
     def _by_topic(self, ctx, topics, name_of, operation) -> tuple[list, list]:
         allowed, denied = [], []
         for topic in topics:
             (allowed if self.allowed(ctx, operation, TOPIC, name_of(topic) or "") else denied).append(topic)
+        return allowed, denied
+
+    def _by_known_topic(self, ctx, topics, name_of, operation) -> tuple[list, list]:
+        """As :meth:`_by_topic` for topics named by id: one whose id is unknown (``name_of``
+        gives None) is let through, as Kafka answers it UNKNOWN_TOPIC_ID before authorizing."""
+        allowed, denied = [], []
+        for topic in topics:
+            name = name_of(topic)
+            (allowed if name is None or self.allowed(ctx, operation, TOPIC, name) else denied).append(topic)
         return allowed, denied
 
     def _by_name(self, ctx, names, operation, resource_type) -> tuple[list, list]:
@@ -140,10 +151,18 @@ class Authorization:
         return await route(ctx, body)
 
     async def _offset_commit(self, ctx, body, route):
+        """READ on the group, then on each topic: an OffsetCommit's refused topics are answered
+        first, as Kafka's API layer answers its errors before the coordinator's results; from
+        v10 a topic id not known here is not refused (the group router answers it
+        UNKNOWN_TOPIC_ID, as Kafka checks it first)."""
         if not self.allowed(ctx, READ, GROUP, body.group_id):
             return self._refused(ctx, body, E.GROUP_AUTHORIZATION_FAILED)
-        allowed, denied = self._by_topic(ctx, body.topics, lambda t: t.name, READ)
-        return await self._split(ctx, body, route, "topics", denied, allowed, "topics")
+        if ctx.api_key == ApiKey.OFFSET_COMMIT and ctx.version >= 10:
+            allowed, denied = self._by_known_topic(ctx, body.topics, lambda t: self.topic_name(t.topic_id), READ)
+        else:
+            allowed, denied = self._by_topic(ctx, body.topics, lambda t: t.name, READ)
+        return await self._split(ctx, body, route, "topics", denied, allowed, "topics",
+                                 refused_first=ctx.api_key == ApiKey.OFFSET_COMMIT)
 
     async def _txn_offset_commit(self, ctx, body, route):
         if not self.allowed(ctx, WRITE, TXN, body.transactional_id):
@@ -181,7 +200,10 @@ class Authorization:
                 for p in t.partition_indexes)) for t in denied))
 
     async def _offset_fetch_groups(self, ctx, body, route):
-        """v8+: each group on its own (DESCRIBE on it), then its topics as above (by id from v10)."""
+        """v8+: each group on its own (DESCRIBE on it), then its topics as above; from v10 by
+        id, where an id not known here is not refused (the group router answers it
+        UNKNOWN_TOPIC_ID, as Kafka checks it first). A group whose fetch failed is answered
+        with its error alone, as Kafka does."""
         def name_of(topic):
             return topic.name or self.topic_name(topic.topic_id) or ""
         allowed_groups, denied_groups, denied_topics = [], [], {}
@@ -189,7 +211,11 @@ class Authorization:
             if not self.allowed(ctx, DESCRIBE, GROUP, group.group_id):
                 denied_groups.append(group.group_id)
                 continue
-            if group.topics is not None:
+            if group.topics is not None and ctx.version >= 10:
+                kept, denied_topics[group.group_id] = self._by_known_topic(
+                    ctx, group.topics, lambda t: self.topic_name(t.topic_id), DESCRIBE)
+                group = dataclasses.replace(group, topics=tuple(kept))
+            elif group.topics is not None:
                 kept, denied_topics[group.group_id] = self._by_topic(ctx, group.topics, name_of, DESCRIBE)
                 group = dataclasses.replace(group, topics=tuple(kept))
             allowed_groups.append(group)
@@ -199,6 +225,9 @@ class Authorization:
         topic = group_cls.OffsetFetchResponseTopics
         groups = []
         for g in answer.groups:
+            if g.error_code != E.NONE:
+                groups.append(g)
+                continue
             topics = tuple(t for t in g.topics if self.allowed(ctx, DESCRIBE, TOPIC, name_of(t), log_denied=False)) \
                 if g.group_id not in denied_topics else tuple(g.topics) + tuple(
                     topic(name=t.name, topic_id=t.topic_id, partitions=tuple(topic.OffsetFetchResponsePartitions(
@@ -293,7 +322,10 @@ class Authorization:
         if body.transactional_id is not None and _transactional(body) and \
                 not self.allowed(ctx, WRITE, TXN, body.transactional_id):
             return None if body.acks == 0 else self._refused(ctx, body, E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-        allowed, denied = self._by_topic(ctx, body.topic_data, lambda t: t.name, WRITE)
+        if ctx.version >= 13:                 # by id: an unknown id is UNKNOWN_TOPIC_ID, never refused
+            allowed, denied = self._by_known_topic(ctx, body.topic_data, lambda t: self.topic_name(t.topic_id), WRITE)
+        else:
+            allowed, denied = self._by_topic(ctx, body.topic_data, lambda t: t.name, WRITE)
         if body.acks == 0 and denied:        # nothing is answered: the allowed part is written
             if allowed:
                 await route(ctx, dataclasses.replace(body, topic_data=tuple(allowed)))
@@ -301,7 +333,12 @@ class Authorization:
         return await self._split(ctx, body, route, "topic_data", denied, allowed, "responses")
 
     async def _fetch(self, ctx, body, route):
-        allowed, denied = self._by_topic(ctx, body.topics, lambda t: t.topic or self.topic_name(t.topic_id), READ)
+        """READ on each topic; from v13 (by id) an unknown id is not refused: the data plane
+        answers it UNKNOWN_TOPIC_ID, as Kafka does before authorizing."""
+        if ctx.version >= 13:
+            allowed, denied = self._by_known_topic(ctx, body.topics, lambda t: self.topic_name(t.topic_id), READ)
+        else:
+            allowed, denied = self._by_topic(ctx, body.topics, lambda t: t.topic, READ)
         answer = await self._split(ctx, body, route, "topics", denied, allowed, "responses")
         return dataclasses.replace(answer, error_code=E.NONE) if denied and not allowed else answer   # per partition only
 

@@ -299,7 +299,7 @@ def error_answer(key: int, version: int, body, error: ErrorCode):
             for p in t.partitions)) for t in body.v3_and_below_topics))
     if key == ApiKey.PRODUCE:
         topic = cls.TopicProduceResponse
-        return cls(responses=tuple(topic(name=t.name, partition_responses=tuple(
+        return cls(responses=tuple(topic(name=t.name, topic_id=t.topic_id, partition_responses=tuple(
             topic.PartitionProduceResponse(index=p.index, error_code=error, base_offset=-1)
             for p in t.partition_data)) for t in body.topic_data))
     if key == ApiKey.FETCH:

@@ -29,7 +29,8 @@ import math
 import time
 from collections import deque
 from functools import partial
-from typing import Callable
+from types import MappingProxyType
+from typing import Callable, Mapping
 
 import trio
 
@@ -51,6 +52,7 @@ from protocol.logtext import safe
 from broker.group_runtime.flusher import Flusher
 
 log = logging.getLogger("groupbroker.shards")
+_NO_CONFIGS: Mapping = MappingProxyType({})
 
 
 class Ticket:
@@ -177,6 +179,10 @@ class ShardRunner:
         #: the topics as the coordinator must see them (the broker's topic store sets this)
         self.metadata: Callable[[], MetadataImage] = lambda: EMPTY_IMAGE
         self._image: MetadataImage | None = None      # the one the shard was last given
+        #: the dynamic group configs (group id -> name -> value; the broker's config APIs set
+        #: this), replaced as a whole on every change
+        self.group_configs: Callable[[], Mapping[str, Mapping[str, str]]] = lambda: _NO_CONFIGS
+        self._configs: Mapping | None = None          # the ones the shard was last given
         self._moving = False                          # a coordinator move waits for the shard task
 
     def now_ms(self) -> int:
@@ -398,6 +404,10 @@ class ShardRunner:
             if image is not self._image:           # the topics changed since the last step
                 self.shard.on_metadata(image)
                 self._image = image
+            configs = self.group_configs()
+            if configs is not self._configs:       # a group config changed since the last step
+                self.shard.on_group_configs(configs)
+                self._configs = configs
             actions += operation(now).actions
             return True
         except Exception as failure:  # a bug or an unwritable record: the state is rebuilt from the log
@@ -423,7 +433,7 @@ class ShardRunner:
         arriving meanwhile COORDINATOR_LOAD_IN_PROGRESS, as while Kafka loads a coordinator."""
         self.loaded = False
         self._apply(self.shard.unload().actions)
-        self.shard, self._image = self.shard.fresh(), None
+        self.shard, self._image, self._configs = self.shard.fresh(), None, None
         try:
             actions = (await trio.to_thread.run_sync(load_shard, self.shard, self.log, self.now_ms())).actions
         except Exception as e:       # whatever stops a load, retrying from a reopened log may cure
@@ -450,7 +460,7 @@ class ShardRunner:
         if self._moving:                            # moved again meanwhile: move on from here
             self.log, self.shard = shard_log, shard
             return
-        self.log, self.shard, self._image = shard_log, shard, None
+        self.log, self.shard, self._image, self._configs = shard_log, shard, None, None
         self._opened(shard_log)
         self.loaded = True
         self._apply(actions)
@@ -497,7 +507,7 @@ class ShardRunner:
                 log.warning("shard %d: reopening its log failed (%s); next try in %.0f s",
                             self.shard.shard_id, e, self._retry_s)
                 continue
-            self.log, self.shard, self._image = shard_log, shard, None
+            self.log, self.shard, self._image, self._configs = shard_log, shard, None, None
             self._opened(shard_log)
             self.loaded = True
             self._apply(actions)

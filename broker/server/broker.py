@@ -141,14 +141,16 @@ class Broker:
             self.handlers = Handlers(cfg, self.topology, self._forget_topics, self.faults)
             for runner in self.runners:
                 runner.metadata = self.handlers.data.store.metadata_image
+                runner.group_configs = partial(self.handlers.data.config_apis.dynamic.scope, "groups")
             txn_partitions = cfg.transactions.transaction_state_log_num_partitions
-            groups = GroupRouter(self.runners, self.topology, self.handlers.data.has_partition, txn_partitions)
+            groups = GroupRouter(self.runners, self.topology, self.handlers.data.has_partition, txn_partitions,
+                                 self.handlers.data.store.metadata_image)
             self.transactions = self._transaction_service()
             self.handlers.serve_coordinators(groups, TransactionApis(
                 self.transactions, self.handlers.data.store.producer_ids.allocate,
                 self.handlers.data.has_partition, partial(group_partition, offsets_partitions=len(self.runners)),
                 self.topology))
-            self.handlers.data.verify_transaction = self.transactions.verify
+            self.handlers.data.verify_transaction = groups.verify_transaction = self.transactions.verify
             self.handlers.data.cluster_admin.elect = self.control.cluster.move_leader
             shards.start_soon(self.transactions.run)
             shards.start_soon(self.handlers.data.retention_loop)

@@ -9,6 +9,7 @@ AddPartitionsToTxn naming a partition that does not exist adds none of them.
 
 from __future__ import annotations
 
+from coordinator.java_order import transaction_partitions_order
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages import RESPONSES
@@ -110,7 +111,7 @@ class TransactionApis:
                 states.append(state_cls(error_code=found, transactional_id=tid))
                 continue
             by_topic: dict[str, list[int]] = {}
-            for topic, p in sorted(found.partitions):
+            for topic, p in transaction_partitions_order(sorted(found.partitions)):
                 by_topic.setdefault(topic, []).append(p)
             states.append(state_cls(
                 error_code=E.NONE, transactional_id=tid, transaction_state=found.state.display,
@@ -120,8 +121,11 @@ class TransactionApis:
         return DescribeTransactions(transaction_states=tuple(states))
 
     async def list_transactions(self, ctx, req):
+        """Kafka's handleListTransactionsRequest: v1 adds the duration filter, v2 the
+        transactional id pattern (KIP-1152)."""
         duration = req.duration_filter if ctx.version >= 1 else -1
-        found = self.service.list(set(req.producer_id_filters), set(req.state_filters), duration)
+        pattern = req.transactional_id_pattern if ctx.version >= 2 else None
+        found = self.service.list(set(req.producer_id_filters), set(req.state_filters), duration, pattern)
         if isinstance(found, ErrorCode):
             return ListTransactions(error_code=found)
         rows, unknown = found

@@ -304,9 +304,11 @@ class TransactionService:
         """DescribeTransactions of one id: its metadata, or an ErrorCode."""
         return self._refusal(tid) or self.coordinator.describe(tid)
 
-    def list(self, producer_ids: set[int], states: set[str], min_duration_ms: int):
-        """ListTransactions: (rows, unknown state filters), or an ErrorCode while loading."""
-        return self._refusal() or self.coordinator.list(self.now_ms(), producer_ids, states, min_duration_ms)
+    def list(self, producer_ids: set[int], states: set[str], min_duration_ms: int, id_pattern: str | None = None):
+        """ListTransactions: (rows, unknown state filters), or an ErrorCode (while loading, or
+        for an id pattern that is no regular expression)."""
+        return self._refusal() or self.coordinator.list(self.now_ms(), producer_ids, states, min_duration_ms,
+                                                        id_pattern)
 
     # --- markers ------------------------------------------------------------------------------
     async def _send_markers(self, tid: str, producer_id: int, epoch: int, commit: bool,

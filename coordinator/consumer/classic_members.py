@@ -86,7 +86,14 @@ def join(mgr, out: CoordinatorResult, now: int, ctx: RequestContext, req, group:
     if unknown:
         member_id = new_member_id()
     try:
-        mgr.check_group_size(group, member_id)
+        if not mgr.config.upgrade_enabled and not mgr.config.downgrade_enabled:
+            # with no migration allowed a group never mixes protocols (Kafka 4.3, KAFKA-20640)
+            log.info("group %s: a classic member cannot join the consumer group: the group migration "
+                     "is disabled", safe(group.group_id))
+            raise GroupError(E.INCONSISTENT_GROUP_PROTOCOL, f"Cannot join the consumer group "
+                             f"{group.group_id} with the classic protocol because the group "
+                             "migration is disabled.")
+        mgr.check_group_size(group, member_id, req.group_instance_id)
         names = [p.name for p in req.protocols]
         if not group.supports_classic_protocols(req.protocol_type, names):
             raise GroupError(E.INCONSISTENT_GROUP_PROTOCOL, f"Member {member_id}'s protocols are not supported.")

@@ -14,6 +14,10 @@ from enum import Enum
 from coordinator.consumer.member import EMPTY, Assignment, ConsumerGroupMember
 
 
+#: the group epoch and assignment epoch of a new group
+INITIAL_EPOCH = 1
+
+
 class GroupState(Enum):
     EMPTY = "Empty"
     ASSIGNING = "Assigning"
@@ -44,8 +48,15 @@ class ConsumerGroup:
 
     def __init__(self, group_id: str):
         self.group_id = group_id
-        self.group_epoch = 0
-        self.assignment_epoch = 0
+        # A new group starts at epoch 1 with an empty assignment at epoch 1, so that its first
+        # members reconcile to a real epoch even before the first assignment exists (Kafka 4.3,
+        # KAFKA-20268); the first computed assignment is epoch 2.
+        self.group_epoch = INITIAL_EPOCH
+        self.assignment_epoch = INITIAL_EPOCH
+        #: when the current target assignment was computed (0: unknown, e.g. converted from a
+        #: classic group or written by an older version): the next one waits for
+        #: group.consumer.assignment.interval.ms after it
+        self.assignment_timestamp = 0
         self.members: dict[str, ConsumerGroupMember] = {}
         self.static_members: dict[str, str] = {}          # instance id -> member id
         self.target: dict[str, Assignment] = {}            # member id -> target assignment

@@ -11,6 +11,7 @@ takes. Timers fence members whose session expires or who do not revoke in time.
 from __future__ import annotations
 
 import logging
+from typing import Mapping
 
 from offsets_log.errors import RecordError
 from offsets_log.records import ConsumerGroupRecord, GroupMetadataTombstone, Record, encode_record
@@ -30,11 +31,11 @@ from coordinator.consumer.assignors import ASSIGNORS, PartitionAssignorError
 from coordinator.consumer.group import ConsumerGroup, ResolvedRegex, TopicMetadata
 from coordinator.consumer.member import (EMPTY, LEAVE_GROUP_MEMBER_EPOCH,
                                          LEAVE_GROUP_STATIC_MEMBER_EPOCH, ConsumerGroupMember,
-                                         MemberState, new_member_id)
+                                         MemberState, epochs_at, new_member_id)
 from coordinator.consumer.reconciliation import reconcile
 from coordinator.consumer.regex import compile_subscription, matching
 from coordinator.consumer.replay import replay_into
-from coordinator.consumer.target import build_target
+from coordinator.consumer.target import build_target, subscribed_topics
 from coordinator.errors import GroupError
 from coordinator.events import Cause, Event, Expiry
 from coordinator.metadata import EMPTY_IMAGE, MetadataImage
@@ -104,7 +105,10 @@ def _is_subset(owned, assigned) -> bool:
 
 
 def _check_epoch(member: ConsumerGroupMember, received: int, owned) -> None:
-    """Kafka's throwIfConsumerGroupMemberEpochIsInvalid."""
+    """Kafka's throwIfConsumerGroupMemberEpochIsInvalid. Epoch 0 is always valid: a member
+    that was fenced rejoins with it (Kafka 4.3, KAFKA-19233)."""
+    if received == 0:
+        return
     if received > member.member_epoch:
         raise GroupError(E.FENCED_MEMBER_EPOCH, "The consumer group member has a greater member "
                          f"epoch ({received}) than the one known by the group coordinator "
@@ -143,12 +147,44 @@ class ConsumerGroupManager:
         self.classic = classic                    # a group id names one group of either type
         self.groups: dict[str, ConsumerGroup] = {}
         self.image: MetadataImage = EMPTY_IMAGE
+        #: group id -> its dynamic group configs (IncrementalAlterConfigs on GROUP resources)
+        self.group_configs: Mapping[str, Mapping[str, str]] = {}
         # fault injection (coordinator/interventions.py); soft state, gone on reload
         self.fenced_once: dict[tuple[str, str], int] = {}   # (group, member) -> epoch it had
         self.held_revocations: set[str] = set()             # groups whose revocations are held
 
     def owns(self, group_id: str) -> bool:
         return shard_for(group_id, self.config.offsets_topic_num_partitions) == self.shard_id
+
+    # --- group configs ------------------------------------------------------------------------
+    def _group_setting(self, group_id: str, name: str, default: int, low: int, high: int) -> int:
+        """A group config's value, kept within the broker's bounds as Kafka evaluates it (an
+        override set before the bounds changed is capped), or the broker's ``default``."""
+        value = self.group_configs.get(group_id, {}).get(name)
+        if value is None:
+            return default
+        return min(max(int(value), low), high)
+
+    def heartbeat_interval_ms(self, group_id: str) -> int:
+        c = self.config
+        return self._group_setting(group_id, "consumer.heartbeat.interval.ms",
+                                   c.group_consumer_heartbeat_interval_ms,
+                                   c.group_consumer_min_heartbeat_interval_ms,
+                                   c.group_consumer_max_heartbeat_interval_ms)
+
+    def session_timeout_ms(self, group_id: str) -> int:
+        c = self.config
+        return self._group_setting(group_id, "consumer.session.timeout.ms",
+                                   c.group_consumer_session_timeout_ms,
+                                   c.group_consumer_min_session_timeout_ms,
+                                   c.group_consumer_max_session_timeout_ms)
+
+    def assignment_interval_ms(self, group_id: str) -> int:
+        c = self.config
+        return self._group_setting(group_id, "consumer.assignment.interval.ms",
+                                   c.group_consumer_assignment_interval_ms,
+                                   c.group_consumer_min_assignment_interval_ms,
+                                   c.group_consumer_max_assignment_interval_ms)
 
     # --- metadata -----------------------------------------------------------------------------
     def on_metadata(self, image: MetadataImage) -> None:
@@ -163,6 +199,12 @@ class ConsumerGroupManager:
         for group in self.groups.values():
             if group.regex_members or any(t in changed for t in group.subscribed_topic_names()):
                 group.request_metadata_refresh()
+
+    def subscribed_ids(self, member: ConsumerGroupMember, resolved: dict[str, ResolvedRegex]) -> frozenset:
+        """The ids of the topics a member subscribes to that exist (by name, and by its regex
+        once resolved: an unresolved one matches nothing)."""
+        topics = self.image.topics
+        return frozenset(topics[n].topic_id for n in subscribed_topics(member, resolved) if n in topics)
 
     def subscription_metadata(self, names) -> dict[str, TopicMetadata]:
         topics = self.image.topics
@@ -231,7 +273,7 @@ class ConsumerGroupManager:
         records: list = []
         joining = req.member_epoch == 0
         group = self._group(out, now, req.group_id, joining, records)
-        self.check_group_size(group, req.member_id)
+        self.check_group_size(group, req.member_id, req.instance_id)
         member_id = req.member_id or new_member_id()
         owned = req.topic_partitions
         if req.instance_id is None:
@@ -277,8 +319,8 @@ class ConsumerGroupManager:
                     self.schedule_session(req.group_id, other.member_id, now,
                                           other.classic.session_timeout_ms)
         self.schedule_session(group.group_id, reconciled.member_id, now)
-        full = joining or (req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None
-                           and owned is not None)
+        full = joining or (req.rebalance_timeout_ms != -1 and owned is not None and (
+            req.subscribed_topic_names is not None or req.subscribed_topic_regex is not None))
         assignment = None
         if full or reconciled.assigned != member.assigned:
             tp = HeartbeatResponse.Assignment.TopicPartitions
@@ -286,7 +328,7 @@ class ConsumerGroupManager:
                 tp(topic_id=t, partitions=tuple(sorted(ps))) for t, ps in reconciled.assigned.items()))
         return HeartbeatResponse(error_code=E.NONE, member_id=reconciled.member_id,
                                  member_epoch=reconciled.member_epoch,
-                                 heartbeat_interval_ms=self.config.group_consumer_heartbeat_interval_ms,
+                                 heartbeat_interval_ms=self.heartbeat_interval_ms(group.group_id),
                                  assignment=assignment)
 
     def step(self, out: CoordinatorResult, now: int, group: ConsumerGroup,
@@ -294,8 +336,10 @@ class ConsumerGroupManager:
              records: list) -> ConsumerGroupMember:
         """Kafka's three steps of a heartbeat (or of a classic member's JoinGroup): record the
         member's change, bumping the group epoch if its subscription (or the subscribed topics)
-        changed; compute a new target assignment if the group epoch is ahead of it; move the
-        member one step towards its target. Adds the records; returns the reconciled member."""
+        changed; compute a new target assignment if the group epoch is ahead of it and the
+        group's assignment interval has passed since the last one; move the member one step
+        towards its target (the last one computed). Adds the records; returns the reconciled
+        member."""
         member_id = updated.member_id
         if out.journal and member_id not in group.members:
             replaced = group.static_members.get(updated.instance_id) \
@@ -307,11 +351,12 @@ class ConsumerGroupManager:
                      client_id=updated.client_id, client_host=updated.client_host,
                      protocol="classic" if updated.uses_classic else "consumer", replaces=replaced)
         cause = Cause.NEW_MEMBER if member_id not in group.members else Cause.METADATA_CHANGE
-        bump = group.group_epoch == 0       # a new group starts at epoch 1 (Kafka 4.0)
+        bump = False
         if updated != member:
             records.append(rec.member_subscription(group.group_id, updated))
-            bump = bump or (updated.subscribed_topic_names != member.subscribed_topic_names
-                            or updated.subscribed_topic_regex != member.subscribed_topic_regex)
+            bump = (updated.subscribed_topic_names != member.subscribed_topic_names
+                    or updated.subscribed_topic_regex != member.subscribed_topic_regex)
+        subscription_changed = bump
         regexes = {m.subscribed_topic_regex for m in group.members.values()
                    if m.subscribed_topic_regex and m.member_id != member.member_id}
         if updated.subscribed_topic_regex:
@@ -340,19 +385,36 @@ class ConsumerGroupManager:
             group.metadata_refresh_deadline = NEVER
             group.metadata_refresh_epoch = group_epoch
 
-        if group_epoch > group.assignment_epoch:
+        if group_epoch > group.assignment_epoch and self._may_assign(group, now):
             target = self._new_target(out, now, group, group_epoch, member, updated, metadata,
                                       resolved, records)
             target_epoch = group_epoch
-        else:
+        else:           # up to date, or the next assignment waits for the assignment interval
             target_epoch = group.assignment_epoch
             target = group.target_of(member_id, updated.instance_id)
+        return self._reconcile(out, now, group, updated, target_epoch, target, resolved, owned,
+                               subscription_changed, records)
 
-        if updated.is_reconciled_to(target_epoch):
+    def _may_assign(self, group: ConsumerGroup, now: int) -> bool:
+        """Kafka's canComputeNextTargetAssignment: at once for a group whose last assignment
+        time is unknown, or with an interval of 0 (an escape hatch if the clock goes back);
+        otherwise once the group's assignment interval has passed since its last one."""
+        interval = self.assignment_interval_ms(group.group_id)
+        return group.assignment_timestamp == 0 or interval == 0 or \
+            now >= group.assignment_timestamp + interval
+
+    def _reconcile(self, out: CoordinatorResult, now: int, group: ConsumerGroup,
+                   updated: ConsumerGroupMember, target_epoch: int, target, resolved, owned,
+                   subscription_changed: bool, records: list) -> ConsumerGroupMember:
+        """Kafka's maybeReconcile: the member's next step, its record and its revocation timer."""
+        member_id = updated.member_id
+        if not subscription_changed and updated.is_reconciled_to(target_epoch):
             return updated
         if group.group_id in self.held_revocations and updated.state == MemberState.UNREVOKED_PARTITIONS:
             owned = None            # fault injection: its revocation is not taken
-        reconciled = reconcile(updated, target_epoch, target, group.current_partition_epoch, owned)
+        reconciled = reconcile(updated, target_epoch, target, group.current_partition_epoch, owned,
+                               subscribed=self.subscribed_ids(updated, resolved),
+                               subscription_changed=subscription_changed)
         if reconciled != updated:
             records.append(rec.current_assignment(group.group_id, reconciled))
             if not reconciled.uses_classic:     # classic members have join and sync timers instead
@@ -366,9 +428,13 @@ class ConsumerGroupManager:
                          target_epoch=target_epoch, state=reconciled.state.name)
         return reconciled
 
-    def check_group_size(self, group: ConsumerGroup, member_id: str) -> None:
+    def check_group_size(self, group: ConsumerGroup, member_id: str, instance_id: str | None) -> None:
         """Kafka's throwIfConsumerGroupIsFull: only a member already in the group may come in
-        once it holds group.consumer.max.size members."""
+        once it holds group.consumer.max.size members. A known instance id always may: its
+        member replaces the one holding it, or is refused for another reason (Kafka 4.3,
+        KAFKA-20601)."""
+        if group.static_member(instance_id) is not None:
+            return
         limit = self.config.group_consumer_max_size
         if len(group.members) >= limit and (not member_id or member_id not in group.members):
             raise GroupError(E.GROUP_MAX_SIZE_REACHED, "The consumer group has reached its maximum "
@@ -421,7 +487,7 @@ class ConsumerGroupManager:
                 removed = previous
         try:
             assignment, target_records = build_target(group, epoch, ASSIGNORS[name], metadata,
-                                                      self.image, resolved, updated, removed)
+                                                      self.image, resolved, updated, removed, now)
         except PartitionAssignorError as e:
             message = f"Failed to compute a new target assignment for epoch {epoch}: {e}"
             log.error("group %s: %s", safe(group.group_id), message)
@@ -461,8 +527,11 @@ class ConsumerGroupManager:
             if req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
                 log.info("group %s: static member %s (instance %s) left temporarily",
                          safe(group.group_id), safe(member.member_id), safe(req.instance_id))
+                # its partitions count as assigned at epoch 0 to the instance's next member:
+                # commits of this member id are fenced from now on (KIP-1251)
                 leaving = member.replace(member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
-                                         pending_revocation={})
+                                         pending_revocation={},
+                                         assigned_at=epochs_at(member.assigned, 0))
                 self.apply(out, [rec.current_assignment(group.group_id, leaving)])
                 out.note(now, Event.MEMBER_LEFT, group, member.member_id, instance_id=req.instance_id,
                          temporary=True)
@@ -505,7 +574,7 @@ class ConsumerGroupManager:
                          timeout_ms: int | None = None) -> None:
         """(Re)arm a member's session: group.consumer.session.timeout.ms, or for a classic
         member the session timeout it joined with."""
-        timeout = self.config.group_consumer_session_timeout_ms if timeout_ms is None else timeout_ms
+        timeout = self.session_timeout_ms(group_id) if timeout_ms is None else timeout_ms
         self.schedule_fence(("consumer-session", group_id, member_id), group_id, member_id,
                             now + timeout, Expiry.SESSION)
 
@@ -618,18 +687,22 @@ class ConsumerGroupManager:
         member_cls = cls.Member
         topics = self.image.by_id
 
-        def assignment(parts):
+        def assignment(parts, revoking=EMPTY):
+            """A member's partitions by topic; those it is still revoking follow the ones it
+            keeps, as it holds them until it has revoked them (Kafka 4.3, KAFKA-20431)."""
             return member_cls.Assignment(topic_partitions=tuple(
-                member_cls.Assignment.TopicPartitions(topic_id=t, topic_name=topics[t].name,
-                                                      partitions=tuple(sorted(ps)))
-                for t, ps in parts.items() if t in topics))
+                member_cls.Assignment.TopicPartitions(
+                    topic_id=t, topic_name=topics[t].name,
+                    partitions=tuple(sorted(parts.get(t, ()))) + tuple(sorted(revoking.get(t, ()))))
+                for t in dict.fromkeys([*parts, *revoking]) if t in topics))
 
         members = tuple(member_cls(
             member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id,
             member_epoch=m.member_epoch, client_id=m.client_id, client_host=m.client_host,
             subscribed_topic_names=tuple(sorted(m.subscribed_topic_names)),
             subscribed_topic_regex=m.subscribed_topic_regex,
-            assignment=assignment(m.assigned), target_assignment=assignment(group.target.get(m.member_id, EMPTY)),
+            assignment=assignment(m.assigned, m.pending_revocation),
+            target_assignment=assignment(group.target.get(m.member_id, EMPTY)),
             member_type=(0 if m.uses_classic else 1) if version >= 1 else -1)
             for m in group.members.values())
         return cls(error_code=E.NONE, group_id=group.group_id, group_state=group.state.value,
@@ -650,17 +723,44 @@ class ConsumerGroupManager:
         records.append(rec.tombstone(rec.GROUP_EPOCH, gid))
         return records
 
-    def validate_commit(self, group: ConsumerGroup, member_id: str, epoch: int, version: int) -> ErrorCode:
-        """Kafka's ConsumerGroup.validateOffsetCommit (non-transactional): a consumer-protocol
-        member commits with v9+ and its member epoch; a classic member with its generation."""
+    def validate_commit(self, group: ConsumerGroup, member_id: str, epoch: int, version: int,
+                        partitions=(), *, transactional: bool = False,
+                        instance_id: str | None = None) -> ErrorCode:
+        """Kafka's ConsumerGroup.validateOffsetCommit: a consumer-protocol member commits with
+        v9+ (unless transactionally); with its member epoch, or with an older one if each of
+        the ``partitions`` ((topic name, partition)) is one it holds since that epoch or before
+        (KIP-1251: its answer with the new epoch may still be on its way). A classic member's
+        generation is its member epoch."""
         if epoch < 0 and not group.members:
             return E.NONE
+        if transactional and epoch == -1 and member_id == "" and instance_id is None:
+            return E.NONE           # a transactional commit need not name its member
         member = group.members.get(member_id)
         if member is None:
             return E.UNKNOWN_MEMBER_ID
-        if not member.uses_classic and version < 9:
+        if not transactional and not member.uses_classic and version < 9:
             return E.UNSUPPORTED_VERSION
-        return _epoch_error(member, epoch)
+        if epoch == member.member_epoch:
+            return E.NONE
+        stale = E.ILLEGAL_GENERATION if member.uses_classic else E.STALE_MEMBER_EPOCH
+        if epoch > member.member_epoch:
+            return stale
+        return self._assigned_since(member, epoch, partitions, stale, transactional)
+
+    def _assigned_since(self, member: ConsumerGroupMember, epoch: int, partitions, stale: ErrorCode,
+                        transactional: bool) -> ErrorCode:
+        """Kafka's assignment-epoch validator: each partition must be one the member holds
+        (assigned or still revoking), assigned at ``epoch`` or before. A transactional commit
+        of a topic that does not exist is an illegal generation."""
+        topics = self.image.topics
+        for name, partition in partitions:
+            topic = topics.get(name)
+            if topic is None and transactional:
+                return E.ILLEGAL_GENERATION
+            assigned_at = None if topic is None else member.assignment_epoch(topic.topic_id, partition)
+            if assigned_at is None or epoch < assigned_at:
+                return stale
+        return E.NONE
 
     def validate_fetch(self, group: ConsumerGroup, member_id: str | None, epoch: int) -> ErrorCode:
         """Kafka's ConsumerGroup.validateOffsetFetch."""

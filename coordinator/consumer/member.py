@@ -56,6 +56,9 @@ class ConsumerGroupMember:
     state: MemberState = MemberState.STABLE
     assigned: Assignment = field(default_factory=dict)
     pending_revocation: Assignment = field(default_factory=dict)
+    #: (topic id, partition) -> the epoch it was assigned at, for every partition it holds
+    #: (KIP-1251: a commit with an older epoch may still commit a partition it had then)
+    assigned_at: Mapping[tuple[uuid.UUID, int], int] = field(default_factory=dict)
     classic: ClassicMetadata | None = None       # set while it uses the classic protocol
 
     def replace(self, **changes) -> ConsumerGroupMember:
@@ -73,6 +76,11 @@ class ConsumerGroupMember:
     def is_reconciled_to(self, target_epoch: int) -> bool:
         return self.state == MemberState.STABLE and self.member_epoch == target_epoch
 
+    def assignment_epoch(self, topic_id: uuid.UUID, partition: int) -> int | None:
+        """The epoch a partition it holds (assigned or revoking) was assigned at; None if it
+        does not hold it."""
+        return self.assigned_at.get((topic_id, partition))
+
     def owned_partitions(self):
         """(topic id, partition) of every partition it holds, revoking ones included."""
         for assignment in (self.assigned, self.pending_revocation):
@@ -89,3 +97,23 @@ def new_member_id() -> str:
 def assignment_of(topic_partitions) -> dict[uuid.UUID, frozenset[int]]:
     """An assignment from wire/record ``TopicPartitions`` entries (empty lists dropped)."""
     return {tp.topic_id: frozenset(tp.partitions) for tp in topic_partitions if tp.partitions}
+
+
+def epochs_of(topic_partitions, default: int) -> dict[tuple[uuid.UUID, int], int]:
+    """The assignment epochs a current-assignment record gives its partitions. A record of an
+    older version (or whose epochs do not match its partitions) has none: Kafka then takes the
+    member epoch, never below 0 (a static member that left has -2)."""
+    default = max(default, 0)
+    epochs = {}
+    for tp in topic_partitions:
+        given = tp.assignment_epochs
+        if given is not None and len(given) == len(tp.partitions):
+            epochs.update(((tp.topic_id, p), e) for p, e in zip(tp.partitions, given))
+        else:
+            epochs.update(((tp.topic_id, p), default) for p in tp.partitions)
+    return epochs
+
+
+def epochs_at(assignment: Assignment, epoch: int) -> dict[tuple[uuid.UUID, int], int]:
+    """Every partition of ``assignment`` assigned at ``epoch``."""
+    return {(t, p): epoch for t, ps in assignment.items() for p in ps}

@@ -45,8 +45,11 @@ def member_subscription(group_id: str, m: ConsumerGroupMember) -> ConsumerGroupR
     return ConsumerGroupRecord(MEMBER, group_id, m.member_id, value)
 
 
-def target_epoch(group_id: str, epoch: int) -> ConsumerGroupRecord:
-    return ConsumerGroupRecord(TARGET_EPOCH, group_id, None, _value(TARGET_EPOCH)(assignment_epoch=epoch))
+def target_epoch(group_id: str, epoch: int, timestamp: int = 0) -> ConsumerGroupRecord:
+    """The target assignment's epoch and when it was computed (0: not computed here, e.g. a
+    converted classic group's)."""
+    return ConsumerGroupRecord(TARGET_EPOCH, group_id, None, _value(TARGET_EPOCH)(
+        assignment_epoch=epoch, assignment_timestamp=timestamp))
 
 
 def target_member(group_id: str, member_id: str, assignment: Assignment) -> ConsumerGroupRecord:
@@ -55,12 +58,20 @@ def target_member(group_id: str, member_id: str, assignment: Assignment) -> Cons
         topic_partitions=_topic_partitions(cls.TopicPartition, assignment)))
 
 
+def _with_epochs(cls, assignment: Assignment, m: ConsumerGroupMember):
+    """``TopicPartitions`` with each partition's assignment epoch beside it (KIP-1251)."""
+    return tuple(cls(topic_id=t, partitions=tuple(sorted(ps)),
+                     assignment_epochs=tuple(m.assigned_at.get((t, p), max(m.member_epoch, 0))
+                                             for p in sorted(ps)))
+                 for t, ps in sorted(assignment.items(), key=lambda kv: str(kv[0])))
+
+
 def current_assignment(group_id: str, m: ConsumerGroupMember) -> ConsumerGroupRecord:
     cls = _value(CURRENT)
     return ConsumerGroupRecord(CURRENT, group_id, m.member_id, cls(
         member_epoch=m.member_epoch, previous_member_epoch=m.previous_member_epoch,
-        state=int(m.state), assigned_partitions=_topic_partitions(cls.TopicPartitions, m.assigned),
-        partitions_pending_revocation=_topic_partitions(cls.TopicPartitions, m.pending_revocation)))
+        state=int(m.state), assigned_partitions=_with_epochs(cls.TopicPartitions, m.assigned, m),
+        partitions_pending_revocation=_with_epochs(cls.TopicPartitions, m.pending_revocation, m)))
 
 
 def regex(group_id: str, expression: str, resolved: ResolvedRegex) -> ConsumerGroupRecord:

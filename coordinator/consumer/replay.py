@@ -7,7 +7,8 @@ from offsets_log.records import ConsumerGroupRecord
 from coordinator.consumer import records as rec
 from coordinator.consumer.group import ConsumerGroup, ResolvedRegex, TopicMetadata
 from coordinator.consumer.member import (LEAVE_GROUP_MEMBER_EPOCH, ClassicMetadata,
-                                         ConsumerGroupMember, MemberState, assignment_of)
+                                         ConsumerGroupMember, MemberState, assignment_of,
+                                         epochs_of)
 
 
 def replay_into(group: ConsumerGroup, record: ConsumerGroupRecord) -> None:
@@ -35,7 +36,9 @@ def replay_into(group: ConsumerGroup, record: ConsumerGroupRecord) -> None:
                 classic.session_timeout_ms,
                 tuple((p.name, bytes(p.metadata)) for p in classic.supported_protocols))))
     elif kind == rec.TARGET_EPOCH:
-        group.assignment_epoch = 0 if value is None else value.assignment_epoch
+        # Kafka's tombstoned assignment metadata is epoch -1 (the group is being deleted)
+        group.assignment_epoch = -1 if value is None else value.assignment_epoch
+        group.assignment_timestamp = 0 if value is None else value.assignment_timestamp
     elif kind == rec.TARGET_MEMBER:
         if value is None:
             group.target.pop(record.sub, None)
@@ -46,12 +49,15 @@ def replay_into(group: ConsumerGroup, record: ConsumerGroupRecord) -> None:
         if value is None:
             group.update_member(old.replace(
                 member_epoch=LEAVE_GROUP_MEMBER_EPOCH, previous_member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
-                state=MemberState.UNKNOWN, assigned={}, pending_revocation={}))
+                state=MemberState.UNKNOWN, assigned={}, pending_revocation={}, assigned_at={}))
         else:
+            epochs = epochs_of(value.assigned_partitions, value.member_epoch)
+            epochs.update(epochs_of(value.partitions_pending_revocation, value.member_epoch))
             group.update_member(old.replace(
                 member_epoch=value.member_epoch, previous_member_epoch=value.previous_member_epoch,
                 state=MemberState(value.state), assigned=assignment_of(value.assigned_partitions),
-                pending_revocation=assignment_of(value.partitions_pending_revocation)))
+                pending_revocation=assignment_of(value.partitions_pending_revocation),
+                assigned_at=epochs))
     elif kind == rec.REGEX:
         if value is None:
             group.resolved.pop(record.sub, None)

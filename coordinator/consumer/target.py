@@ -20,9 +20,9 @@ def subscribed_topics(member: ConsumerGroupMember, resolved: dict[str, ResolvedR
 def build_target(group: ConsumerGroup, epoch: int, assignor, metadata: dict[str, TopicMetadata],
                  image: MetadataImage, resolved: dict[str, ResolvedRegex],
                  updated: ConsumerGroupMember | None = None,
-                 removed: str | None = None) -> tuple[dict[str, Assignment], list]:
+                 removed: str | None = None, now: int = 0) -> tuple[dict[str, Assignment], list]:
     """The new assignment of every member and the records that persist it (the changed
-    members' assignments, then the assignment epoch)."""
+    members' assignments, then the assignment epoch with ``now``, when it was computed)."""
     members = dict(group.members)
     if removed is not None:
         members.pop(removed, None)
@@ -48,5 +48,5 @@ def build_target(group: ConsumerGroup, epoch: int, assignor, metadata: dict[str,
         assignment[member_id] = new
         if new != group.target.get(member_id):
             records.append(rec.target_member(group.group_id, member_id, new))
-    records.append(rec.target_epoch(group.group_id, epoch))
+    records.append(rec.target_epoch(group.group_id, epoch, now))
     return assignment, records

@@ -18,6 +18,7 @@ from typing import Callable, Iterable
 from protocol.errors import ErrorCode
 from protocol.logtext import safe
 
+from coordinator.re2j import InvalidRegex, compile_re2j
 from coordinator.routing import shard_for
 from coordinator.transactions.config import TransactionConfig
 from coordinator.transactions.metadata import (EXPIRABLE, NO_PRODUCER_EPOCH, NO_PRODUCER_ID,
@@ -241,11 +242,18 @@ class TransactionCoordinator:
             return E.TRANSACTIONAL_ID_NOT_FOUND
         return meta
 
-    def list(self, now: int, producer_ids: set[int], states: set[str],
-             min_duration_ms: int = -1) -> tuple[list[Listed], list[str]]:
+    def list(self, now: int, producer_ids: set[int], states: set[str], min_duration_ms: int = -1,
+             id_pattern: str | None = None) -> tuple[list[Listed], list[str]] | ErrorCode:
         """Kafka's listTransactionStates: the ids every given filter matches (an empty set is
-        no filter; a duration keeps transactions started longer ago than it), and the state
-        filters that name no state."""
+        no filter; a duration keeps transactions started longer ago than it; an id pattern,
+        RE2/J as Kafka compiles it, must match the whole id), and the state filters that name
+        no state. A pattern RE2/J rejects fails the whole list: INVALID_REGULAR_EXPRESSION."""
+        pattern = None
+        if id_pattern:
+            try:
+                pattern = compile_re2j(id_pattern)
+            except InvalidRegex:
+                return E.INVALID_REGULAR_EXPRESSION
         unknown = [name for name in states if TxnState.from_name(name) is None]
         out = []
         for tid, meta in self.txns.items():
@@ -254,6 +262,8 @@ class TransactionCoordinator:
             if states and meta.state.display not in states:
                 continue
             if min_duration_ms >= 0 and now - meta.start_ms <= min_duration_ms:
+                continue
+            if pattern is not None and not pattern.fullmatch(tid):
                 continue
             out.append(Listed(tid, meta.producer_id, meta.state))
         return out, unknown

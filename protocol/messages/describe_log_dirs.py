@@ -1,18 +1,17 @@
 """DescribeLogDirs (API key 35): the log directories and the partitions' sizes in them.
 
-Served to v4, as Kafka 4.0-4.2 are: v5 (KIP-1066's cordoned log dirs) came with Kafka 4.3, and
-clients infer the broker's release from these ranges (kafka-python takes v5 for 4.3)."""
+v5 (KIP-1066) says whether each log directory is cordoned; ours never are."""
 
 from ..schema import F, Message
 
-REQUEST = Message("DescribeLogDirsRequest", 35, "request", "1-4", "2+", [
+REQUEST = Message("DescribeLogDirsRequest", 35, "request", "1-5", "2+", [
     F("topics", "[]DescribableLogDirTopic", nullable="0+", fields=[
         F("topic", "string"),
         F("partitions", "[]int32"),
     ]),
 ])
 
-RESPONSE = Message("DescribeLogDirsResponse", 35, "response", "1-4", "2+", [
+RESPONSE = Message("DescribeLogDirsResponse", 35, "response", "1-5", "2+", [
     F("throttle_time_ms", "int32"),
     F("error_code", "int16", "3+", ignorable=True),
     F("results", "[]DescribeLogDirsResult", fields=[
@@ -29,6 +28,7 @@ RESPONSE = Message("DescribeLogDirsResponse", 35, "response", "1-4", "2+", [
         ]),
         F("total_bytes", "int64", "4+", default=-1, ignorable=True),
         F("usable_bytes", "int64", "4+", default=-1, ignorable=True),
+        F("is_cordoned", "bool", "5+", default=False, ignorable=True),
     ]),
 ])
 

@@ -2,7 +2,7 @@
 
 from ..schema import F, Message
 
-REQUEST = Message("FetchRequest", 1, "request", "4-17", "12+", [
+REQUEST = Message("FetchRequest", 1, "request", "4-18", "12+", [
     F("cluster_id", "string", "12+", nullable="12+", default=None, tag=0, tagged="12+",
       ignorable=True),
     F("replica_id", "int32", "0-14", default=-1),
@@ -27,6 +27,9 @@ REQUEST = Message("FetchRequest", 1, "request", "4-17", "12+", [
             F("log_start_offset", "int64", "5+", default=-1, ignorable=True),
             F("partition_max_bytes", "int32"),
             F("replica_directory_id", "uuid", "17+", tag=0, tagged="17+", ignorable=True),
+            # v18 (KIP-1166): the high watermark a follower knows; a consumer leaves it unset
+            F("high_watermark", "int64", "18+", default=0x7FFFFFFFFFFFFFFF, tag=1, tagged="18+",
+              ignorable=True),
         ]),
     ]),
     F("forgotten_topics_data", "[]ForgottenTopic", "7+", fields=[
@@ -37,7 +40,7 @@ REQUEST = Message("FetchRequest", 1, "request", "4-17", "12+", [
     F("rack_id", "string", "11+", default="", ignorable=True),
 ])
 
-RESPONSE = Message("FetchResponse", 1, "response", "4-17", "12+", [
+RESPONSE = Message("FetchResponse", 1, "response", "4-18", "12+", [
     F("throttle_time_ms", "int32", "1+", ignorable=True),
     F("error_code", "int16", "7+", ignorable=True),
     F("session_id", "int32", "7+", default=0),

@@ -2,7 +2,7 @@
 
 from ..schema import F, Message
 
-REQUEST = Message("ListOffsetsRequest", 2, "request", "1-9", "6+", [
+REQUEST = Message("ListOffsetsRequest", 2, "request", "1-11", "6+", [
     F("replica_id", "int32"),
     F("isolation_level", "int8", "2+"),
     F("topics", "[]ListOffsetsTopic", fields=[
@@ -13,9 +13,11 @@ REQUEST = Message("ListOffsetsRequest", 2, "request", "1-9", "6+", [
             F("timestamp", "int64"),
         ]),
     ]),
+    # v10 (KIP-1075): how long a lookup in remote (tiered) storage may take; none here
+    F("timeout_ms", "int32", "10+", ignorable=True),
 ])
 
-RESPONSE = Message("ListOffsetsResponse", 2, "response", "1-9", "6+", [
+RESPONSE = Message("ListOffsetsResponse", 2, "response", "1-11", "6+", [
     F("throttle_time_ms", "int32", "2+", ignorable=True),
     F("topics", "[]ListOffsetsTopicResponse", fields=[
         F("name", "string"),

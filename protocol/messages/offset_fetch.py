@@ -2,10 +2,9 @@
 
 from ..schema import F, Message
 
-# Kafka's valid range is 1-10, but v10 (topic ids in place of topic names) is not served here:
-# we declare 1-9 and none of v10's fields (TopicId).
+# v10 names the topics of each group by id in place of the name.
 
-REQUEST = Message("OffsetFetchRequest", 9, "request", "1-9", "6+", [
+REQUEST = Message("OffsetFetchRequest", 9, "request", "1-10", "6+", [
     F("group_id", "string", "0-7"),
     F("topics", "[]OffsetFetchRequestTopic", "0-7", nullable="2-7", fields=[
         F("name", "string", "0-7"),
@@ -17,13 +16,14 @@ REQUEST = Message("OffsetFetchRequest", 9, "request", "1-9", "6+", [
         F("member_epoch", "int32", "9+", default=-1, ignorable=True),
         F("topics", "[]OffsetFetchRequestTopics", "8+", nullable="8+", fields=[
             F("name", "string", "8-9", ignorable=True),
+            F("topic_id", "uuid", "10+", ignorable=True),
             F("partition_indexes", "[]int32", "8+"),
         ]),
     ]),
     F("require_stable", "bool", "7+", default=False),
 ])
 
-RESPONSE = Message("OffsetFetchResponse", 9, "response", "1-9", "6+", [
+RESPONSE = Message("OffsetFetchResponse", 9, "response", "1-10", "6+", [
     F("throttle_time_ms", "int32", "3+", ignorable=True),
     F("topics", "[]OffsetFetchResponseTopic", "0-7", fields=[
         F("name", "string", "0-7"),
@@ -40,6 +40,7 @@ RESPONSE = Message("OffsetFetchResponse", 9, "response", "1-9", "6+", [
         F("group_id", "string", "8+"),
         F("topics", "[]OffsetFetchResponseTopics", "8+", fields=[
             F("name", "string", "8-9", ignorable=True),
+            F("topic_id", "uuid", "10+", ignorable=True),
             F("partitions", "[]OffsetFetchResponsePartitions", "8+", fields=[
                 F("partition_index", "int32", "8+"),
                 F("committed_offset", "int64", "8+"),

@@ -93,6 +93,8 @@ CONSUMER_GROUP_RECORDS = SimpleNamespace(
     target_assignment_metadata_value=Message(
         "ConsumerGroupTargetAssignmentMetadataValue", None, "data", "0", "0+", [
             F("assignment_epoch", "int32"),
+            # Kafka 4.3 (KIP-1263): when the assignment was computed; absent (0) in older logs
+            F("assignment_timestamp", "int64", default=0, tag=0, tagged="0+", ignorable=True),
         ]),
     target_assignment_member_key=_group_key("ConsumerGroupTargetAssignmentMemberKey", "7",
                                             F("member_id", "string")),
@@ -109,7 +111,12 @@ CONSUMER_GROUP_RECORDS = SimpleNamespace(
             F("state", "int8"),
             F("assigned_partitions", "[]TopicPartitions"),
             F("partitions_pending_revocation", "[]TopicPartitions"),
-        ], common={"TopicPartitions": _TOPIC_PARTITIONS}),
+        ], common={"TopicPartitions": [
+            *_TOPIC_PARTITIONS,
+            # Kafka 4.3 (KIP-1251): the epoch each partition was assigned at, one per partition;
+            # absent (None) in older logs
+            F("assignment_epochs", "[]int32", nullable="0+", default=None, tag=0, tagged="0+"),
+        ]}),
     regular_expression_key=_group_key("ConsumerGroupRegularExpressionKey", "16",
                                       F("regular_expression", "string")),
     regular_expression_value=Message(

@@ -1,13 +1,18 @@
-"""Produce (API key 0): append record batches to topic partitions."""
+"""Produce (API key 0): append record batches to topic partitions.
+
+v13 names topics by id (KIP-516) in place of the name. ApiVersions advertises this API from v0
+(see broker/dispatch/api_versions.py), but v0-2 are not declared: a request at one of them is
+refused like any version we do not speak."""
 
 from ..schema import F, Message
 
-REQUEST = Message("ProduceRequest", 0, "request", "3-11", "9+", [
+REQUEST = Message("ProduceRequest", 0, "request", "3-13", "9+", [
     F("transactional_id", "string", "3+", nullable="3+", default=None),
     F("acks", "int16"),
     F("timeout_ms", "int32"),
     F("topic_data", "[]TopicProduceData", fields=[
         F("name", "string", "0-12", ignorable=True),
+        F("topic_id", "uuid", "13+", ignorable=True),
         F("partition_data", "[]PartitionProduceData", fields=[
             F("index", "int32"),
             F("records", "records", nullable="0+"),
@@ -15,9 +20,10 @@ REQUEST = Message("ProduceRequest", 0, "request", "3-11", "9+", [
     ]),
 ])
 
-RESPONSE = Message("ProduceResponse", 0, "response", "3-11", "9+", [
+RESPONSE = Message("ProduceResponse", 0, "response", "3-13", "9+", [
     F("responses", "[]TopicProduceResponse", fields=[
         F("name", "string", "0-12", ignorable=True),
+        F("topic_id", "uuid", "13+", ignorable=True),
         F("partition_responses", "[]PartitionProduceResponse", fields=[
             F("index", "int32"),
             F("error_code", "int16"),

@@ -82,6 +82,46 @@ def test_offset_commit_answers_each_denied_topic_beside_the_allowed_ones(broker,
         allowed: E.NONE, denied: E.TOPIC_AUTHORIZATION_FAILED}
 
 
+def test_unknown_topic_ids_are_unknown_before_any_acl(broker, admin):
+    """OffsetCommit v10, OffsetFetch v10, Produce v13 and Fetch v13+ name topics by id: an id
+    the broker does not know is UNKNOWN_TOPIC_ID whatever the ACLs (Kafka checks it first); a
+    known topic without the ACL is refused, and an OffsetCommit answers its refused topics first."""
+    group, denied = unique("g"), unique("no")
+    make_topics(admin, denied)
+    grant(admin, "GROUP", group, "READ")
+    grant(admin, "TOPIC", denied, "DESCRIBE")                # its id may be known; not READ, not WRITE
+    client = anonymous(broker)
+    meta = REQUESTS[ApiKey.METADATA].cls
+    [described] = client.call(ApiKey.METADATA, 12, request(ApiKey.METADATA, topics=(
+        meta.MetadataRequestTopic(name=denied),))).topics
+    unknown = uuid.uuid4()
+    topic = REQUESTS[ApiKey.OFFSET_COMMIT].cls.OffsetCommitRequestTopic
+    part = topic.OffsetCommitRequestPartition(partition_index=0, committed_offset=3)
+    answer = client.call(ApiKey.OFFSET_COMMIT, 10, request(ApiKey.OFFSET_COMMIT, group_id=group, topics=(
+        topic(topic_id=unknown, partitions=(part,)), topic(topic_id=described.topic_id, partitions=(part,)))))
+    assert [(t.topic_id, t.partitions[0].error_code) for t in answer.topics] == [
+        (described.topic_id, E.TOPIC_AUTHORIZATION_FAILED), (unknown, E.UNKNOWN_TOPIC_ID)]
+    fetch = REQUESTS[ApiKey.OFFSET_FETCH].cls.OffsetFetchRequestGroup
+    fetched = client.call(ApiKey.OFFSET_FETCH, 10, request(ApiKey.OFFSET_FETCH, groups=(fetch(group_id=group, topics=(
+        fetch.OffsetFetchRequestTopics(topic_id=unknown, partition_indexes=(0,)),)),)))
+    assert [(t.topic_id, t.partitions[0].error_code) for t in fetched.groups[0].topics] == [
+        (unknown, E.UNKNOWN_TOPIC_ID)]
+    data = REQUESTS[ApiKey.PRODUCE].cls.TopicProduceData
+    records = data.PartitionProduceData(index=0, records=b"not read")
+    produced = client.call(ApiKey.PRODUCE, 13, request(ApiKey.PRODUCE, acks=1, timeout_ms=1000, topic_data=(
+        data(topic_id=unknown, partition_data=(records,)),
+        data(topic_id=described.topic_id, partition_data=(records,)))))
+    assert [(t.topic_id, t.partition_responses[0].error_code) for t in produced.responses] == [
+        (unknown, E.UNKNOWN_TOPIC_ID), (described.topic_id, E.TOPIC_AUTHORIZATION_FAILED)]
+    fetch = REQUESTS[ApiKey.FETCH].cls
+    asked = fetch.FetchTopic.FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1024)
+    read = client.call(ApiKey.FETCH, 18, request(ApiKey.FETCH, max_wait_ms=0, min_bytes=0, topics=(
+        fetch.FetchTopic(topic_id=unknown, partitions=(asked,)),
+        fetch.FetchTopic(topic_id=described.topic_id, partitions=(asked,)))))
+    assert [(t.topic_id, t.partitions[0].error_code) for t in read.responses] == [
+        (unknown, E.UNKNOWN_TOPIC_ID), (described.topic_id, E.TOPIC_AUTHORIZATION_FAILED)]
+
+
 def test_find_coordinator_list_and_describe_groups_see_only_describable_groups(broker, admin):
     mine, theirs = unique("mine"), unique("theirs")
     grant(admin, "GROUP", mine, "DESCRIBE")

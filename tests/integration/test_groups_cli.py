@@ -551,7 +551,9 @@ def test_reset_offsets_scopes_and_scenarios(served):
     at_two_minutes = plan("g", [("orders", p, 2) for p in range(3)])
     assert reset("--topic", "orders", "--to-datetime", "2024-01-01T00:02:00.000", "--dry-run") == at_two_minutes
     assert reset("--topic", "orders", "--to-datetime", "2024-01-01T01:01:30.000+01:00", "--dry-run") == at_two_minutes
-    assert reset("--topic", "orders", "--by-duration", "P36500D", "--dry-run") == plan("g", [("orders", p, 0) for p in range(3)])
+    # ten years back: before every record (a hundred would ask for a time before 1970, which
+    # Kafka 4 answers UNSUPPORTED_VERSION, as any negative timestamp it does not know)
+    assert reset("--topic", "orders", "--by-duration", "P3650D", "--dry-run") == plan("g", [("orders", p, 0) for p in range(3)])
     after_all = reset("--topic", "orders:1", "--by-duration", "PT1M", "--dry-run")  # every record is older
     assert after_all == ("\nWarn: Partition 1 from topic orders is empty. Falling back to latest known offset.\n"
                          + plan("g", [("orders", 1, 4)]))

@@ -181,8 +181,9 @@ async def test_commits_to_partitions_that_do_not_exist_get_unknown_topic(broker)
                                         part(partition_index=2, committed_offset=5, committed_metadata=""))),
         topic(name="missing", partitions=(part(partition_index=0, committed_offset=5, committed_metadata=""),))))
     answer = await client.call(ApiKey.OFFSET_COMMIT, 8, commit)
+    # Kafka's order: the API layer's errors first, then the coordinator's results merged in
     assert [(t.name, [(p.partition_index, p.error_code) for p in t.partitions]) for t in answer.topics] == [
-        ("known", [(0, ErrorCode.NONE), (2, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]),
+        ("known", [(2, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), (0, ErrorCode.NONE)]),
         ("missing", [(0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)])]
     of = REQUESTS[ApiKey.OFFSET_FETCH].cls
     fetched = await client.call(ApiKey.OFFSET_FETCH, 6, of(group_id="simple", topics=(

@@ -12,6 +12,7 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages import DATA, REQUESTS
 from protocol.payloads import encode_payload
+from protocol.registry import API_TABLE
 from tests.support.differential import Alias, Differential
 
 
@@ -22,7 +23,7 @@ def req(api: ApiKey, **fields):
 
 def sub(api: ApiKey, struct: str, **fields):
     """A struct of ``api``'s request, e.g. ``sub(ApiKey.JOIN_GROUP, "JoinGroupRequestProtocol", ...)``."""
-    return getattr(REQUESTS[api].cls, struct)(**fields)
+    return REQUESTS[api].class_of(struct)(**fields)
 
 
 def unique(request, suffix: str = "") -> str:
@@ -109,3 +110,9 @@ async def stable_member(oracle: Differential, group: str, *, instance_id: str | 
                          assignment=b"assigned"),)))
     assert synced["error_code"] == ErrorCode.NONE, synced
     return member, generation
+
+
+def versions(api: ApiKey) -> range:
+    """Every version of ``api`` we serve (protocol.registry.API_TABLE)."""
+    spec = API_TABLE[api]
+    return range(spec.min_version, spec.max_version + 1)

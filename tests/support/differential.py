@@ -33,15 +33,15 @@ from protocol.header import encode_request
 from protocol.record_batch import records_of
 from protocol.records import HEADER
 
-#: field name -> alias kind: generated ids, compared by where they appear, not by value
-ALIASED = {"member_id": "member", "leader": "member", "topic_id": "topic", "producer_id": "producer",
-           "session_id": "session"}
+#: field name -> (alias kind, the values that mean "no id"): generated ids, compared by where
+#: they appear, not by value
+ALIASED = {"member_id": ("member", ("",)), "leader": ("member", ("",)),
+           "topic_id": ("topic", (uuid.UUID(int=0),)), "producer_id": ("producer", (-1,)),
+           "session_id": ("session", (0,))}
 #: fields whose value says nothing about behaviour: the machine's or the moment's
 IGNORED = frozenset({"throttle_time_ms", "cluster_id", "port", "finalized_features_epoch",
                      "transaction_start_time_ms", "transaction_start_timestamp_ms",
                      "transaction_last_update_timestamp_ms", "last_timestamp", "current_state_timestamp"})
-#: values that are never generated, hence never aliased
-_NOT_IDS = (None, "", 0, -1, uuid.UUID(int=0))
 
 COMPARISONS = 0          # made in this run (printed by tests/oracle/conftest.py's summary)
 
@@ -85,8 +85,9 @@ class Side:
         """The answer as plain data, with generated ids aliased and ignored values blanked."""
         if name in IGNORED:
             return "<ignored>"
-        if name in ALIASED and value not in _NOT_IDS and isinstance(value, str | int | uuid.UUID):
-            return self.alias(ALIASED[name], value)
+        if name in ALIASED and value is not None and value not in ALIASED[name][1] \
+                and isinstance(value, str | int | uuid.UUID):
+            return self.alias(ALIASED[name][0], value)
         if name == "records" and isinstance(value, bytes | bytearray | memoryview):
             return self.records(bytes(value))
         if dataclasses.is_dataclass(value):
@@ -146,15 +147,19 @@ class Differential:
                           f"{self.timeout} s; answers: {answers}")
         return answers[0], answers[1]
 
-    async def call(self, api_key: int, version: int, body, *, what: str = "") -> dict:
+    async def call(self, api_key: int, version: int, body, *, what: str = "", unordered=()) -> dict:
         """Send ``body`` to both, compare the answers; the normalised answer."""
         ours, kafka = await self.both(api_key, version, body)
-        return self.compare(api_key, version, ours, kafka, what=what)
+        return self.compare(api_key, version, ours, kafka, what=what, unordered=unordered)
 
-    def compare(self, api_key: int, version: int, ours, kafka, *, what: str = "") -> dict:
+    def compare(self, api_key: int, version: int, ours, kafka, *, what: str = "", unordered=()) -> dict:
+        """``unordered`` names the lists whose order is Kafka's hash tables' and not behaviour
+        (each use says why); they are compared as sorted."""
         global COMPARISONS
         COMPARISONS += 1
         mine, theirs = self.ours.normalise(ours), self.kafka.normalise(kafka)
+        if unordered:
+            mine, theirs = sort_lists(mine, unordered), sort_lists(theirs, unordered)
         differences = diff(mine, theirs)
         if differences:
             title = f"{ApiKey(api_key).name} v{version}" + (f" ({what})" if what else "")
@@ -175,6 +180,15 @@ class Differential:
 
 def encoded(api_key: int, version: int, body, correlation: int, client_id: str = "oracle") -> bytes:
     return encode_request(api_key, version, correlation, body, client_id)
+
+
+def sort_lists(tree, names, name: str = ""):
+    if isinstance(tree, dict):
+        return {k: sort_lists(v, names, k) for k, v in tree.items()}
+    if isinstance(tree, list):
+        items = [sort_lists(v, names) for v in tree]
+        return sorted(items, key=repr) if name in names else items
+    return tree
 
 
 def diff(a, b, path: str = "") -> list[str]:

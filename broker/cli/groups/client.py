@@ -43,6 +43,11 @@ def _check(code: int, what: str) -> None:
 
 # --------------------------------------------------------------------------- connection
 
+#: The last versions naming topics by name: this tool names them so, as Kafka's admin client
+#: does (its forTopicNames builders stop before v10, where topics are named by id).
+BY_NAME_UNTIL = {ApiKey.OFFSET_COMMIT: 9, ApiKey.OFFSET_FETCH: 9}
+
+
 class Connection:
     """One blocking connection to one broker, with versions negotiated by ApiVersions."""
 
@@ -60,7 +65,7 @@ class Connection:
 
     def version(self, api_key: int) -> int:
         try:
-            return self.versions[api_key]
+            return min(self.versions[api_key], BY_NAME_UNTIL.get(api_key, 0x7FFF))
         except KeyError:
             raise GroupsError(f"{self.address} shares no version of {REQUESTS[api_key].name} "
                               "with this tool") from None

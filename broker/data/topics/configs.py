@@ -148,8 +148,6 @@ CONFIGS: dict[str, ConfigDef] = {d.name: d for d in (
     _d("follower.replication.throttled.replicas", LIST, "",
        _throttled("follower.replication.throttled.replicas"), (),
        "The replicas whose log replication is throttled on the follower side."),
-    _d("message.downconversion.enable", BOOLEAN, "true", _any, ["log.message.downconversion.enable"],
-       "Has no effect since Kafka 4.0."),
     _d("remote.storage.enable", BOOLEAN, "false", _any, (), "Whether tiered storage is enabled."),
     _d("local.retention.ms", LONG, "-2", at_least(-2), ["log.local.retention.ms"],
        "How long local segments are kept with tiered storage."),
@@ -271,6 +269,8 @@ def apply(log, values: dict[str, object]) -> None:
     log.retention_bytes, log.retention_ms = values["retention.bytes"], values["retention.ms"]
     log.max_message_bytes = values["max.message.bytes"]
     log.log_append_time = values["message.timestamp.type"] == "LogAppendTime"
+    log.timestamp_before_max_ms = values["message.timestamp.before.max.ms"]
+    log.timestamp_after_max_ms = values["message.timestamp.after.max.ms"]
     log.cleanup_policy = frozenset(values["cleanup.policy"])
     log.delete_retention_ms = values["delete.retention.ms"]
     log.min_compaction_lag_ms = values["min.compaction.lag.ms"]

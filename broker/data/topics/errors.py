@@ -32,6 +32,13 @@ class InvalidRecord(TopicsError):
         self.record_errors = list(record_errors)
 
 
+class InvalidTimestamp(InvalidRecord):
+    """Records whose CreateTime timestamps lie too far from the broker's clock (Kafka's
+    message.timestamp.before.max.ms / .after.max.ms), listed in ``record_errors``."""
+
+    error_code = ErrorCode.INVALID_TIMESTAMP
+
+
 class MessageTooLarge(TopicsError):
     """A batch larger than max.message.bytes."""
 

@@ -45,8 +45,8 @@ from protocol.record_batch import records_of
 from protocol.records import BatchHeader, check_crc, read_batches, with_base_offset
 
 from .batches import check_batch
-from .errors import (CorruptRecords, InvalidRecord, MessageTooLarge, OffsetOutOfRange, StorageError,
-                     TopicsError, InvalidTxnState, UnknownTopicOrPartition)
+from .errors import (CorruptRecords, InvalidRecord, InvalidTimestamp, MessageTooLarge, OffsetOutOfRange,
+                     StorageError, TopicsError, InvalidTxnState, UnknownTopicOrPartition)
 from .fsutil import Disk, atomic_write, fsync_dir
 from .producer_state import ProducerStateTable
 from .transactions import PartitionTransactions
@@ -96,6 +96,7 @@ class _Segment:
         self.positions, self.max_timestamps = array("q"), array("q")
         self.largest_timestamp = -1
         self.roll_timestamp = -1       # when segment.ms counts from: first batch's timestamp
+        self.rolls_by_record_time = False   # whether that is a record timestamp (else a clock's)
 
     @property
     def next_offset(self) -> int:
@@ -104,6 +105,7 @@ class _Segment:
     def add(self, base: int, last: int, size: int, max_timestamp: int, now_ms: int) -> None:
         if not self.lasts:
             self.roll_timestamp = max_timestamp if max_timestamp >= 0 else now_ms
+            self.rolls_by_record_time = max_timestamp >= 0
         self.bases.append(base)
         self.lasts.append(last)
         self.positions.append(self.size)
@@ -167,6 +169,9 @@ class PartitionLog:
         self.min_cleanable_dirty_ratio = min_cleanable_dirty_ratio
         self.max_message_bytes = max_message_bytes
         self.log_append_time = log_append_time
+        #: message.timestamp.before.max.ms and .after.max.ms: how far a CreateTime record's
+        #: timestamp may lie from the broker's clock
+        self.timestamp_before_max_ms, self.timestamp_after_max_ms = 2**63 - 1, 3_600_000
         self.disk = disk or Disk()
         self.producers = ProducerStateTable()
         self.transactions = PartitionTransactions()
@@ -227,12 +232,11 @@ class PartitionLog:
         except DecodeError as exc:
             raise CorruptRecords(str(exc)) from exc
         self._check_batches(headers)
+        self._validate_records(records, headers, now_ms)
         for h in headers:
             if not h.is_transactional and h.producer_id in self.transactions.ongoing:
                 raise InvalidTxnState(f"producer {h.producer_id} wrote a plain batch inside its "
                                       "open transaction")
-        if "compact" in self.cleanup_policy:
-            self._check_keys(records, headers)
         duplicate = self.producers.check(headers)
         if duplicate is not None:
             log.debug("%s: duplicate batch, answering offsets %d-%d", self.directory,
@@ -264,7 +268,8 @@ class PartitionLog:
         """Number and write checked batches; index them and their producers and transactions."""
         was_failed = self._reopen_if_failed()
         total = sum(h.size for h in headers)
-        self._maybe_roll(total, now_ms)
+        newest = now_ms if self.log_append_time else max(h.max_timestamp for h in headers)
+        self._maybe_roll(total, now_ms, newest)
         active = self._segments[-1]
         base = offset = active.next_offset
         view = memoryview(records)
@@ -299,31 +304,55 @@ class PartitionLog:
             if h.last_offset_delta < 0:
                 raise CorruptRecords(f"negative last offset delta {h.last_offset_delta}")
 
-    def _check_keys(self, records: bytes, headers: list[BatchHeader]) -> None:
-        """LogValidator.validateKey: a compacted topic refuses records without a key, naming
-        each by its index in the batch (the produce answer's record_errors)."""
+    def _validate_records(self, records: bytes, headers: list[BatchHeader], now_ms: int) -> None:
+        """Kafka's LogValidator, record by record: a compacted topic refuses records without a
+        key; a CreateTime topic refuses timestamps more than message.timestamp.before.max.ms
+        before now or message.timestamp.after.max.ms after it. Each refused record is named by
+        its index in its batch (the produce answer's record_errors). A batch whose header alone
+        shows every timestamp in range (its max timestamp, and any timestamp when the lower
+        bound is unlimited) is decoded only for a compacted topic."""
+        compacted = "compact" in self.cleanup_policy
+        low = now_ms - self.timestamp_before_max_ms
+        high = now_ms + self.timestamp_after_max_ms
         topic_partition = os.path.basename(self.directory)
+        errors, bad_timestamp = [], False
         for h in headers:
+            timed = not self.log_append_time and (h.max_timestamp > high or low > 0)
+            if not compacted and not timed:
+                continue
             try:
                 _, decoded = records_of(memoryview(records)[h.position:h.position + h.size])
             except DecodeError as exc:
                 raise CorruptRecords(str(exc)) from exc
-            errors = [(i, "Compacted topic cannot accept message without key in topic partition "
-                       f"{topic_partition}") for i, r in enumerate(decoded) if r.key is None]
-            if errors:
-                shown = ", ".join(f"RecordError(batchIndex={i}, message='{m}')" for i, m in errors[:3])
-                raise InvalidRecord(f"One or more records have been rejected due to {len(errors)} "
-                                    "record errors in total, and only showing the first three errors "
-                                    f"at most: [{shown}]", record_errors=errors)
+            for i, r in enumerate(decoded):
+                if compacted and r.key is None:
+                    errors.append((i, "Compacted topic cannot accept message without key in topic "
+                                      f"partition {topic_partition}"))
+                elif timed and r.timestamp != -1 and not low <= r.timestamp <= high:
+                    bad_timestamp = True
+                    errors.append((i, f"Timestamp {r.timestamp} of message with offset {r.offset} is out "
+                                      f"of range. The timestamp should be within [{low}, {high}]"))
+        if bad_timestamp:
+            raise InvalidTimestamp("One or more records have been rejected due to invalid timestamp",
+                                   record_errors=errors)
+        if errors:
+            shown = ", ".join(f"RecordError(batchIndex={i}, message='{m}')" for i, m in errors[:3])
+            raise InvalidRecord(f"One or more records have been rejected due to {len(errors)} "
+                                "record errors in total, and only showing the first three errors "
+                                f"at most: [{shown}]", record_errors=errors)
 
-    def _maybe_roll(self, incoming: int, now_ms: int) -> None:
+    def _maybe_roll(self, incoming: int, now_ms: int, newest_timestamp: int) -> None:
+        """Kafka's LogSegment.shouldRoll: segment.bytes, or segment.ms counted from the active
+        segment's first batch timestamp to the incoming batches' largest one (from the clock
+        when the first batch had no timestamp)."""
         active = self._segments[-1]
         if active.size == 0:
             return
         segment_ms = self.segment_ms        # Kafka: a compacted log also rolls for max.compaction.lag.ms
         if "compact" in self.cleanup_policy:
             segment_ms = min(segment_ms, self.max_compaction_lag_ms)
-        if active.size + incoming <= self.segment_bytes and now_ms - active.roll_timestamp < segment_ms:
+        waited = (newest_timestamp if active.rolls_by_record_time else now_ms) - active.roll_timestamp
+        if active.size + incoming <= self.segment_bytes and waited <= segment_ms:
             return
         new = _Segment(os.path.join(self.directory, segment_name(active.next_offset)),
                        active.next_offset)
@@ -398,8 +427,10 @@ class PartitionLog:
     # -- fetch -----------------------------------------------------------------------------
 
     def read(self, offset: int, max_bytes: int, *, min_one: bool = True,
-             upto: int | None = None) -> bytes:
-        """Whole batches from the one holding ``offset``, at most ``max_bytes`` of them.
+             upto: int | None = None, one_segment: bool = False) -> bytes:
+        """Whole batches from the one holding ``offset``, at most ``max_bytes`` of them; with
+        ``one_segment``, from its segment alone (as Kafka's LocalLog.read answers a fetch: the
+        next one goes on in the next segment).
 
         The first batch is returned even if larger than ``max_bytes`` when ``min_one`` is
         true (Kafka's KIP-74 rule for the first partition of a Fetch response). Reading at
@@ -438,7 +469,7 @@ class PartitionLog:
             except OSError as exc:
                 raise StorageError(f"reading {seg.path} failed: {exc}") from exc
             budget -= end - start
-            if end < seg.size or stopped:
+            if end < seg.size or stopped or one_segment:
                 break
         return b"".join(parts)
 

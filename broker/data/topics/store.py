@@ -50,16 +50,18 @@ _DELETE_SUFFIX = ".delete"
 
 
 def validate_topic_name(name: str) -> None:
-    """Kafka's Topic.validate: raise InvalidTopic for a name Kafka refuses."""
+    """Kafka's Topic.validate: raise InvalidTopic, with Kafka's message, for a name it refuses."""
+    reason = None
     if not name:
-        raise InvalidTopic("topic name is illegal, it can't be empty")
-    if name in (".", ".."):
-        raise InvalidTopic("topic name cannot be \".\" or \"..\"")
-    if len(name) > MAX_NAME_LENGTH:
-        raise InvalidTopic(f"topic name is longer than {MAX_NAME_LENGTH} characters")
-    if not _LEGAL.fullmatch(name):
-        raise InvalidTopic(f"topic name {name!r} has characters other than ASCII alphanumerics, "
-                           "'.', '_' and '-'")
+        reason = "the empty string is not allowed"
+    elif name in (".", ".."):
+        reason = f"'{name}' is not allowed"
+    elif len(name) > MAX_NAME_LENGTH:
+        reason = f"the length of '{name}' is longer than the max allowed length {MAX_NAME_LENGTH}"
+    elif not _LEGAL.fullmatch(name):
+        reason = f"'{name}' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'"
+    if reason is not None:
+        raise InvalidTopic(f"Topic name is invalid: {reason}")
 
 
 def _collision_key(name: str) -> str:
@@ -201,13 +203,13 @@ class TopicStore:
     def _check_creatable(self, name: str, count: int) -> None:
         validate_topic_name(name)
         if name in self._topics or name in self._creating or name in INTERNAL_TOPICS:
-            raise TopicAlreadyExists(f"topic {name!r} already exists")
+            raise TopicAlreadyExists(f"Topic '{name}' already exists.")
         clash = next((t for t in (*self._topics, *self._creating)
                       if _collision_key(t) == _collision_key(name)), None)
         if clash is not None:
-            raise InvalidTopic(f"topic {name!r} collides with existing topic {clash!r}")
+            raise InvalidTopic(f"Topic '{name}' collides with existing topic: {clash}")
         if count <= 0:
-            raise InvalidPartitions(f"number of partitions must be larger than 0, got {count}")
+            raise InvalidPartitions("Number of partitions was set to an invalid non-positive value.")
 
     def _write_topic(self, name: str, topic_id: uuid.UUID, count: int, configs: dict[str, str],
                      replicas: int) -> None:

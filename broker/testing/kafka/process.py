@@ -2,9 +2,10 @@
 
 :class:`KafkaProcess` formats a fresh data dir with Kafka's ``StorageTool``, starts
 ``kafka.Kafka`` with a small heap on free ports of 127.0.0.1, and returns once the broker
-answers and its group and transaction coordinators have loaded every partition (so the first
-group request of a test is not answered COORDINATOR_LOAD_IN_PROGRESS or
-COORDINATOR_NOT_AVAILABLE, which groupbroker, ready when it says so, never answers then).
+answers, its group and transaction coordinators have loaded every partition and it holds a
+block of producer ids (so the first group or producer request of a test is not answered
+COORDINATOR_LOAD_IN_PROGRESS or COORDINATOR_NOT_AVAILABLE, which groupbroker, ready when it
+says so, never answers then).
 Settings take Kafka's names; :data:`KAFKA_TEST_SETTINGS` are the fixed ones a one-node test
 broker needs (replication factors of 1, a log cleaner buffer small enough for the heap).
 """
@@ -159,6 +160,13 @@ class KafkaProcess:
             for group in group_per_partition():
                 self._until_none(deadline, lambda: client.call(ApiKey.OFFSET_FETCH, 7, fetch(
                     group_id=group, topics=None)).error_code)
+            describe = REQUESTS[ApiKey.DESCRIBE_TRANSACTIONS].cls
+            for txn in group_per_partition():          # the same hash places transactional ids
+                self._until_none(deadline, lambda: _loaded(client.call(ApiKey.DESCRIBE_TRANSACTIONS, 0, describe(
+                    transactional_ids=(txn,))).transaction_states[0].error_code))
+            init = REQUESTS[ApiKey.INIT_PRODUCER_ID].cls  # the first producer id block comes from the controller
+            self._until_none(deadline, lambda: client.call(ApiKey.INIT_PRODUCER_ID, 4, init(
+                transactional_id=None, transaction_timeout_ms=60000)).error_code)
         finally:
             client.close()
 
@@ -207,6 +215,11 @@ class KafkaProcess:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(10)
+
+
+def _loaded(code: int) -> int:
+    """NONE once a transaction-state partition answers for its ids (none exists: not found)."""
+    return ErrorCode.NONE if code == ErrorCode.TRANSACTIONAL_ID_NOT_FOUND else code
 
 
 def group_per_partition(partitions: int = DEFAULT_SHARDS) -> list[str]:

@@ -259,9 +259,9 @@ def test_max_compaction_lag_cleans_below_the_dirty_ratio(store, tmp_path):
 def test_a_compacted_log_also_rolls_when_max_compaction_lag_passes(store):
     plog = compacted(store, segment_bytes=1 << 20, max_compaction_lag_ms=5_000)
     plog.append(keyed([(b"k", b"v")], timestamp=1_000), 1_000)
-    plog.append(keyed([(b"k", b"v")], timestamp=5_999), 5_999)
-    assert len(plog.segments()) == 1
     plog.append(keyed([(b"k", b"v")], timestamp=6_000), 6_000)
+    assert len(plog.segments()) == 1
+    plog.append(keyed([(b"k", b"v")], timestamp=6_001), 6_001)
     assert len(plog.segments()) == 2
 
 

@@ -51,6 +51,9 @@ def test_segments_roll_and_reads_cross_them(tmp_path):
     assert segments(tmp_path / "t-0") == [f"{o:020d}.log" for o in (0, 6, 12)]
     assert [o for o, _ in values_of(plog.read(4, 1 << 20))] == list(range(3, 15))
     assert len(plog.read(4, 3 * one)) == 3 * one                     # stops inside segment 6
+    # a fetch's read ends with the segment holding its offset, as Kafka's LocalLog.read
+    assert [o for o, _ in values_of(plog.read(4, 1 << 20, one_segment=True))] == list(range(3, 6))
+    assert [o for o, _ in values_of(plog.read(6, 1 << 20, one_segment=True))] == list(range(6, 12))
     plog.close()
     reopened = PartitionLog(tmp_path / "t-0", segment_bytes=2 * one)
     assert reopened.high_watermark == 15
@@ -62,8 +65,10 @@ def test_segment_rolls_after_segment_ms(tmp_path):
     plog = PartitionLog(tmp_path / "t-0", segment_ms=1_000)
     plog.append(batch([b"a"], timestamp=5_000), 5_000)
     plog.append(batch([b"b"], timestamp=5_500), 5_500)
-    plog.append(batch([b"c"], timestamp=6_000), 6_000)
-    assert segments(tmp_path / "t-0") == [f"{o:020d}.log" for o in (0, 2)]
+    plog.append(batch([b"c"], timestamp=6_000), 9_000)       # the records' time counts, not the clock's
+    assert segments(tmp_path / "t-0") == [f"{o:020d}.log" for o in (0,)]
+    plog.append(batch([b"d"], timestamp=6_001), 6_001)       # over segment.ms past the first batch's
+    assert segments(tmp_path / "t-0") == [f"{o:020d}.log" for o in (0, 3)]
 
 
 def test_corrupt_batches_are_refused_and_nothing_is_written(tmp_path):

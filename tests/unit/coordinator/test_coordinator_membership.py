@@ -59,7 +59,7 @@ def test_join_empty_group_id_is_checked_first(state):
     response = h.replies[t]
     assert (response.error_code, response.member_id, response.generation_id) == \
         (E.INVALID_GROUP_ID, "anything", -1)
-    assert (response.leader, response.members, response.protocol_name) == ("", (), "")
+    assert (response.leader, response.members, response.protocol_name) == ("", (), None)   # null from v7
 
 
 @pytest.mark.parametrize("state", STATES)
@@ -180,7 +180,7 @@ def test_member_id_required_from_v4_only(version, expected):
         response = h.replies[t]
         assert response.error_code == expected
         assert response.member_id == "app-00000000-0000-0000-0000-000000000001"
-        assert response.generation_id == -1 and response.protocol_name == ""
+        assert response.generation_id == -1 and response.protocol_name == ("" if version < 7 else None)
         assert h.group_state().pending_members == {response.member_id}
         assert not h.group_state().members
 
@@ -264,8 +264,8 @@ def test_join_response_fields_by_version(version, name, ptype):
     assert (response.protocol_name, response.protocol_type) == (name, ptype)
 
 
-@pytest.mark.parametrize("version,expected", [(6, ""), (7, "")])
-def test_join_error_protocol_name_is_empty_string(version, expected):
+@pytest.mark.parametrize("version,expected", [(6, ""), (7, None)])
+def test_join_error_protocol_name_is_empty_before_v7_then_null(version, expected):
     h, ids, _ = build("Stable")
     response = h.replies[h.join(ids[1], version=version, protocol_type="other")]
     assert response.error_code == E.INCONSISTENT_GROUP_PROTOCOL

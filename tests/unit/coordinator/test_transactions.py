@@ -315,6 +315,11 @@ def test_list_and_describe():
     d.now += 100
     assert [r.transactional_id for r in d.c.list(d.now, set(), set(), 50)[0]] == ["a", "b"]
     assert [r.transactional_id for r in d.c.list(d.now, set(), set(), 100)[0]] == ["a"]
+    # KIP-1152: an RE2/J pattern the whole id matches; one RE2/J refuses fails the list
+    assert [r.transactional_id for r in d.c.list(d.now, set(), set(), id_pattern="[ab]")[0]] == ["a", "b"]
+    assert [r.transactional_id for r in d.c.list(d.now, set(), set(), id_pattern="b|c")[0]] == ["b"]
+    assert d.c.list(d.now, set(), set(), id_pattern="")[0] == d.c.list(d.now, set(), set())[0]
+    assert d.c.list(d.now, set(), {"Bogus"}, id_pattern="(a)\\1") == E.INVALID_REGULAR_EXPRESSION
     assert d.c.describe("nope") == E.TRANSACTIONAL_ID_NOT_FOUND
     assert d.c.describe("") == E.INVALID_REQUEST
     assert d.c.describe("b").partitions == {("t", 0)}

@@ -31,36 +31,17 @@ NOT_SHIPPED = {"ConsumerGroupHeartbeatRequest", "ConsumerGroupHeartbeatResponse"
                "ConsumerGroupDescribeRequest", "ConsumerGroupDescribeResponse"}
 
 #: Where we deliberately serve less than Kafka defines: name -> (Kafka's validVersions, ours).
-#: OffsetCommit/OffsetFetch v10 replace topic names by topic ids; we stop at v9 (see the
-#: comments in protocol/messages/offset_commit.py and offset_fetch.py).
 CAPPED = {
-    "OffsetCommitRequest": ("2-10", "2-9"),
-    "OffsetCommitResponse": ("2-10", "2-9"),
-    "OffsetFetchRequest": ("1-10", "1-9"),
-    "OffsetFetchResponse": ("1-10", "1-9"),
-    # Caps declared by other modules (not by the group APIs); listed here so each is a
-    # deliberate, reviewed line rather than a silent mismatch.
-    "ProduceRequest": ("3-13", "3-11"),
-    "ProduceResponse": ("3-13", "3-11"),
-    "FetchRequest": ("4-18", "4-17"),
-    "FetchResponse": ("4-18", "4-17"),
-    "ListOffsetsRequest": ("1-11", "1-9"),
-    "ListOffsetsResponse": ("1-11", "1-9"),
     # Transactions: the classic protocol (TV1) only. AddPartitionsToTxn v4+ is sent between
-    # brokers; EndTxn v5 and TxnOffsetCommit v5 mark a KIP-890 (TV2) client; ListTransactions
-    # v2 (KIP-1152's id pattern) is Kafka 4.1's.
+    # brokers; EndTxn v5 and TxnOffsetCommit v5 mark a KIP-890 (TV2) client.
     "AddPartitionsToTxnRequest": ("0-5", "0-3"),
     "AddPartitionsToTxnResponse": ("0-5", "0-3"),
     "EndTxnRequest": ("0-5", "0-4"),
     "EndTxnResponse": ("0-5", "0-4"),
     "TxnOffsetCommitRequest": ("0-5", "0-4"),
     "TxnOffsetCommitResponse": ("0-5", "0-4"),
-    "ListTransactionsRequest": ("0-2", "0-1"),
-    "ListTransactionsResponse": ("0-2", "0-1"),
     "InitProducerIdRequest": ("0-6", "0-5"),
     "InitProducerIdResponse": ("0-6", "0-5"),
-    "DescribeLogDirsRequest": ("1-5", "1-4"),
-    "DescribeLogDirsResponse": ("1-5", "1-4"),
 }
 
 _PRIMITIVES = {"int8", "int16", "int32", "int64", "uint16", "float64", "bool", "uuid",

@@ -256,7 +256,7 @@ TRANSACTION_APIS = {
     ApiKey.TXN_OFFSET_COMMIT: ("0-4", "0-5", "3+"),
     ApiKey.DESCRIBE_PRODUCERS: ("0", "0", "0+"),
     ApiKey.DESCRIBE_TRANSACTIONS: ("0", "0", "0+"),
-    ApiKey.LIST_TRANSACTIONS: ("0-1", "0-2", "0+"),
+    ApiKey.LIST_TRANSACTIONS: ("0-2", "0-2", "0+"),
 }
 
 

@@ -1,0 +1,88 @@
+"""The iteration orders of Java hash collections that Kafka's answers inherit.
+
+Where Kafka builds an answer by walking a ``HashMap`` or ``HashSet``, the order clients see is the
+table's: entries by bucket (the key's hash, spread by ``h ^ (h >>> 16)``, masked by the table
+size), and within a bucket by when they were linked in. These functions give those orders for
+the collections whose order reaches the wire, so that our answers list things as Kafka's do.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Hashable, Iterable, TypeVar
+
+from .routing import java_string_hash
+
+K = TypeVar("K", bound=Hashable)
+_MASK = 0xFFFFFFFF
+_LOAD_FACTOR = 0.75
+_DEFAULT_CAPACITY = 16
+
+
+def topic_partition_hash(topic: str, partition: int) -> int:
+    """``TopicPartition.hashCode()``."""
+    return (31 * (31 + partition) + java_string_hash(topic)) & _MASK
+
+
+def string_hash(text: str) -> int:
+    return java_string_hash(text) & _MASK
+
+
+def table_size_for(wanted: int) -> int:
+    """Java's ``HashMap.tableSizeFor``: the smallest power of two not below ``wanted``."""
+    return 1 << max(wanted - 1, 0).bit_length()
+
+
+def copy_capacity(size: int) -> int:
+    """The table of ``new HashSet<>(collection)`` (or ``new HashMap<>(map)``) of ``size`` entries."""
+    return table_size_for(max(int(size / _LOAD_FACTOR) + 1, _DEFAULT_CAPACITY))
+
+
+def grown(capacity: int, size: int) -> int:
+    """The table after ``put``s have brought it to ``size`` entries (it doubles once an insert
+    takes it past three quarters)."""
+    while size > capacity * _LOAD_FACTOR:
+        capacity *= 2
+    return capacity
+
+
+def iteration_order(keys: Iterable[K], hash_of: Callable[[K], int], capacity: int,
+                    newest_first: bool = False) -> list[K]:
+    """``keys`` (distinct, in the order they were linked into the table) in the table's order.
+    ``newest_first``: each new entry went to the head of its bucket (``computeIfAbsent``), not
+    its tail (``put``, ``add``); growing the table keeps the order within a bucket either way."""
+    def bucket(key: K) -> int:
+        h = hash_of(key)
+        return (h ^ (h >> 16)) & (capacity - 1)
+    ranked = [(bucket(key), -i if newest_first else i, key) for i, key in enumerate(keys)]
+    return [key for _, _, key in sorted(ranked, key=lambda r: r[:2])]
+
+
+def shard_order(shards: list[int], topic: str = "__consumer_offsets") -> list[int]:
+    """The distinct ``shards`` in the order Kafka's group coordinator answers a request that names
+    several groups (DescribeGroups, DeleteGroups, ConsumerGroupDescribe): it files the groups
+    under their partition in a ``HashMap<TopicPartition, ...>`` with ``computeIfAbsent``, in
+    request order, and answers partition by partition in that map's order. computeIfAbsent
+    grows the table before an insert, once the entries already exceed three quarters of it."""
+    capacity, order = _DEFAULT_CAPACITY, []
+    for shard in shards:
+        if len(order) > capacity * _LOAD_FACTOR:
+            capacity *= 2
+        if shard not in order:
+            order.append(shard)
+    return iteration_order(order, lambda shard: topic_partition_hash(topic, shard), capacity, newest_first=True)
+
+
+def hash_set_order(names: list[str]) -> list[str]:
+    """The distinct ``names`` in the order of ``new HashSet<>(names)``: the order Kafka's
+    coordinator deletes one partition's groups in, hence DeleteGroups' answer."""
+    distinct = list(dict.fromkeys(names))
+    return iteration_order(distinct, string_hash, copy_capacity(len(distinct)))
+
+
+def transaction_partitions_order(partitions: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    """A transaction's partitions as Kafka's transaction metadata iterates them: a
+    ``HashSet<TopicPartition>`` copied and extended at each AddPartitionsToTxn (DescribeTransactions
+    lists topics and partitions in this order). Partitions that share a bucket keep the order
+    given (Kafka's: the order they were added in, which the metadata does not keep)."""
+    return iteration_order(partitions, lambda tp: topic_partition_hash(*tp),
+                           grown(copy_capacity(0), len(partitions)))
