@@ -54,7 +54,7 @@ def _describe(groups: ClassicGroupManager, consumer: ConsumerGroupManager, v: in
                           group_instance_id=m.group_instance_id if v >= 4 else None,
                           client_id=m.client_id, client_host=m.client_host,
                           member_metadata=m.metadata(group.protocol_name) if stable else b"",
-                          member_assignment=m.assignment if stable else b"")
+                          member_assignment=m.assignment)      # Kafka shows it in every state
                for m in group.members.values()]
     return r.described_group(v, group_id, state=group.state.value, protocol_type=group.protocol_type,
                              protocol_data=group.protocol_name if stable else "", members=members)

@@ -84,6 +84,8 @@ def join_group(groups: ClassicGroupManager, out: CoordinatorResult, now: int, ct
         fail(E.INCONSISTENT_GROUP_PROTOCOL)
     elif req.member_id == "":
         _join_unknown_member(groups, out, now, ctx, req, group)
+    elif req.member_id in group.pending_members and req.group_instance_id is not None:
+        fail(E.UNKNOWN_SERVER_ERROR, member_id="")      # Kafka's coordinator throws: a pending member is never static
     elif req.member_id in group.pending_members:
         group.pending_members.discard(req.member_id)
         groups.timers.cancel(("pending", group.group_id, req.member_id))
