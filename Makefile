@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test bench fuzz clean
+.PHONY: serve test bench fuzz fuzz-oracle clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,11 @@ test: $(STAMP)
 # The fuzz test of `make test`, for ten minutes (GROUPBROKER_FUZZ_SEED=N replays a run).
 fuzz: $(STAMP)
 	GROUPBROKER_FUZZ_SECONDS=$${GROUPBROKER_FUZZ_SECONDS:-600} $(VENV)/bin/python -m pytest tests/integration/test_fuzz.py -s
+
+# Random group sequences against Apache Kafka itself (tests/oracle/test_group_sequences.py): 5000
+# instead of CI's 200 (GROUPBROKER_ORACLE_SEED=N replays one sequence).
+fuzz-oracle: $(STAMP)
+	GROUPBROKER_ORACLE_SEQUENCES=$${GROUPBROKER_ORACLE_SEQUENCES:-5000} $(VENV)/bin/python -m pytest tests/oracle/test_group_sequences.py
 
 bench: $(STAMP)
 	$(VENV)/bin/python bench/codec.py

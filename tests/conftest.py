@@ -4,6 +4,8 @@ import pytest
 
 from broker.config import BrokerConfig
 from broker.server.broker import Broker
+from broker.testing.kafka.artefacts import KafkaUnavailable
+from broker.testing.kafka.process import KafkaProcess
 from broker.testing.launcher import TEST_DEFAULTS, BrokerProcess
 from tests.support.processes import missing
 
@@ -64,15 +66,15 @@ def spark():
 
 
 #: The settings both brokers of a differential test run with (Kafka's names): our test
-#: defaults, and no initial rebalance delay, so a join phase ends on the same event in both.
-ORACLE_SETTINGS = {**TEST_DEFAULTS, "group.initial.rebalance.delay.ms": "0"}
+#: defaults, and no initial rebalance delay, so a join phase ends on the same event in both;
+#: consumer groups of at most 4 members, so that a test can fill one.
+ORACLE_SETTINGS = {**TEST_DEFAULTS, "group.initial.rebalance.delay.ms": "0", "group.consumer.max.size": "4"}
 
 
 @pytest.fixture(scope="session")
 def kafka_oracle(tmp_path_factory):
     """Apache Kafka 4.3.1 (broker/testing/kafka), started once per run when a test asks for it.
     Without Java or Maven the test is skipped, or fails in CI."""
-    from broker.testing.kafka import KafkaProcess, KafkaUnavailable
     try:
         kafka = KafkaProcess(tmp_path_factory.mktemp("kafka-oracle"), ORACLE_SETTINGS).start()
     except KafkaUnavailable as e:

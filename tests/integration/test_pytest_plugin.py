@@ -162,3 +162,41 @@ def test_the_readme_example_runs_without_the_clients_deprecation_noise(pytester)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=2, warnings=1)
     result.stdout.fnmatch_lines(["*test_user.py*read_text is deprecated*"])
+
+
+def test_the_same_tests_run_against_apache_kafka(pytester, kafka_oracle):
+    """``--groupbroker-backend=kafka``: the user's tests meet Kafka itself (its ApiVersions
+    answer finalizes features, which groupbroker's does not); groupbroker's own faults fail
+    with a message, clusters of nodes are skipped. (kafka_oracle: Java and Maven are there.)"""
+    pytester.makepyfile(test_user="""
+        import pytest
+        from kafka import KafkaConsumer, KafkaProducer
+        from broker.client.blocking import BlockingClient
+
+        def test_roundtrip(groupbroker):
+            producer = KafkaProducer(bootstrap_servers=groupbroker.bootstrap_servers)
+            producer.send("orders", b"hello")
+            producer.flush()
+            producer.close()
+            consumer = KafkaConsumer("orders", group_id="billing", auto_offset_reset="earliest",
+                                     bootstrap_servers=groupbroker.bootstrap_servers, consumer_timeout_ms=10000)
+            assert [m.value for m in consumer] == [b"hello"]
+            consumer.close()
+
+        def test_it_is_kafka(groupbroker):
+            host, port = groupbroker.bootstrap_servers.split(":")
+            client = BlockingClient(host, int(port))
+            answer = client.call(18, 3, client.session.api_versions_request(3))
+            client.close()
+            assert {f.name for f in answer.finalized_features} >= {"group.version", "transaction.version"}
+
+        def test_faults_are_groupbrokers_own(groupbroker):
+            with pytest.raises(RuntimeError, match="fault injection: groupbroker's own"):
+                groupbroker.faults.fail("Heartbeat", "REBALANCE_IN_PROGRESS")
+
+        @pytest.mark.groupbroker(nodes=3)
+        def test_a_cluster(groupbroker):
+            pass
+    """)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--groupbroker-backend=kafka")
+    result.assert_outcomes(passed=3, skipped=1)
