@@ -1,7 +1,11 @@
 """ApiVersions, generated from the protocol registry and limited to what this broker serves.
 
-No optional tagged fields are sent at v3+ (librdkafka 2.0.2, Debian's kcat, misreads
-non-empty ones). An ApiVersions request at a version we do not know is answered at v0 with
+From v3 the answer carries the features as Kafka 4.3.1 does (KIP-584): the ranges its software
+supports, and the levels finalized in this cluster, those of a Kafka 4.3.1 cluster formatted with
+transaction.version=1, share.version=0 and streams.version=0, which is what groupbroker serves
+(clients act on the finalized levels only: a Java producer uses transaction version 2 only where
+it is finalized). Before v4 a supported range starting at 0 is left out, as Kafka leaves it out:
+older clients, librdkafka 2.0's among them, fail to read it (KAFKA-17492). An ApiVersions request at a version we do not know is answered at v0 with
 UNSUPPORTED_VERSION and our own ApiVersions range, so the client can retry (KIP-511).
 """
 
@@ -50,16 +54,32 @@ _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?\Z")
 #: is closed (Kafka's SocketServer, UnsupportedVersionException while parsing the header).
 ADVERTISED_MIN = {ApiKey.PRODUCE: 0}
 
+#: The feature ranges Kafka 4.3.1's software supports, in the order it lists them.
+SUPPORTED_FEATURES = (("group.version", 0, 1), ("kraft.version", 0, 1), ("metadata.version", 7, 30),
+                      ("share.version", 0, 1), ("streams.version", 0, 1), ("transaction.version", 0, 2),
+                      ("eligible.leader.replicas.version", 0, 1))
+#: The finalized feature levels, in the order Kafka lists them (a level 0 is not listed).
+FINALIZED_FEATURES = (("group.version", 1), ("transaction.version", 1),
+                      ("eligible.leader.replicas.version", 1), ("metadata.version", 30))
+FINALIZED_FEATURES_EPOCH = 1
+
 
 def api_versions_answer(version: int, request, served: list[int]):
     if version >= 3 and not (_SOFTWARE.match(request.client_software_name)
                              and _SOFTWARE.match(request.client_software_version)):
         return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST)
     entry = ApiVersionsResponse.ApiVersion
+    features = {} if version < 3 else dict(
+        supported_features=tuple(ApiVersionsResponse.SupportedFeatureKey(name=n, min_version=lo, max_version=hi)
+                                 for n, lo, hi in SUPPORTED_FEATURES if lo > 0 or version >= 4),
+        finalized_features_epoch=FINALIZED_FEATURES_EPOCH,
+        finalized_features=tuple(ApiVersionsResponse.FinalizedFeatureKey(name=n, max_version_level=level,
+                                                                         min_version_level=level)
+                                 for n, level in FINALIZED_FEATURES))
     return ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=tuple(
         entry(api_key=k, min_version=ADVERTISED_MIN.get(k, API_TABLE[k].min_version),
               max_version=API_TABLE[k].max_version)
-        for k in sorted(served)))
+        for k in sorted(served)), **features)
 
 
 def unsupported_version_answer():

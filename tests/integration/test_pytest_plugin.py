@@ -166,7 +166,7 @@ def test_the_readme_example_runs_without_the_clients_deprecation_noise(pytester)
 
 def test_the_same_tests_run_against_apache_kafka(pytester, kafka_oracle):
     """``--groupbroker-backend=kafka``: the user's tests meet Kafka itself (its ApiVersions
-    answer finalizes features, which groupbroker's does not); groupbroker's own faults fail
+    answer finalizes share and streams groups, which groupbroker does not serve yet); faults fail
     with a message, clusters of nodes are skipped. (kafka_oracle: Java and Maven are there.)"""
     pytester.makepyfile(test_user="""
         import pytest
@@ -188,7 +188,7 @@ def test_the_same_tests_run_against_apache_kafka(pytester, kafka_oracle):
             client = BlockingClient(host, int(port))
             answer = client.call(18, 3, client.session.api_versions_request(3))
             client.close()
-            assert {f.name for f in answer.finalized_features} >= {"group.version", "transaction.version"}
+            assert {f.name for f in answer.finalized_features} >= {"share.version", "streams.version"}
 
         def test_faults_are_groupbrokers_own(groupbroker):
             with pytest.raises(RuntimeError, match="fault injection: groupbroker's own"):
