@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 
 from protocol.api_keys import ApiKey
+from protocol.error_messages import default_message
 from protocol.errors import ErrorCode as E
 from protocol.messages import RESPONSES
 from protocol.registry import API_TABLE
@@ -241,15 +242,26 @@ class Authorization:
         resource = TXN if body.key_type == 1 else GROUP
         if ctx.version < 4:
             if not self.allowed(ctx, DESCRIBE, resource, body.key):
-                return self._refused(ctx, body, DENIED[resource])
+                return RESPONSES[ApiKey.FIND_COORDINATOR].cls(
+                    error_code=DENIED[resource], error_message=default_message(DENIED[resource]),
+                    node_id=-1, host="", port=-1)
             return await route(ctx, body)
         allowed, denied = self._by_name(ctx, body.coordinator_keys, DESCRIBE, resource)
-        return await self._split(ctx, body, route, "coordinator_keys", denied, allowed, "coordinators",
-                                 DENIED[resource])
+        if not denied:
+            return await route(ctx, body)
+        # Kafka authorizes each key where it looks it up: the answers stay in request order
+        found = iter((await route(ctx, dataclasses.replace(body, coordinator_keys=tuple(allowed)))).coordinators
+                     if allowed else ())
+        coordinator = RESPONSES[ApiKey.FIND_COORDINATOR].cls.Coordinator
+        refused = set(denied)
+        return RESPONSES[ApiKey.FIND_COORDINATOR].cls(coordinators=tuple(
+            coordinator(key=key, node_id=-1, host="", port=-1, error_code=DENIED[resource], error_message="")
+            if key in refused else next(found) for key in body.coordinator_keys))
 
     async def _describe_groups(self, ctx, body, route):
         allowed, denied = self._by_name(ctx, body.groups, DESCRIBE, GROUP)
-        answer = await self._split(ctx, body, route, "groups", denied, allowed, "groups", E.GROUP_AUTHORIZATION_FAILED)
+        answer = await self._split(ctx, body, route, "groups", denied, allowed, "groups", E.GROUP_AUTHORIZATION_FAILED,
+                                   refused_first=True)
         if ctx.version >= 3 and body.include_authorized_operations:
             answer = self._with_group_operations(ctx, answer)
         return answer
@@ -257,7 +269,7 @@ class Authorization:
     async def _consumer_group_describe(self, ctx, body, route):
         allowed, denied = self._by_name(ctx, body.group_ids, DESCRIBE, GROUP)
         answer = await self._split(ctx, body, route, "group_ids", denied, allowed, "groups",
-                                   E.GROUP_AUTHORIZATION_FAILED)
+                                   E.GROUP_AUTHORIZATION_FAILED, refused_first=True)
         return self._with_group_operations(ctx, answer) if body.include_authorized_operations else answer
 
     async def _list_groups(self, ctx, body, route):

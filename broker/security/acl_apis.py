@@ -33,21 +33,21 @@ def create(authorizer: Authorizer | None, ctx, request):
     for c in request.creations:
         problem = _invalid(c)
         if problem == "unusable":            # Kafka's binding cannot be built: the whole request fails
-            return CreateAcls(results=tuple(result(error_code=E.UNKNOWN_SERVER_ERROR) for _ in request.creations))
+            return CreateAcls(results=tuple(result(error_code=E.UNKNOWN_SERVER_ERROR, error_message=None)
+                                            for _ in request.creations))
         if problem is None:
             acls.append(Acl(c.resource_type, c.resource_name, c.resource_pattern_type, c.principal, c.host,
                             c.operation, c.permission_type))
-        results.append(result(error_code=E.NONE if problem is None else E.INVALID_REQUEST, error_message=problem))
+        results.append(result(error_code=E.NONE if problem is None else E.INVALID_REQUEST,
+                              error_message="" if problem is None else problem))   # Kafka's success says ""
     authorizer.add(acls)
     return CreateAcls(results=tuple(results))
 
 
 def _invalid(c) -> str | None:
-    codes = (c.resource_type, c.resource_pattern_type, c.operation, c.permission_type)
-    if any(code == 0 for code in codes) or c.resource_type not in ResourceType._value2member_map_ \
-            or c.resource_pattern_type not in PatternType._value2member_map_ \
-            or c.operation not in Operation._value2member_map_ or c.permission_type not in Permission._value2member_map_:
-        return "CreatableAcls contain unknown elements"
+    """Why Kafka refuses one ACL creation, in its order: the binding cannot be built at all
+    ("unusable": ANY or MATCH), then the broker's checks of the name, then the controller's of
+    each code (one Kafka does not know reads as UNKNOWN) and of the principal."""
     if c.resource_type == ResourceType.ANY or c.resource_pattern_type in (PatternType.ANY, PatternType.MATCH) \
             or c.operation == Operation.ANY or c.permission_type == Permission.ANY:
         return "unusable"
@@ -55,6 +55,10 @@ def _invalid(c) -> str | None:
         return "The only valid name for the CLUSTER resource is kafka-cluster"
     if not c.resource_name:
         return "Invalid empty resource name"
+    for what, code, known in (("resourceType", c.resource_type, ResourceType), ("patternType", c.resource_pattern_type, PatternType),
+                              ("operation", c.operation, Operation), ("permissionType", c.permission_type, Permission)):
+        if code not in known._value2member_map_:
+            return f"Invalid {what} UNKNOWN"
     if ":" not in c.principal:
         return (f"Could not parse principal from `{c.principal}` (no colon is present separating the principal "
                 f"type from the principal name)")
@@ -97,8 +101,8 @@ def delete(authorizer: Authorizer | None, ctx, request):
     for f in request.filters:
         matched = sorted(a for a in authorizer.acls if _filter(f).matches(a))
         removed.update(matched)
-        results.append(result(error_code=E.NONE, matching_acls=tuple(result.DeleteAclsMatchingAcl(
-            error_code=E.NONE, resource_type=a.resource_type, resource_name=a.name, pattern_type=a.pattern,
+        results.append(result(error_code=E.NONE, error_message=None, matching_acls=tuple(result.DeleteAclsMatchingAcl(
+            error_code=E.NONE, error_message=None, resource_type=a.resource_type, resource_name=a.name, pattern_type=a.pattern,
             principal=a.principal, host=a.host, operation=a.operation, permission_type=a.permission)
             for a in matched)))
     authorizer.remove(removed)

@@ -34,6 +34,7 @@ from offsets_log.errors import OffsetsLogError
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.exceptions import DecodeError, EncodeError, FrameTooLarge, UnsupportedVersion
+from protocol.parse_checks import parse_failure
 from protocol.header import decode_request, decode_request_header, encode_response_parts
 from protocol.logtext import safe
 
@@ -482,6 +483,8 @@ class Broker:
         header = request.header
         if not self.handlers.serves(header.api_key, header.api_version):
             raise UnsupportedVersion(f"api {header.api_key} v{header.api_version} is not served")
+        if (why := parse_failure(header.api_key, header.api_version, request.body)) is not None:
+            raise DecodeError(f"malformed request: {why}")
         return header, request.body
 
     async def _respond(self, ctx: Call, body):

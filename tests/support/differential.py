@@ -54,10 +54,15 @@ class Differs(AssertionError):
     """The two brokers answered differently."""
 
 
+#: the "answer" of a broker that closed the connection instead of answering
+CLOSED = "<connection closed>"
+
+
 @dataclass
 class Side:
     name: str
     client: TrioClient
+    port: int = 0
     by_value: dict[tuple[str, object], str] = field(default_factory=dict)
     by_alias: dict[str, object] = field(default_factory=dict)
 
@@ -123,8 +128,8 @@ class Differential:
 
     @classmethod
     async def open(cls, ours_port: int, kafka_port: int, client_id: str = "oracle") -> Differential:
-        return cls(Side("groupbroker", await TrioClient.connect(ours_port, client_id=client_id)),
-                   Side("kafka", await TrioClient.connect(kafka_port, client_id=client_id)))
+        return cls(Side("groupbroker", await TrioClient.connect(ours_port, client_id=client_id), ours_port),
+                   Side("kafka", await TrioClient.connect(kafka_port, client_id=client_id), kafka_port))
 
     async def aclose(self) -> None:
         for side in self.sides:
@@ -135,7 +140,13 @@ class Differential:
         answers = [None, None]
 
         async def ask(i: int, side: Side) -> None:
-            answers[i] = await side.client.call(api_key, version, side.resolve(body))
+            try:
+                answers[i] = await side.client.call(api_key, version, side.resolve(body))
+            except ConnectionError:            # closing is an answer too: compared, then reconnected
+                answers[i] = CLOSED
+                client_id = side.client.session.client_id
+                await side.client.aclose()
+                side.client = await TrioClient.connect(side.port, client_id=client_id)
 
         with trio.move_on_after(self.timeout):
             async with trio.open_nursery() as nursery:
