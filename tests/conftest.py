@@ -3,10 +3,12 @@
 import pytest
 
 from broker.config import BrokerConfig
+from broker.dispatch.api_versions import SERVED_APIS
 from broker.server.broker import Broker
 from broker.testing.kafka.artefacts import KafkaUnavailable
 from broker.testing.kafka.process import KafkaProcess
 from broker.testing.launcher import TEST_DEFAULTS, BrokerProcess
+from protocol.api_keys import ApiKey
 from tests.support.processes import missing
 
 pytest_plugins = ["pytester"]           # tests/integration/test_pytest_plugin.py runs a user's test session
@@ -65,6 +67,8 @@ def spark():
     session.stop()
 
 
+KAFKA_COSTS: list[str] = []        # what the oracle cost this run (printed in the summary)
+
 #: The settings both brokers of a differential test run with (Kafka's names): our test
 #: defaults, and no initial rebalance delay, so a join phase ends on the same event in both;
 #: consumer groups of at most 4 members, so that a test can fill one.
@@ -79,7 +83,11 @@ def kafka_oracle(tmp_path_factory):
         kafka = KafkaProcess(tmp_path_factory.mktemp("kafka-oracle"), ORACLE_SETTINGS).start()
     except KafkaUnavailable as e:
         missing(str(e))
+    started_rss = kafka.rss_bytes()
     yield kafka
+    KAFKA_COSTS.append(f"oracle: Apache Kafka 4.3.1 started in {kafka.startup_seconds:.1f} s (format and "
+                       f"warm-up included), RSS {started_rss / 2**20:.0f} MB then, "
+                       f"{kafka.rss_bytes() / 2**20:.0f} MB at the end")
     kafka.stop()
 
 
@@ -96,5 +104,11 @@ def oracle_twin(tmp_path_factory) -> BrokerProcess:
 def pytest_terminal_summary(terminalreporter) -> None:
     from tests.support import differential
     if differential.COMPARISONS:
-        terminalreporter.write_line(f"oracle: {differential.COMPARISONS} answers of groupbroker and "
-                                    f"Apache Kafka compared field by field")
+        keys = {key for key, _ in differential.COMPARED}
+        unseen = sorted(ApiKey(k).name for k in SERVED_APIS - keys)
+        terminalreporter.write_line(
+            f"oracle: {differential.COMPARISONS} answers of groupbroker and Apache Kafka compared field by "
+            f"field, over {len(keys)} API keys and {len(differential.COMPARED)} API versions"
+            + (f"; not compared: {', '.join(unseen)}" if unseen else ""))
+    for line in KAFKA_COSTS:
+        terminalreporter.write_line(line)

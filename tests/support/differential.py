@@ -43,7 +43,8 @@ IGNORED = frozenset({"throttle_time_ms", "cluster_id", "port", "finalized_featur
                      "transaction_start_time_ms", "transaction_start_timestamp_ms",
                      "transaction_last_update_timestamp_ms", "last_timestamp", "current_state_timestamp"})
 
-COMPARISONS = 0          # made in this run (printed by tests/oracle/conftest.py's summary)
+COMPARISONS = 0          # made in this run (the session summary prints them, tests/conftest.py)
+COMPARED: set[tuple[int, int]] = set()      # the (api key, version) pairs compared
 
 
 class Alias(str):
@@ -168,6 +169,7 @@ class Differential:
         (each use says why); they are compared as sorted."""
         global COMPARISONS
         COMPARISONS += 1
+        COMPARED.add((api_key, version))
         mine, theirs = self.ours.normalise(ours), self.kafka.normalise(kafka)
         if unordered:
             mine, theirs = sort_lists(mine, unordered), sort_lists(theirs, unordered)
