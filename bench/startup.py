@@ -49,7 +49,7 @@ sys.path.insert(0, str(REPO))
 
 from broker.client.blocking import BlockingClient  # noqa: E402
 from broker.testing.launcher import LISTENING  # noqa: E402
-from coordinator.routing import DEFAULT_SHARDS, shard_for  # noqa: E402
+from coordinator.routing import DEFAULT_SHARDS, group_per_shard, shard_for  # noqa: E402
 from offsets_log.log import ShardLog  # noqa: E402
 from offsets_log.records import offset_commit_record  # noqa: E402
 from protocol.api_keys import ApiKey  # noqa: E402
@@ -101,12 +101,7 @@ def write_commits(data_dir: str, records: int, shards: int = DEFAULT_SHARDS) -> 
 
 def probe_groups(shards: int = DEFAULT_SHARDS) -> list[str]:
     """One group id on each shard."""
-    found: dict[int, str] = {}
-    i = 0
-    while len(found) < shards:
-        found.setdefault(shard_for(f"probe-{i}", shards), f"probe-{i}")
-        i += 1
-    return [found[s] for s in range(shards)]
+    return group_per_shard("probe", shards)
 
 
 # --- one start -------------------------------------------------------------------------------

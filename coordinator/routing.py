@@ -64,3 +64,14 @@ def shard_for(group_id: str, shards: int = DEFAULT_SHARDS) -> int:
             _cache[group_id, shards] = shard
     return shard
 
+
+
+def group_per_shard(prefix: str, shards: int = DEFAULT_SHARDS) -> list[str]:
+    """A group id on each shard, shard 0 first (``prefix-N`` for the first N that lands there):
+    what reaches every shard (or ``__consumer_offsets`` partition) once."""
+    found: dict[int, str] = {}
+    n = 0
+    while len(found) < shards:
+        found.setdefault(shard_for(f"{prefix}-{n}", shards), f"{prefix}-{n}")
+        n += 1
+    return [found[s] for s in range(shards)]

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from broker.client.blocking import BlockingClient, ConnectionFailed
 from broker.testing.kafka.artefacts import KAFKA_VERSION, java, kafka_classpath
-from coordinator.routing import DEFAULT_SHARDS, shard_for
+from coordinator.routing import group_per_shard
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.exceptions import ProtocolError
@@ -157,11 +157,11 @@ class KafkaProcess:
                 self._until_none(deadline, lambda: client.call(ApiKey.FIND_COORDINATOR, 3, find(
                     key="groupbroker-warmup", key_type=key_type)).error_code)
             fetch = REQUESTS[ApiKey.OFFSET_FETCH].cls
-            for group in group_per_partition():
+            for group in group_per_shard("groupbroker-warmup"):
                 self._until_none(deadline, lambda: client.call(ApiKey.OFFSET_FETCH, 7, fetch(
                     group_id=group, topics=None)).error_code)
             describe = REQUESTS[ApiKey.DESCRIBE_TRANSACTIONS].cls
-            for txn in group_per_partition():          # the same hash places transactional ids
+            for txn in group_per_shard("groupbroker-warmup"):     # transactional ids hash the same way
                 self._until_none(deadline, lambda: _loaded(client.call(ApiKey.DESCRIBE_TRANSACTIONS, 0, describe(
                     transactional_ids=(txn,))).transaction_states[0].error_code))
             init = REQUESTS[ApiKey.INIT_PRODUCER_ID].cls  # the first producer id block comes from the controller
@@ -220,13 +220,3 @@ class KafkaProcess:
 def _loaded(code: int) -> int:
     """NONE once a transaction-state partition answers for its ids (none exists: not found)."""
     return ErrorCode.NONE if code == ErrorCode.TRANSACTIONAL_ID_NOT_FOUND else code
-
-
-def group_per_partition(partitions: int = DEFAULT_SHARDS) -> list[str]:
-    """One group id for each ``__consumer_offsets`` partition (Kafka loads each one separately)."""
-    found: dict[int, str] = {}
-    n = 0
-    while len(found) < partitions:
-        found.setdefault(shard_for(f"groupbroker-warmup-{n}", partitions), f"groupbroker-warmup-{n}")
-        n += 1
-    return [found[p] for p in range(partitions)]
