@@ -1,20 +1,27 @@
 """STALE_MEMBER_EPOCH: an OffsetCommit v9 carrying a member epoch the member has moved past.
 
 In a consumer group (KIP-848, group.protocol=consumer) a member commits with OffsetCommit v9+,
-and the commit's generation_id_or_member_epoch is its member epoch. The coordinator takes the
-commit only at the member's current epoch (Kafka's ConsumerGroup.validateOffsetCommit ->
-validateMemberEpoch): any other epoch is answered STALE_MEMBER_EPOCH. (A classic member in the
-same group is answered ILLEGAL_GENERATION instead.)
+and the commit's generation_id_or_member_epoch is its member epoch. An epoch newer than the
+member's is answered STALE_MEMBER_EPOCH. Since Kafka 4.3 (KIP-1251) an older one is not refused
+outright: the coordinator remembers the epoch at which each partition was assigned to the member,
+and takes the commit if every partition in it is still the member's (assigned, or being revoked)
+and was assigned at that epoch or before; otherwise STALE_MEMBER_EPOCH (Kafka's
+ConsumerGroup.validateOffsetCommit). (A classic member in the same group is answered
+ILLEGAL_GENERATION instead.)
 
 The epoch moves on whenever the member reconciles to a new target assignment -- a member joins
 or leaves, the subscribed topics change -- and that happens on the heartbeat thread, while the
 application's thread may be building a commit with the epoch it read before. The recipe drives
-it with raw requests (groupbroker's own client): A joins and commits at epoch 1; B joins, A
-revokes a partition and its heartbeat moves it to epoch 2; a commit still stamped with epoch 1
-is refused with STALE_MEMBER_EPOCH; the same offsets at epoch 2 are taken.
+it with raw requests (groupbroker's own client): A joins and commits both partitions; B joins,
+and once the group's next target assignment is computed (group.consumer.assignment.interval.ms,
+1 s, after the last one) A revokes partition 1 and moves to the next epoch; a commit still
+stamped with the old epoch is taken for partition 0, which A has held since then, and refused
+with STALE_MEMBER_EPOCH for partition 1, which is B's now; at its current epoch A may commit
+partition 0 only.
 """
 
 import re
+import time
 import uuid
 
 from recipe import NotReproduced, client, connect, coordinator, make_topic, result, run, say, unique
@@ -26,6 +33,8 @@ from protocol.errors import ErrorCode
 CGH = REQUESTS[ApiKey.CONSUMER_GROUP_HEARTBEAT].cls
 OC = REQUESTS[ApiKey.OFFSET_COMMIT].cls
 STALE_MEMBER_EPOCH = ErrorCode.STALE_MEMBER_EPOCH
+#: a little more than group.consumer.assignment.interval.ms (Kafka 4.3's default, 1 s)
+ASSIGNMENT_INTERVAL_S = 1.1
 
 
 class Member:
@@ -88,44 +97,51 @@ def recipe(broker) -> None:
         a, b = Member(conn, group, "A", topic), Member(conn, group, "B", topic)
         a.heartbeat(0)
         a.heartbeat()
-        if a.epoch != 1 or a.partitions() != [0, 1]:
-            raise NotReproduced(f"A did not get both partitions at epoch 1 (epoch {a.epoch})")
+        if a.partitions() != [0, 1]:
+            raise NotReproduced(f"A did not get both partitions (epoch {a.epoch})")
         old = a.epoch
         say(f"\nA processes records of partitions 0 and 1 and commits them at epoch {old}:")
         first = a.commit({0: 10, 1: 10}, old)
 
         say("\nB joins; A's heartbeat thread revokes partition 1 and moves A to the next epoch:")
         b.heartbeat(0)
+        time.sleep(ASSIGNMENT_INTERVAL_S)      # the next target assignment waits for the interval
         a.heartbeat()
         a.heartbeat()
         b.heartbeat()
-        if a.epoch == old:
-            raise NotReproduced(f"A's member epoch never moved past {old}")
-        say(f"\nmeanwhile A's processing thread commits partition 0 with the epoch it read before, {old}:")
-        stale = a.commit({0: 20}, old)
-        say(f"A commits again with its current epoch, {a.epoch}:")
-        retried = a.commit({0: 20}, a.epoch)
+        if a.epoch == old or a.partitions() != [0]:
+            raise NotReproduced(f"A did not move past epoch {old} with partition 0 alone")
+        say(f"\nmeanwhile A's processing thread commits both partitions with the epoch it read before, {old}:")
+        kept = a.commit({0: 20}, old)
+        stale = a.commit({1: 20}, old)
+        say(f"A commits partition 0 again with its current epoch, {a.epoch}:")
+        retried = a.commit({0: 30}, a.epoch)
         a.leave()
         b.leave()
     finally:
         conn.close()
     if any(first.values()):
         raise NotReproduced(f"A's first commit at epoch {old} was refused: {first}")
-    if stale.get(0) != STALE_MEMBER_EPOCH:
-        raise NotReproduced(f"the commit at epoch {old} was answered {stale}, not STALE_MEMBER_EPOCH")
+    if kept.get(0) != ErrorCode.NONE:
+        raise NotReproduced(f"the commit of partition 0 at epoch {old} was answered {kept}")
+    if stale.get(1) != STALE_MEMBER_EPOCH:
+        raise NotReproduced(f"the commit of partition 1 at epoch {old} was answered {stale}, not "
+                            "STALE_MEMBER_EPOCH")
     if retried.get(0) != ErrorCode.NONE:
         raise NotReproduced(f"the commit at the current epoch {a.epoch} was answered {retried}")
     broker.show(group, "STALE_MEMBER_EPOCH|bumped",
                 expect=rf"group {re.escape(group)}: .* answered STALE_MEMBER_EPOCH")
     result("STALE_MEMBER_EPOCH",
-           f"A committed with member epoch {old}; A was at epoch {a.epoch}",
-           "a consumer-protocol member's commit is only taken at its current member epoch, which "
-           "its heartbeat moves on at every reconciliation (a member joined or left, topics "
-           "changed), independently of the thread that commits. The offsets were not stored. The "
-           "member is still in the group and still owns the partition: unlike ILLEGAL_GENERATION "
-           "in a classic group, nothing has to rejoin.",
-           "commit again with the current epoch. librdkafka does not retry a manual commit that "
-           "failed this way: keep the offsets and let the next commit (or the one in the "
+           f"A committed partition 1, which it had given up, with member epoch {old}; A was at "
+           f"epoch {a.epoch}",
+           "a consumer-protocol member's commit with an older member epoch than its own (its "
+           "heartbeat moves the epoch on at every reconciliation, independently of the thread "
+           "that commits) is only taken for partitions it still holds and held at that epoch "
+           "already (KIP-1251, Kafka 4.3). Partition 1 had moved to B: its offset was not stored. "
+           "The member is still in the group: unlike ILLEGAL_GENERATION in a classic group, "
+           "nothing has to rejoin.",
+           "commit the partitions you still own. librdkafka does not retry a manual commit that "
+           "failed this way: keep their offsets and let the next commit (or the one in the "
            "revocation callback) carry them. Offsets of partitions the member no longer owns must "
            "be dropped, not retried: their new owner commits from now on.")
 

@@ -16,6 +16,7 @@ from collections import Counter
 
 import trio
 
+from coordinator.java_order import grown, iteration_order, string_hash
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages import RESPONSES
@@ -57,6 +58,40 @@ _BROKER_SETTINGS = (
     ("transaction.state.log.num.partitions", "50", True, 3),
     ("transaction.max.timeout.ms", "900000", True, 3),
 )
+#: What each setting above, and the node's id, means (DescribeConfigs' documentation); the topic
+#: defaults' settings are documented by their topic config.
+_BROKER_DOCS = {
+    "num.partitions": "How many partitions a topic gets when its creation does not say.",
+    "default.replication.factor": "How many replicas a topic gets when its creation does not say.",
+    "auto.create.topics.enable": "Whether a Metadata request for an unknown topic may create it.",
+    "delete.topic.enable": "Whether DeleteTopics may delete topics.",
+    "log.dirs": "The directory the broker keeps its data in.",
+    "log.retention.check.interval.ms": "How often segments are checked against the retention settings.",
+    "log.cleaner.enable": "Whether the log cleaner compacts topics whose cleanup policy says so.",
+    "log.cleaner.backoff.ms": "How long the log cleaner sleeps when no log needs cleaning.",
+    "socket.request.max.bytes": "The largest request the broker reads.",
+    "connections.max.idle.ms": "How long a connection may stay silent before the broker closes it.",
+    "fetch.max.bytes": "The most record bytes one Fetch answer carries.",
+    "offsets.topic.num.partitions": "How many partitions the committed offsets (and groups) are spread over.",
+    "offsets.topic.replication.factor": "How many replicas the committed offsets are kept in.",
+    "offsets.retention.minutes": "How long the offsets of an empty group are kept.",
+    "offsets.retention.check.interval.ms": "How often expired offsets are looked for.",
+    "offset.metadata.max.bytes": "The longest metadata string a committed offset may carry.",
+    "group.initial.rebalance.delay.ms": "How long a new classic group waits for more members before its first "
+                                        "rebalance ends.",
+    "group.min.session.timeout.ms": "The shortest session timeout a classic group member may ask for.",
+    "group.max.session.timeout.ms": "The longest session timeout a classic group member may ask for.",
+    "group.max.size": "The most members a classic group may have.",
+    "transaction.state.log.num.partitions": "How many partitions the transactions' state is spread over.",
+    "transaction.max.timeout.ms": "The longest transaction timeout a producer may ask for.",
+    "node.id": "This node's id in the cluster.",
+    "broker.id": "This broker's id: its node id.",
+    # group configs
+    "consumer.heartbeat.interval.ms": "How often the members of a consumer group send heartbeats.",
+    "consumer.session.timeout.ms": "How long a consumer group member may stay silent before it is removed.",
+    "consumer.assignment.interval.ms": "How often a consumer group's target assignment may be recomputed.",
+}
+
 #: Broker settings Kafka changes while it runs (DynamicBrokerConfig): the topic defaults' own
 #: settings, these, and every ssl./sasl./listener.name. setting. groupbroker stores and shows
 #: them; of these, only the topic defaults change what the broker does.
@@ -70,6 +105,7 @@ _DYNAMIC = {"log.cleaner.threads", "log.cleaner.io.max.bytes.per.second", "log.c
             "follower.replication.throttled.rate", "leader.replication.throttled.rate"}
 _DYNAMIC_PREFIXES = ("ssl.", "sasl.", "listener.name.")
 DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, GROUP_CONFIG = 2, 3, 8
+_MIN_ISR = "min.insync.replicas"
 #: Group configs (KIP-848) and the broker settings that give their defaults.
 _GROUP_CONFIGS = (("consumer.heartbeat.interval.ms", "group.consumer.heartbeat.interval.ms", "5000"),
                   ("consumer.session.timeout.ms", "group.consumer.session.timeout.ms", "45000"),
@@ -111,11 +147,12 @@ class ConfigApis:
     def _entries(self, r, version: int, req) -> list:
         wanted = set(r.configuration_keys or ())
         if r.resource_type == TOPIC:
-            rows = self._topic_rows(r.resource_name)
+            rows = _in_kafka_order(self._topic_rows(r.resource_name), grown(16, len(topic_configs.CONFIGS)))
         elif r.resource_type == BROKER:
             rows = self._broker_rows(r.resource_name)
+            rows = _in_kafka_order(rows, _BROKER_TABLE) if r.resource_name else rows
         elif r.resource_type == GROUP:
-            rows = self._group_rows(r.resource_name)
+            rows = _in_kafka_order(self._group_rows(r.resource_name), _GROUP_TABLE)
         else:
             rows = self._logger_rows(r.resource_name)
         entry = DescribeConfigs.DescribeConfigsResult.DescribeConfigsResourceResult
@@ -142,21 +179,25 @@ class ConfigApis:
     def _broker_rows(self, name: str) -> list[tuple]:
         if name == "":                              # the cluster-wide dynamic defaults alone
             return [(n, v, False, DYNAMIC_DEFAULT_BROKER_CONFIG, ((n, v, DYNAMIC_DEFAULT_BROKER_CONFIG),),
-                     topic_configs.STRING, None) for n, v in sorted(self.dynamic.scope("default").items())]
-        self._check_broker_id(name, "or empty string, ")
+                     _setting_type(n), _broker_doc(n)) for n, v in sorted(self.dynamic.scope("default").items())]
+        self._check_broker_id(name, " or empty string,")
         settings = {n: (default, read_only, type_) for n, default, read_only, type_ in _BROKER_SETTINGS}
         for d in topic_configs.CONFIGS.values():
-            for synonym in d.synonyms:
-                settings[synonym] = (topic_configs.broker_default(synonym), False, d.type)
+            for synonym in d.synonyms:         # only the first of a topic config's can change
+                settings[synonym] = (topic_configs.broker_default(synonym), synonym != d.synonyms[0],
+                                     topic_configs.INT if synonym in topic_configs.COARSE_SYNONYMS else d.type)
         node = str(int(name))
-        settings.update({"node.id": (node, True, 3), "broker.id": (node, True, 3)})
+        # a KRaft node's id is always set: a static setting, broker.id following it (default -1)
+        settings.update({"node.id": (None, True, 3), "broker.id": ("-1", True, 3)})
+        layers = [*self.layers(), ({n: node for n in ("node.id", "broker.id") if n not in self.props},
+                                   STATIC_BROKER_CONFIG)]
         rows = []
         for n, (default, read_only, type_) in settings.items():
-            chain = [(n, values[n], source) for values, source in self.layers() if n in values]
+            chain = [(n, values[n], source) for values, source in layers if n in values]
             if default is not None:
                 chain.append((n, default, DEFAULT_CONFIG))
             rows.append((n, chain[0][1] if chain else None, read_only and not _dynamic(n),
-                         chain[0][2] if chain else DEFAULT_CONFIG, tuple(chain), type_, None))
+                         chain[0][2] if chain else DEFAULT_CONFIG, tuple(chain), type_, _broker_doc(n)))
         return rows
 
     def _group_rows(self, group: str) -> list[tuple]:
@@ -167,7 +208,7 @@ class ConfigApis:
             if broker_name in self.props:
                 chain.append((broker_name, self.props[broker_name], STATIC_BROKER_CONFIG))
             chain.append((broker_name, default, DEFAULT_CONFIG))
-            rows.append((name, chain[0][1], False, chain[0][2], tuple(chain), 3, None))
+            rows.append((name, chain[0][1], False, chain[0][2], tuple(chain), 3, _BROKER_DOCS.get(name)))
         return rows
 
     def _logger_rows(self, name: str) -> list[tuple]:
@@ -178,15 +219,17 @@ class ConfigApis:
         return [(n, logging.getLevelName(logging.getLogger(None if n == "root" else n).getEffectiveLevel()),
                  False, 6, (), 0, None) for n in loggers]
 
-    def _check_broker_id(self, name: str, or_empty: str) -> None:
+    def _check_broker_id(self, name: str, or_empty: str, kind: str = "Broker") -> None:
+        """ConfigHelper's check of the broker named (``kind`` "Node": ConfigAdminManager's, for
+        AlterConfigs and IncrementalAlterConfigs)."""
         try:
             broker = int(name)
         except ValueError:
-            raise _Failed(E.INVALID_REQUEST, f"Broker id must be an integer, but it is: {name}") from None
+            raise _Failed(E.INVALID_REQUEST, f"{kind} id must be an integer, but it is: {name}") from None
         if broker not in self.node_ids:
             expected = " or ".join(map(str, self.node_ids))
-            raise _Failed(E.INVALID_REQUEST, f"Unexpected broker id, expected {expected} "
-                                             f"{or_empty}but received {name}")
+            raise _Failed(E.INVALID_REQUEST, f"Unexpected broker id, expected {expected}{or_empty} "
+                                             f"but received {name}")
 
     # --- AlterConfigs / IncrementalAlterConfigs --------------------------------------------------
     async def alter_configs(self, ctx, req):
@@ -256,16 +299,25 @@ class ConfigApis:
         """Kafka keeps dynamic broker settings (per broker, or cluster-wide for the name "");
         the others cannot change while it runs."""
         if r.resource_name:
-            self._check_broker_id(r.resource_name, "or empty string, ")
+            self._check_broker_id(r.resource_name, ",", kind="Node")
         fixed = [c.name for c in r.configs if not _dynamic(c.name)]
-        if fixed:
-            raise _Failed(E.INVALID_REQUEST, f"Cannot update these configs dynamically: Set({', '.join(fixed)})")
+        if fixed:                   # a Java HashSet of their names
+            shown = iteration_order(list(dict.fromkeys(fixed)), string_hash, grown(16, len(set(fixed))))
+            raise _Failed(E.INVALID_REQUEST, f"Cannot update these configs dynamically: [{', '.join(shown)}]")
         listed = next((c for c in r.configs if getattr(c, "config_operation", SET) in (APPEND, SUBTRACT)), None)
         if listed is not None:
             raise _Failed(E.INVALID_CONFIG, f"Config value {_OPERATIONS[listed.config_operation].lower()} "
                                             f"is not allowed for config key: {listed.name}")
         scope = "broker" if r.resource_name else "default"
-        wanted = change(dict(self.dynamic.scope(scope)), r)
+        current = dict(self.dynamic.scope(scope))
+        wanted = change(current, r)
+        # Kafka's controller with eligible leader replicas on (KIP-966): min.insync.replicas is
+        # the cluster's alone
+        removed = _MIN_ISR in current and _MIN_ISR not in wanted
+        if scope == "broker" and (removed or any(c.name == _MIN_ISR and c.value is not None for c in r.configs)):
+            raise _Failed(E.INVALID_CONFIG, f"Broker-level {_MIN_ISR} cannot be altered while ELR is enabled.")
+        if scope == "default" and removed:
+            raise _Failed(E.INVALID_CONFIG, f"Cluster-level {_MIN_ISR} cannot be removed while ELR is enabled.")
         if not validate_only:
             await trio.to_thread.run_sync(self.dynamic.set, scope, wanted)
             self._reconfigure()
@@ -337,11 +389,48 @@ def _check_consumer_group_configs(wanted: dict[str, str], coordinator) -> None:
                                         "consumer.heartbeat.interval.ms")
 
 
+#: The tables of the hash maps Kafka 4.3 lists a broker's and a group's configs from (its
+#: KafkaConfig has some 340 settings, its GroupConfig 17): our settings, a part of them, come in
+#: their order.
+_BROKER_TABLE, _GROUP_TABLE = 512, 32
+
+
+def _in_kafka_order(rows: list[tuple], table: int) -> list[tuple]:
+    """``rows`` (name first) as Kafka lists configs: AbstractConfig.nonInternalValues, a HashMap
+    of ``table`` buckets filled in definition order (ConfigHelperUtils.createResponseConfig)."""
+    order = {name: i for i, name in enumerate(iteration_order([row[0] for row in rows], string_hash, table))}
+    return sorted(rows, key=lambda row: order[row[0]])
+
+
+def _setting_type(name: str) -> int:
+    """A broker setting's config type (STRING for one we do not know)."""
+    known = next((type_ for n, _, _, type_ in _BROKER_SETTINGS if n == name), None)
+    if known is not None:
+        return known
+    if name in topic_configs.COARSE_SYNONYMS:
+        return topic_configs.INT
+    d = next((d for d in topic_configs.CONFIGS.values() if name in d.synonyms), None)
+    return topic_configs.STRING if d is None else d.type
+
+
+def _broker_doc(name: str) -> str | None:
+    """A broker setting's documentation: its own, or that of the topic config it is the default of."""
+    if name in _BROKER_DOCS:
+        return _BROKER_DOCS[name]
+    d = next((d for d in topic_configs.CONFIGS.values() if name in d.synonyms), None)
+    if d is None:
+        return None
+    unit = f" (in {name.rsplit('.', 1)[-1]})" if name in topic_configs.COARSE_SYNONYMS else ""
+    return f"The default of the topic config {d.name}{unit}: {d.doc}"
+
+
 def _dynamic(name: str) -> bool:
     return name in _DYNAMIC or name.startswith(_DYNAMIC_PREFIXES) or name in _TOPIC_DEFAULT_SETTINGS
 
 
-_TOPIC_DEFAULT_SETTINGS = {s for d in topic_configs.CONFIGS.values() for s in d.synonyms}
+#: the broker settings behind the topic defaults that change while Kafka runs: the first
+#: synonym of each topic config (ServerTopicConfigSynonyms.TOPIC_CONFIG_SYNONYMS)
+_TOPIC_DEFAULT_SETTINGS = {d.synonyms[0] for d in topic_configs.CONFIGS.values() if d.synonyms}
 #: Where the dynamic broker and group configs are kept, in the data dir.
 DYNAMIC_FILE = "dynamic.configs.json"
 
@@ -390,7 +479,8 @@ def _incremental(current: dict[str, str], r) -> dict[str, str]:
                 items = [i for i in items if i not in given]
             out[c.name] = ",".join(items)
         else:
-            raise _Failed(E.INVALID_REQUEST, f"Unknown config operation {c.config_operation}")
+            # Kafka finds no OpType for it and fails on the null: UNKNOWN_SERVER_ERROR
+            raise _Failed(E.UNKNOWN_SERVER_ERROR, None)
     return out
 
 

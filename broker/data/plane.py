@@ -36,10 +36,11 @@ from broker.data.config_apis import ConfigApis
 from broker.data.errors import (EXCESSIVE_BATCH, MAX_PARTITIONS_PER_BATCH, MAX_RECORDS_PER_USER_OP,
                                 answering_errors, error_message)
 from broker.data.errors import Refused as _Refused
+from broker.data.fetch_sessions import FetchSessions
 from broker.data.parked_fetches import ParkedFetches
 from broker.data.topic_admin import TopicAdmin
 from broker.data.topics import (CorruptRecords, FencedLeaderEpoch, InvalidTopic, MessageTooLarge, NotLeader,
-                                StorageError, TopicsError, TopicStore, UnknownLeaderEpoch, UnknownTopicId,
+                                StorageError, TopicsError, TopicStore, UnknownLeaderEpoch,
                                 UnknownTopicOrPartition, validate_topic_name)
 from broker.data.topics import configs as topic_configs
 from broker.data.topics.compaction import LogCleaner
@@ -87,6 +88,10 @@ class DataPlane:
         topology.replication = self.replication_of
         self.cleaner = LogCleaner(config.data_dir)
         self.parked = ParkedFetches()
+        self.fetch_sessions = FetchSessions()
+        #: (ctx, topic) -> whether the client may READ the topic, when ACLs are enforced (set by
+        #: the broker): checked at each Fetch for every partition it reads, as Kafka does
+        self.may_read: Callable[[object, str], bool] | None = None
         self.topic_admin = topic_admin = TopicAdmin(self.store, config, topology.node_ids, self.led)
         self.cluster_admin = cluster_admin = ClusterAdmin(self.store, config, topology)
         self.config_apis = config_apis = ConfigApis(self.store, config, topology.node_ids)
@@ -277,11 +282,11 @@ class DataPlane:
                     log_ = self.led(ctx, name, p.index)
                     records = bytes(p.records or b"")    # null records: an empty set
                     batches = _one_batch(records)
-                    if req.acks not in (-1, 0, 1):       # ReplicaManager.appendRecords, after the API's checks
-                        parts.append(part_cls(index=p.index, error_code=E.INVALID_REQUIRED_ACKS, base_offset=-1))
-                        continue
                     if batches[0].is_transactional:
                         self._verify(req.transactional_id, batches[0], name, p.index)
+                    if req.acks not in (-1, 0, 1):       # ReplicaManager.appendRecords, after verification
+                        parts.append(part_cls(index=p.index, error_code=E.INVALID_REQUIRED_ACKS, base_offset=-1))
+                        continue
                     info = log_.append(records, now, batches)
                     self.parked.appended(name, p.index)
                     parts.append(part_cls(index=p.index, error_code=E.NONE, base_offset=info.base_offset,
@@ -347,13 +352,33 @@ class DataPlane:
     async def fetch(self, ctx, req):
         """Kafka's handleFetchRequest: at most min(max_bytes, fetch.max.bytes) in the answer (but
         always the first batch found: KIP-74), min_bytes no more than that, and an immediate
-        answer when enough is there, a partition failed or there is nothing known to wait on."""
+        answer when enough is there, a partition failed or there is nothing known to wait on.
+        From v7 the partitions may come from an incremental fetch session (fetch_sessions.py),
+        whose answer leaves out those with nothing new."""
+        context = self.fetch_sessions.context(ctx.node_id, ctx.version, req, _now_ms())
+        if context.kind == "error":
+            return Fetch(error_code=context.error, session_id=0)
         max_bytes = min(req.max_bytes, self.config.fetch_max_bytes)
         min_bytes = min(req.min_bytes, max_bytes)
-        read = self._read(ctx, req, max_bytes)
+        read = self._read(ctx, req, context.partitions, max_bytes)
         wait_ms = self._wait_ms(req.max_wait_ms)
-        if wait_ms <= 0 or read.size >= min_bytes or read.failed or not read.partitions:
-            return read.response
+        if not (wait_ms <= 0 or read.size >= min_bytes or read.failed or not read.partitions):
+            read = await self._wait_for_records(ctx, req, context.partitions, read, max_bytes, min_bytes, wait_ms)
+        session_id, answered = self.fetch_sessions.respond(context, ctx.node_id, ctx.version, read.answered,
+                                                           _now_ms())
+        topics = []                   # FetchResponse.of: consecutive partitions of a topic together
+        for _, label, topic_id, data in answered:
+            if topics and (topics[-1].topic, topics[-1].topic_id) == (label, topic_id):
+                topics[-1].partitions.append(data)
+            else:
+                topics.append(Fetch.FetchableTopicResponse(topic=label, topic_id=topic_id, partitions=[data]))
+        return Fetch(error_code=E.NONE, session_id=session_id, responses=tuple(
+            dataclasses.replace(t, partitions=tuple(t.partitions)) for t in topics), node_endpoints=tuple(
+            Fetch.NodeEndpoint(**fields) for fields in read.endpoints.values()))
+
+    async def _wait_for_records(self, ctx, req, wanted, read, max_bytes: int, min_bytes: int, wait_ms: int):
+        """Park until min_bytes are there, a partition fails, max_wait_ms passes or the client
+        hangs up; the last read."""
         deadline = trio.current_time() + wait_ms / 1000
         with self.parked.park(read.partitions) as waiter:
             with trio.move_on_at(deadline):
@@ -362,13 +387,13 @@ class DataPlane:
                         watching.start_soon(_cancel_when_done, ctx.until_closed, watching.cancel_scope)
                     while True:
                         await waiter.wait()
-                        read = self._read(ctx, req, max_bytes)
+                        read = self._read(ctx, req, wanted, max_bytes)
                         if read.size >= min_bytes or read.failed:
                             break
                     watching.cancel_scope.cancel()
             if waiter.woken:                    # records arrived as the wait ran out
-                read = self._read(ctx, req, max_bytes)
-        return read.response
+                read = self._read(ctx, req, wanted, max_bytes)
+        return read
 
     def _wait_ms(self, asked_ms: int) -> int:
         """How long a fetch may park. Kafka takes a consumer's max_wait_ms as it comes; we bound
@@ -377,59 +402,70 @@ class DataPlane:
         idle_ms = self.config.connections_max_idle_ms
         return min(asked_ms, idle_ms) if idle_ms >= 0 else asked_ms
 
-    def _read(self, ctx, req, max_bytes: int) -> _Read:
+    def _read(self, ctx, req, wanted: list, max_bytes: int) -> _Read:
         """One pass over the partitions (ReplicaManager.readFromLog): each gets what is left of
         ``max_bytes`` up to its own partition_max_bytes; the first non-empty one may exceed both.
         A partition another node leads answers NOT_LEADER_OR_FOLLOWER (and, v16+, its leader)
-        at once, as Kafka answers any partition error."""
+        at once, as Kafka answers any partition error. ``wanted``: (key, fetch_sessions.Cached)
+        of each partition. Kafka's API layer answers unknown topic ids, then the topics the client
+        may not READ and the unknown partitions itself, after the partitions read (with an empty
+        list of aborted transactions where a read's error has none)."""
         v = ctx.version
         endpoints: dict = {}
-        topic_cls = Fetch.FetchableTopicResponse
-        part_cls = topic_cls.PartitionData
+        part_cls = Fetch.FetchableTopicResponse.PartitionData
         budget = max_bytes
         committed = v >= 4 and req.isolation_level == READ_COMMITTED
         total = 0
         first = True
         failed = False
-        known = []
-        out = []
-        for t in req.topics:
+        known, answered, unknown_ids, refused = [], [], [], []
+
+        def refuse(to, entry, error):
+            to.append((*entry, part_cls(partition_index=entry[0][1], error_code=error, high_watermark=-1,
+                                        log_start_offset=-1, records=b"")))
+        named = []
+        for key, cached in wanted:
+            name = self.topic_name(cached.topic_id) if v >= 13 else cached.topic
+            if name is None:
+                refuse(unknown_ids, (key, cached.topic, cached.topic_id), E.UNKNOWN_TOPIC_ID)
+            else:
+                named.append((key, cached, name))
+        readable = {}                         # topic -> READ allowed (Kafka asks once per topic)
+        for key, cached, name in named:
+            p, entry = cached.request, (key, cached.topic, cached.topic_id)
+            if name not in readable:
+                readable[name] = self.may_read is None or self.may_read(ctx, name)
+            if not readable[name]:
+                refuse(refused, entry, E.TOPIC_AUTHORIZATION_FAILED)
+                continue
+            if not self.has_partition(name, p.partition):
+                refuse(refused, entry, E.UNKNOWN_TOPIC_OR_PARTITION)
+                continue
+            log_ = None
             try:
-                name = self.store.topic_by_id(t.topic_id).name if v >= 13 else t.topic
-            except UnknownTopicId:
-                name = None
-            parts = []
-            for p in t.partitions:
-                log_ = None
-                try:
-                    if name is None:
-                        raise UnknownTopicId(f"unknown topic id {t.topic_id}")
-                    log_ = self.led(ctx, name, p.partition, p.current_leader_epoch)
-                    known.append((name, p.partition))
-                    stable = log_.last_stable_offset
-                    records = log_.read(p.fetch_offset, max(0, min(p.partition_max_bytes, budget)),
-                                        min_one=first, upto=stable if committed else None, one_segment=True)
-                    if records:
-                        first = False
-                    budget -= len(records)
-                    total += len(records)
-                    parts.append(part_cls(partition_index=p.partition, error_code=E.NONE,
-                                          high_watermark=log_.high_watermark, last_stable_offset=stable,
-                                          log_start_offset=log_.log_start_offset, records=records,
-                                          aborted_transactions=_aborted(log_, p.fetch_offset, records)
-                                          if committed else None))
-                except TopicsError as e:          # ReplicaManager.createLogReadResult: no offsets
-                    not_leader = isinstance(e, (NotLeader, FencedLeaderEpoch))
-                    # unknown partitions are no read failure; a leadership error answers at once
-                    failed = failed or log_ is not None or not isinstance(e, (UnknownTopicOrPartition, UnknownTopicId))
-                    hint = {"current_leader": part_cls.LeaderIdAndEpoch(**self._leader_hint(
-                        name, p.partition, endpoints, ctx.listener))} if not_leader and v >= 16 else {}
-                    parts.append(part_cls(partition_index=p.partition, error_code=e.error_code,
-                                          high_watermark=-1, log_start_offset=-1, aborted_transactions=None,
-                                          records=b"", **hint))
-            out.append(topic_cls(topic=t.topic, topic_id=t.topic_id, partitions=tuple(parts)))
-        return _Read(Fetch(error_code=E.NONE, session_id=0, responses=tuple(out), node_endpoints=tuple(
-            Fetch.NodeEndpoint(**fields) for fields in endpoints.values())), total, known, failed)
+                log_ = self.led(ctx, name, p.partition, p.current_leader_epoch)
+                known.append((name, p.partition))
+                stable = log_.last_stable_offset
+                records = log_.read(p.fetch_offset, max(0, min(p.partition_max_bytes, budget)),
+                                    min_one=first, upto=stable if committed else None, one_segment=True)
+                if records:
+                    first = False
+                budget -= len(records)
+                total += len(records)
+                answered.append((*entry, part_cls(
+                    partition_index=p.partition, error_code=E.NONE, high_watermark=log_.high_watermark,
+                    last_stable_offset=stable, log_start_offset=log_.log_start_offset, records=records,
+                    aborted_transactions=_aborted(log_, p.fetch_offset, records) if committed else None)))
+            except TopicsError as e:          # ReplicaManager.createLogReadResult: no offsets
+                not_leader = isinstance(e, (NotLeader, FencedLeaderEpoch))
+                # a partition deleted meanwhile is no read failure; a leadership error answers at once
+                failed = failed or log_ is not None or not isinstance(e, UnknownTopicOrPartition)
+                hint = {"current_leader": part_cls.LeaderIdAndEpoch(**self._leader_hint(
+                    name, p.partition, endpoints, ctx.listener))} if not_leader and v >= 16 else {}
+                answered.append((*entry, part_cls(partition_index=p.partition, error_code=e.error_code,
+                                                  high_watermark=-1, log_start_offset=-1,
+                                                  aborted_transactions=None, records=b"", **hint)))
+        return _Read(answered + unknown_ids + refused, total, known, failed, endpoints)
 
     # --- ListOffsets -------------------------------------------------------------------------
     async def list_offsets(self, ctx, req):
@@ -738,12 +774,14 @@ class DataPlane:
 
 
 class _Read(NamedTuple):
-    """One read pass of a Fetch: the answer, its record bytes, the partitions it could wait
-    on, and whether reading one of them failed (which answers at once, as in Kafka)."""
-    response: object
+    """One read pass of a Fetch: each partition's (session key, topic, topic id, answer), its
+    record bytes, the partitions it could wait on, whether reading one of them failed (which
+    answers at once, as in Kafka), and the leaders' endpoints named (v16+)."""
+    answered: list
     size: int
     partitions: list
     failed: bool
+    endpoints: dict
 
 
 async def _cancel_when_done(event, scope: trio.CancelScope) -> None:

@@ -58,6 +58,8 @@ class Handlers:
         self.authorizer = authorizer_of(config)
         self.authorization = None if self.authorizer is None else Authorization(
             self.authorizer, self.data.topic_name, self.data.topic_exists, config.auto_create_topics_enable)
+        if self.authorization is not None:
+            self.data.may_read = self.authorization.may_read
         self._groups: GroupRouter | None = None
         self._served = self._versions()
 

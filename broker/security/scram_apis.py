@@ -5,6 +5,7 @@ deleting or describing an unknown credential RESOURCE_NOT_FOUND."""
 
 from __future__ import annotations
 
+from coordinator.java_order import grown, iteration_order, string_hash
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode as E
 from protocol.messages import RESPONSES
@@ -23,7 +24,8 @@ def describe(store: CredentialStore, request):
     users = store.users()
     asked = [u.name for u in request.users] if request.users else sorted(users)
     results = []
-    for name in dict.fromkeys(asked):
+    distinct = list(dict.fromkeys(asked))         # ScramImage.describe: a HashMap of the users
+    for name in iteration_order(distinct, string_hash, grown(16, len(distinct))):
         result = DescribeResponse.DescribeUserScramCredentialsResult
         if asked.count(name) > 1:
             results.append(result(user=name, error_code=E.DUPLICATE_RESOURCE, credential_infos=(),
@@ -77,9 +79,15 @@ def alter(store: CredentialStore, request):
                  for u in upserts.values()],
         deletions=[(d.name, MECHANISM_TYPES[d.mechanism]) for d in deletions.values()])
     result = AlterResponse.AlterUserScramCredentialsResult
+    # ScramControlManager.alterCredentials answers from its HashMaps: deletions, upserts, errors
     return AlterResponse(results=tuple(
-        [result(user=name, error_code=E.NONE, error_message=None) for name in [*deletions, *upserts]]
-        + [result(user=name, error_code=code, error_message=message) for name, (code, message) in errors.items()]))
+        [result(user=name, error_code=E.NONE, error_message=None)
+         for name in [*_hash_order(deletions), *_hash_order(upserts)]]
+        + [result(user=name, error_code=errors[name][0], error_message=errors[name][1]) for name in _hash_order(errors)]))
+
+
+def _hash_order(users: dict) -> list[str]:
+    return iteration_order(list(users), string_hash, grown(16, len(users)))
 
 
 def _check_name(name: str, mechanism: int) -> tuple[int, str] | None:

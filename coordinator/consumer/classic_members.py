@@ -31,7 +31,7 @@ from coordinator.classic.state import GroupState as ClassicState
 from coordinator.consumer import records as rec
 from coordinator.consumer.group import ConsumerGroup
 from coordinator.consumer.member import (ClassicMetadata, ConsumerGroupMember, MemberState,
-                                         new_member_id)
+                                         epochs_at, new_member_id)
 from coordinator.consumer.replay import replay_into
 from coordinator.errors import GroupError
 from coordinator.events import Event, Expiry
@@ -49,12 +49,14 @@ OwnedPartitions = REQUESTS[ApiKey.CONSUMER_GROUP_HEARTBEAT].cls.TopicPartitions
 # --- the consumer protocol's embedded bytes --------------------------------------------------
 
 def parse_subscription(metadata: bytes):
-    """A ConsumerProtocolSubscription (any version; later fields ignored)."""
+    """A ConsumerProtocolSubscription (any version; later fields ignored). Kafka 4.3.1 fails
+    the JoinGroup of a malformed one with an IllegalStateException, which answers
+    UNKNOWN_SERVER_ERROR (INCONSISTENT_GROUP_PROTOCOL is KAFKA-20662, after 4.3.1)."""
     try:
         return decode_payload(SUBSCRIPTION, metadata)[1]
     except DecodeError as e:
-        raise GroupError(E.INCONSISTENT_GROUP_PROTOCOL,
-                         f"Malformed embedded consumer protocol in subscription: {e}") from None
+        raise GroupError(E.UNKNOWN_SERVER_ERROR, "Malformed embedded consumer protocol in "
+                         f"subscription deserialization ({e}).") from None
 
 
 def encode_assignment(assignment, image, metadata: bytes) -> bytes:
@@ -93,7 +95,7 @@ def join(mgr, out: CoordinatorResult, now: int, ctx: RequestContext, req, group:
             raise GroupError(E.INCONSISTENT_GROUP_PROTOCOL, f"Cannot join the consumer group "
                              f"{group.group_id} with the classic protocol because the group "
                              "migration is disabled.")
-        mgr.check_group_size(group, member_id, req.group_instance_id)
+        mgr.check_group_size(group, member_id)
         names = [p.name for p in req.protocols]
         if not group.supports_classic_protocols(req.protocol_type, names):
             raise GroupError(E.INCONSISTENT_GROUP_PROTOCOL, f"Member {member_id}'s protocols are not supported.")
@@ -124,13 +126,19 @@ def join(mgr, out: CoordinatorResult, now: int, ctx: RequestContext, req, group:
             classic=ClassicMetadata(req.session_timeout_ms, protocols))
         replaced = group.static_members.get(req.group_instance_id) \
             if req.group_instance_id is not None else None
-        reconciled = mgr.step(out, now, group, member, updated,
-                              owned_partitions(subscription, mgr.image), records)
         downgrade = replaced is not None and replaced != member_id and \
             downgrade_allowed(mgr, group, replaced, leaving=False)
+        reconciled = mgr.step(out, now, group, member, updated,
+                              owned_partitions(subscription, mgr.image), records, downgrading=downgrade)
         mgr.apply(out, records)
         if downgrade:
-            mgr.to_classic(out, now, mgr.groups[group.group_id], leaving=None, rebalance=False)
+            # a target behind the group epoch (the subscription changed, or the next assignment
+            # was still waiting) makes the classic group rebalance (Kafka 4.3, KAFKA-20273)
+            converted = mgr.groups[group.group_id]
+            stale = converted.assignment_epoch < converted.group_epoch
+            mgr.to_classic(out, now, converted, leaving=None, rebalance=stale,
+                           reason=f"Downgrade group {group.group_id} from consumer to classic with "
+                                  "stale assignment.")
         else:
             mgr.timers.cancel(("consumer-join", group.group_id, member_id))
             mgr.schedule_session(group.group_id, member_id, now, req.session_timeout_ms)
@@ -138,11 +146,11 @@ def join(mgr, out: CoordinatorResult, now: int, ctx: RequestContext, req, group:
         out.reply(ctx.token, ApiKey.JOIN_GROUP, v, r.join(
             v, E.NONE, member_id=reconciled.member_id, generation=reconciled.member_epoch,
             protocol_type=PROTOCOL_TYPE, protocol_name=protocols[0][0]))
-    except GroupError as e:
-        out.reply(ctx.token, ApiKey.JOIN_GROUP, v, r.join(v, e.code, member_id=req.member_id))
+    except GroupError as e:         # Kafka's failed operation: an answer with no member id
+        out.reply(ctx.token, ApiKey.JOIN_GROUP, v, r.join(v, e.code))
     except RecordError as e:        # its records cannot be written: nothing was applied
         error = unstorable(ctx, f"group {safe(group.group_id)}: the member's records cannot be stored ({e})")
-        out.reply(ctx.token, ApiKey.JOIN_GROUP, v, r.join(v, error, member_id=req.member_id))
+        out.reply(ctx.token, ApiKey.JOIN_GROUP, v, r.join(v, error))
 
 
 def _classic_member(group: ConsumerGroup, member_id: str, instance_id: str | None) -> ConsumerGroupMember:
@@ -193,8 +201,9 @@ def sync(mgr, out: CoordinatorResult, now: int, ctx: RequestContext, req, group:
 
 
 def _throw_if_rebalancing(mgr, group: ConsumerGroup, member: ConsumerGroupMember, now: int) -> None:
-    """A newer group epoch makes the member rejoin, unless it is still revoking."""
-    if group.group_epoch > member.member_epoch and member.state != MemberState.UNREVOKED_PARTITIONS:
+    """A newer target assignment makes the member rejoin, unless it is still revoking (a group
+    epoch whose assignment is still to be computed does not: Kafka 4.3, KAFKA-20272)."""
+    if group.assignment_epoch > member.member_epoch and member.state != MemberState.UNREVOKED_PARTITIONS:
         _schedule_join_timeout(mgr, group.group_id, member, now)
         raise GroupError(E.REBALANCE_IN_PROGRESS)
 
@@ -206,7 +215,7 @@ def heartbeat(mgr, out: CoordinatorResult, now: int, ctx: RequestContext, req, g
         _check_generation(member, req.generation_id)
         mgr.schedule_session(group.group_id, member.member_id, now, member.classic.session_timeout_ms)
         error = E.NONE
-        if member.member_epoch < group.group_epoch or member.state == MemberState.UNREVOKED_PARTITIONS \
+        if member.member_epoch < group.assignment_epoch or member.state == MemberState.UNREVOKED_PARTITIONS \
                 or (member.state == MemberState.UNRELEASED_PARTITIONS
                     and not _waiting_on_unreleased(group, member)):
             error = E.REBALANCE_IN_PROGRESS
@@ -338,6 +347,7 @@ def to_consumer(mgr, out: CoordinatorResult, now: int, classic: ClassicGroup,
             subscribed_topic_names=frozenset(subscription.topics),
             rebalance_timeout_ms=m.rebalance_timeout_ms, member_epoch=generation,
             previous_member_epoch=generation, state=MemberState.STABLE, assigned=assigned,
+            assigned_at=epochs_at(assigned, generation),
             classic=ClassicMetadata(m.session_timeout_ms, tuple(m.protocols))))
     converted = [GroupMetadataTombstone(gid)]
     converted += [rec.member_subscription(gid, m) for m in members]

@@ -12,10 +12,13 @@ from dataclasses import dataclass
 from enum import Enum
 
 from coordinator.consumer.member import EMPTY, Assignment, ConsumerGroupMember
+from coordinator.routing import java_string_hash
 
 
 #: the group epoch and assignment epoch of a new group
 INITIAL_EPOCH = 1
+#: the constant of Kafka's BaseHashTable.findSlot (a signed long)
+_FIND_SLOT_MULTIPLIER = -7046029254386353131
 
 
 class GroupState(Enum):
@@ -58,6 +61,9 @@ class ConsumerGroup:
         #: group.consumer.assignment.interval.ms after it
         self.assignment_timestamp = 0
         self.members: dict[str, ConsumerGroupMember] = {}
+        #: the size of Kafka's table of the members (a TimelineHashMap, which never shrinks):
+        #: its slots are the order ConsumerGroupDescribe lists the members in
+        self.members_capacity = 2
         self.static_members: dict[str, str] = {}          # instance id -> member id
         self.target: dict[str, Assignment] = {}            # member id -> target assignment
         self.partition_epochs: dict[tuple[uuid.UUID, int], int] = {}
@@ -147,9 +153,25 @@ class ConsumerGroup:
         counts = +counts
         return max(counts, key=lambda a: counts[a]) if counts else None
 
+    def members_in_kafka_order(self) -> list[ConsumerGroupMember]:
+        """The members as Kafka's member table iterates them: slot by slot (Kafka's
+        BaseHashTable.findSlot of the member id's String.hashCode), within a slot the last to
+        come in first (a dict keeps that order: an update keeps its place, a member that left
+        and came back is the newest)."""
+        shift = 65 - self.members_capacity.bit_length()
+
+        def slot(member_id: str) -> int:
+            h = java_string_hash(member_id) & 0xFFFFFFFF
+            h -= (h & 0x80000000) << 1                       # the signed int
+            return ((h * _FIND_SLOT_MULTIPLIER) & 0xFFFFFFFFFFFFFFFF) >> shift
+        order = {member_id: i for i, member_id in enumerate(self.members)}
+        return sorted(self.members.values(), key=lambda m: (slot(m.member_id), -order[m.member_id]))
+
     # --- changing (from replay only) ----------------------------------------------------------
     def update_member(self, member: ConsumerGroupMember) -> None:
         old = self.members.get(member.member_id)
+        if old is None and (len(self.members) + 1) * 0.75 > self.members_capacity:
+            self.members_capacity *= 2                      # Kafka's table grows before the insert
         if old is not None:
             self._count(old, -1)
             for key in old.owned_partitions():

@@ -273,7 +273,7 @@ class ConsumerGroupManager:
         records: list = []
         joining = req.member_epoch == 0
         group = self._group(out, now, req.group_id, joining, records)
-        self.check_group_size(group, req.member_id, req.instance_id)
+        self.check_group_size(group, req.member_id)
         member_id = req.member_id or new_member_id()
         owned = req.topic_partitions
         if req.instance_id is None:
@@ -333,13 +333,14 @@ class ConsumerGroupManager:
 
     def step(self, out: CoordinatorResult, now: int, group: ConsumerGroup,
              member: ConsumerGroupMember, updated: ConsumerGroupMember, owned,
-             records: list) -> ConsumerGroupMember:
+             records: list, *, downgrading: bool = False) -> ConsumerGroupMember:
         """Kafka's three steps of a heartbeat (or of a classic member's JoinGroup): record the
         member's change, bumping the group epoch if its subscription (or the subscribed topics)
         changed; compute a new target assignment if the group epoch is ahead of it and the
         group's assignment interval has passed since the last one; move the member one step
         towards its target (the last one computed). Adds the records; returns the reconciled
-        member."""
+        member. A group ``downgrading`` to a classic group computes no new target: its member
+        reconciles only if the target is current (else the classic group rebalances)."""
         member_id = updated.member_id
         if out.journal and member_id not in group.members:
             replaced = group.static_members.get(updated.instance_id) \
@@ -385,6 +386,8 @@ class ConsumerGroupManager:
             group.metadata_refresh_deadline = NEVER
             group.metadata_refresh_epoch = group_epoch
 
+        if downgrading and group_epoch > group.assignment_epoch:
+            return updated
         if group_epoch > group.assignment_epoch and self._may_assign(group, now):
             target = self._new_target(out, now, group, group_epoch, member, updated, metadata,
                                       resolved, records)
@@ -428,13 +431,10 @@ class ConsumerGroupManager:
                          target_epoch=target_epoch, state=reconciled.state.name)
         return reconciled
 
-    def check_group_size(self, group: ConsumerGroup, member_id: str, instance_id: str | None) -> None:
+    def check_group_size(self, group: ConsumerGroup, member_id: str) -> None:
         """Kafka's throwIfConsumerGroupIsFull: only a member already in the group may come in
-        once it holds group.consumer.max.size members. A known instance id always may: its
-        member replaces the one holding it, or is refused for another reason (Kafka 4.3,
-        KAFKA-20601)."""
-        if group.static_member(instance_id) is not None:
-            return
+        once it holds group.consumer.max.size members; a static member coming back under a new
+        member id too (that it may is KAFKA-20601, which came after Kafka 4.3.1)."""
         limit = self.config.group_consumer_max_size
         if len(group.members) >= limit and (not member_id or member_id not in group.members):
             raise GroupError(E.GROUP_MAX_SIZE_REACHED, "The consumer group has reached its maximum "
@@ -551,7 +551,9 @@ class ConsumerGroupManager:
             else:
                 out.note(now, Event.MEMBER_LEFT, group, member.member_id)
             self.cancel_timers(group.group_id, member.member_id)
-            self.to_classic(out, now, group, leaving=member.member_id, rebalance=True)
+            self.to_classic(out, now, group, leaving=member.member_id, rebalance=True,
+                            reason=f"Downgrade group {group.group_id} from consumer to classic for "
+                                   "member leaving.")
             return
         records = rec.member_tombstones(group.group_id, member.member_id)
         records += _unused_regexes(group, member, {m.subscribed_topic_regex for m in group.members.values()
@@ -608,10 +610,11 @@ class ConsumerGroupManager:
 
     # --- converting to a classic group ----------------------------------------------------------
     def to_classic(self, out: CoordinatorResult, now: int, group: ConsumerGroup, *,
-                   leaving: str | None, rebalance: bool) -> None:
+                   leaving: str | None, rebalance: bool, reason: str = "") -> None:
         """Kafka's convertToClassicGroup: the consumer group's tombstones, then the classic
-        group's record; its members get classic sessions, and a rebalance starts if a member
-        left (a static replacement keeps the assignment)."""
+        group's record; its members get classic sessions, and a rebalance starts (for
+        ``reason``) if a member left or the target assignment is behind the group epoch (a
+        static replacement otherwise keeps the assignment)."""
         classic = classic_members.classic_group_from(group, leaving, self.image, now)
         for member_id in group.members:
             self.cancel_timers(group.group_id, member_id)
@@ -627,8 +630,7 @@ class ConsumerGroupManager:
         for member in classic.members.values():
             self.classic.schedule_session(classic, member, now)
         if rebalance:
-            self.classic.prepare_rebalance(out, classic, now,
-                                           f"Downgrade group {group.group_id} from consumer to classic.")
+            self.classic.prepare_rebalance(out, classic, now, reason)
 
     # --- records ------------------------------------------------------------------------------
     def apply(self, out: CoordinatorResult, records: list) -> None:
@@ -670,7 +672,9 @@ class ConsumerGroupManager:
         groups = []
         for group_id in req.group_ids:
             group = self.groups.get(group_id)
-            if not self.owns(group_id):
+            if not group_id:              # Kafka's service answers it before asking any shard
+                groups.append(described(group_id="", error_code=E.INVALID_GROUP_ID))
+            elif not self.owns(group_id):
                 groups.append(described(group_id=group_id, error_code=E.NOT_COORDINATOR))
             elif group is None:
                 message = (f"Group {group_id} is not a consumer group."
@@ -700,11 +704,11 @@ class ConsumerGroupManager:
             member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id,
             member_epoch=m.member_epoch, client_id=m.client_id, client_host=m.client_host,
             subscribed_topic_names=tuple(sorted(m.subscribed_topic_names)),
-            subscribed_topic_regex=m.subscribed_topic_regex,
+            subscribed_topic_regex=m.subscribed_topic_regex or "",
             assignment=assignment(m.assigned, m.pending_revocation),
             target_assignment=assignment(group.target.get(m.member_id, EMPTY)),
             member_type=(0 if m.uses_classic else 1) if version >= 1 else -1)
-            for m in group.members.values())
+            for m in group.members_in_kafka_order())
         return cls(error_code=E.NONE, group_id=group.group_id, group_state=group.state.value,
                    group_epoch=group.group_epoch, assignment_epoch=group.assignment_epoch,
                    assignor_name=group.preferred_assignor() or self.config.consumer_assignors[0],

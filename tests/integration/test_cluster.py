@@ -443,8 +443,10 @@ async def test_each_node_describes_the_replicas_it_holds(cluster):
         assert held == {p for p, nodes in replicas.items() if node in nodes}
     refused = await ask(cluster, 0, ApiKey.CREATE_TOPICS, 5, topics=(ct.CreatableTopic(
         name="too-many", num_partitions=1, replication_factor=4),))
-    assert (refused.topics[0].error_code, refused.topics[0].error_message) == (
-        E.INVALID_REPLICATION_FACTOR, "Replication factor: 4 larger than available brokers: 3.")
+    assert (refused.topics[0].error_code, refused.topics[0].error_message) == (     # Kafka 4.3's words
+        E.INVALID_REPLICATION_FACTOR, "Unable to replicate the partition 4 time(s): The target replication factor "
+        "of 4 cannot be reached because only 3 broker(s) are registered or some brokers have all their log "
+        "directories cordoned.")
 
 
 def test_a_cluster_data_dir_restarts_with_what_every_owner_acknowledged(tmp_path):

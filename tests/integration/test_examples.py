@@ -129,36 +129,38 @@ def test_fenced_member_epoch():
                  r"partition were fenced; A2 missed its 1000 ms rebalance timeout and was removed "
                  r"\(UNKNOWN_MEMBER_ID\)$", out)
     ahead, at, stale, later = (int(g) for g in gens.groups())
-    assert (ahead, at) == (2, 1) and (stale, later) == (1, 2)
+    assert (ahead, at) == (3, 2) and (stale, later) == (2, 3)    # a group starts at epoch 1 (Kafka 4.3)
     # Kafka's messages (GroupMetadataManager.throwIfConsumerGroupMemberEpochIsInvalid)
+    found(r"A: ConsumerGroupHeartbeat\(epoch=3, owned=\[0, 1\]\) -> error 110 \(FENCED_MEMBER_EPOCH\): "
+          r"'The consumer group member has a greater member epoch \(3\) than the one known by the "
+          r"group coordinator \(2\)\. The member must abandon all its partitions and rejoin\.'$", out)
     found(r"A: ConsumerGroupHeartbeat\(epoch=2, owned=\[0, 1\]\) -> error 110 \(FENCED_MEMBER_EPOCH\): "
-          r"'The consumer group member has a greater member epoch \(2\) than the one known by the "
-          r"group coordinator \(1\)\. The member must abandon all its partitions and rejoin\.'$", out)
-    found(r"A: ConsumerGroupHeartbeat\(epoch=1, owned=\[0, 1\]\) -> error 110 \(FENCED_MEMBER_EPOCH\): "
-          r"'The consumer group member has a smaller member epoch \(1\) than the one known by the "
-          r"group coordinator \(2\)\.", out)
+          r"'The consumer group member has a smaller member epoch \(2\) than the one known by the "
+          r"group coordinator \(3\)\.", out)
     # the previous epoch with a subset of the assignment is taken: once when A revokes, once in 1c
-    forgiven = re.findall(r"A: ConsumerGroupHeartbeat\(epoch=1, owned=\[0\]\) -> OK, epoch 2, "
+    forgiven = re.findall(r"A: ConsumerGroupHeartbeat\(epoch=2, owned=\[0\]\) -> OK, epoch 3, "
                           r"assignment unchanged$", out, re.MULTILINE)
     assert len(forgiven) == 2, out
     # the missed rebalance timeout removes the member: UNKNOWN_MEMBER_ID, as in Kafka
-    member = found(r"A2, \d+\.\d s after it was asked to revoke: ConsumerGroupHeartbeat\(epoch=1, "
+    member = found(r"A2, \d+\.\d s after it was asked to revoke: ConsumerGroupHeartbeat\(epoch=2, "
                    r"owned=\[0, 1\]\) -> error 25 \(UNKNOWN_MEMBER_ID\): 'Member (A2-\w+) is not a member "
                    r"of group kip848-timeout-\w+\.'$", out).group(1)
     found(r"broker\| group kip848-timeout-\w+: member %s fenced: it did not revoke its partitions "
           r"within its rebalance timeout$" % member, out)
-    found(r"B2: ConsumerGroupHeartbeat\(epoch=2, owned=\[\]\) -> OK, epoch 3, assignment \[0, 1\]$", out)
+    found(r"B2: ConsumerGroupHeartbeat\(epoch=2, owned=\[\]\) -> OK, epoch 4, assignment \[0, 1\]$", out)
 
 
 def test_stale_member_epoch():
     out = reproduced("stale_member_epoch.py")
-    gens = found(r"^RESULT: STALE_MEMBER_EPOCH reproduced: A committed with member epoch (\d+); A was at "
-                 r"epoch (\d+)$", out)
+    gens = found(r"^RESULT: STALE_MEMBER_EPOCH reproduced: A committed partition 1, which it had given up, "
+                 r"with member epoch (\d+); A was at epoch (\d+)$", out)
     old, new = int(gens.group(1)), int(gens.group(2))
-    assert new == old + 1
+    assert (old, new) == (2, 3)
     found(r"A: OffsetCommit v9\(member_epoch=%d, \{0: 10, 1: 10\}\) -> p0: NONE, p1: NONE$" % old, out)
-    found(r"A: OffsetCommit v9\(member_epoch=%d, \{0: 20\}\) -> p0: STALE_MEMBER_EPOCH$" % old, out)
-    found(r"A: OffsetCommit v9\(member_epoch=%d, \{0: 20\}\) -> p0: NONE$" % new, out)
+    # KIP-1251: the older epoch still commits the partition A has held since then
+    found(r"A: OffsetCommit v9\(member_epoch=%d, \{0: 20\}\) -> p0: NONE$" % old, out)
+    found(r"A: OffsetCommit v9\(member_epoch=%d, \{1: 20\}\) -> p1: STALE_MEMBER_EPOCH$" % old, out)
+    found(r"A: OffsetCommit v9\(member_epoch=%d, \{0: 30\}\) -> p0: NONE$" % new, out)
     found(r"broker\| group kip848-commit-\w+: OffsetCommit v9 from member A-\w+ \(generation %d\) "
           r"answered STALE_MEMBER_EPOCH$" % old, out)
 

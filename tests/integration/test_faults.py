@@ -30,9 +30,14 @@ E = ErrorCode
 Heartbeat, FindCoordinator, Produce = REQUESTS[ApiKey.HEARTBEAT].cls, REQUESTS[ApiKey.FIND_COORDINATOR].cls, REQUESTS[ApiKey.PRODUCE].cls
 
 
+#: consumer groups compute each new target assignment at once (Kafka 4.3 batches them by 1 s):
+#: these tests move partitions within a second
+NO_BATCHING = {**TEST_DEFAULTS, "group.consumer.assignment.interval.ms": "0"}
+
+
 @pytest.fixture
 async def broker(serve_broker):
-    return await serve_broker(TEST_DEFAULTS)
+    return await serve_broker(NO_BATCHING)
 
 
 async def heartbeat(client, group, member, generation, instance=None):
@@ -187,12 +192,12 @@ async def test_consumer_group_force_rebalance_expire_member_and_fence_instance(b
     client = await TrioClient.connect(broker.port)
     await create_topic(client, "cg-orders", 2)
     m = Member(client, "cg", "member-one", ["cg-orders"])
-    assert ((await m.join()).error_code, m.epoch) == (E.NONE, 1)
+    assert ((await m.join()).error_code, m.epoch) == (E.NONE, 2)
 
     outcome = await broker.control.execute("force_rebalance", group="cg")
-    assert outcome == "group cg: group epoch bumped to 2; members reconcile on their next heartbeat"
+    assert outcome == "group cg: group epoch bumped to 3; members reconcile on their next heartbeat"
     answer = await m.beat()                   # the same partitions, at the new epoch
-    assert (answer.error_code, answer.member_epoch) == (E.NONE, 2)
+    assert (answer.error_code, answer.member_epoch) == (E.NONE, 3)
     assert await group_state(client, "cg") == ("consumer", "Stable")
 
     assert await broker.control.execute("expire_member", group="cg", member=m.member_id) == \
@@ -220,13 +225,13 @@ async def test_a_fenced_consumer_group_member_gets_fenced_member_epoch_and_rejoi
     m = Member(client, "fenced", "member-one", ["cg-fenced"])
     await m.join()
     outcome = await broker.control.execute("fence_member", group="fenced", member=m.member_id)
-    assert outcome == (f"member {m.member_id} of group fenced fenced at epoch 1; its next heartbeat "
+    assert outcome == (f"member {m.member_id} of group fenced fenced at epoch 2; its next heartbeat "
                        "gets FENCED_MEMBER_EPOCH")
     assert (await m.beat()).error_code == E.FENCED_MEMBER_EPOCH
     assert await group_state(client, "fenced") == ("consumer", "Empty")
     m.epoch, m.assigned = 0, {}
     rejoined = await m.join()                  # the same member id rejoins with epoch 0
-    assert (rejoined.error_code, rejoined.member_epoch) == (E.NONE, 3)
+    assert (rejoined.error_code, rejoined.member_epoch) == (E.NONE, 4)
     assert sorted(p for ps in m.assigned.values() for p in ps) == [0, 1, 2]
 
     with pytest.raises(InterventionError, match="has no member 'nobody'"):
@@ -248,18 +253,18 @@ async def test_held_revocations_keep_the_new_owner_waiting_until_released(broker
     assert sum(len(ps) for ps in first.assigned.values()) == 2
     assert await broker.control.execute("hold_revocations", group="held") == "group held: revocations held"
 
-    await second.join()                       # epoch 2: one partition must move from first to second
+    await second.join()                       # epoch 3: one partition must move from first to second
     answer = await first.beat()               # told to revoke one: it gives it up at once
-    assert (answer.member_epoch, sum(len(ps) for ps in first.assigned.values())) == (1, 1)
+    assert (answer.member_epoch, sum(len(ps) for ps in first.assigned.values())) == (2, 1)
     for _ in range(3):                        # but the coordinator does not take the revocation
-        assert (await first.beat()).member_epoch == 1
-        assert ((await second.beat()).member_epoch, second.assigned) == (2, {})
+        assert (await first.beat()).member_epoch == 2
+        assert ((await second.beat()).member_epoch, second.assigned) == (3, {})
     assert await group_state(client, "held") == ("consumer", "Reconciling")
 
     assert await broker.control.execute("release_revocations", group="held") == \
         "group held: revocations released"
-    assert (await first.beat()).member_epoch == 2
-    assert ((await second.beat()).member_epoch, sum(len(ps) for ps in second.assigned.values())) == (2, 1)
+    assert (await first.beat()).member_epoch == 3
+    assert ((await second.beat()).member_epoch, sum(len(ps) for ps in second.assigned.values())) == (3, 1)
     assert await group_state(client, "held") == ("consumer", "Stable")
 
     await broker.control.execute("hold_revocations", group="held")      # clear releases it too
@@ -278,7 +283,7 @@ async def test_recording_keeps_the_member_epochs_of_consumer_group_heartbeats(br
     recorded = [r for r in await broker.control.execute("recorded", clear=True)
                 if r["api"] == "ConsumerGroupHeartbeat"]
     assert [(r["member_epoch"], r["answered_member_epoch"], r["error"]) for r in recorded] == [
-        (0, 1, "NONE"), (1, 1, "NONE"), (7, 0, "FENCED_MEMBER_EPOCH"), (-1, -1, "NONE")]
+        (0, 2, "NONE"), (2, 2, "NONE"), (7, 0, "FENCED_MEMBER_EPOCH"), (-1, -1, "NONE")]
     assert {(r["group"], r["member"], r["generation"], r["version"], r["client_id"]) for r in recorded} == \
         {("rec848", m.member_id, None, 1, "kip848")}
 
@@ -321,7 +326,7 @@ def test_the_cli_fences_a_real_consumer_protocol_member_which_rejoins(start_brok
     """confluent-kafka with group.protocol=consumer against `groupbroker serve`: the consumer-group
     faults from the shell (positional arguments), and the recorded member epochs."""
     from tests.support.confluent import consumer_protocol_member, create_topics, holding
-    b = start_broker({**TEST_DEFAULTS, "groupbroker.admin.port": 0})
+    b = start_broker({**NO_BATCHING, "groupbroker.admin.port": 0})
     admin = re.search(r"admin endpoint listening on (\S+)", b.log_text()).group(1)
 
     def faults(*args):
@@ -336,7 +341,7 @@ def test_the_cli_fences_a_real_consumer_protocol_member_which_rejoins(start_brok
         assert faults("record") == (0, "recording on", "")
 
         code, out, _ = faults("fence-member", "shell", member)
-        assert (code, out) == (0, f"member {member} of group shell fenced at epoch 1; its next heartbeat "
+        assert (code, out) == (0, f"member {member} of group shell fenced at epoch 2; its next heartbeat "
                                   "gets FENCED_MEMBER_EPOCH")
 
         def rejoined():
@@ -344,13 +349,13 @@ def test_the_cli_fences_a_real_consumer_protocol_member_which_rejoins(start_brok
             recorded = json.loads(faults("recorded")[1])
             return [(r["member_epoch"], r["answered_member_epoch"], r["error"]) for r in recorded
                     if r["api"] == "ConsumerGroupHeartbeat" and r["member"] == member]
-        epochs = wait_until(lambda: (e := rejoined()) and e[-1][1] >= 3 and e, 20, "the member rejoining")
-        fenced = epochs.index((1, 0, "FENCED_MEMBER_EPOCH"))
-        assert epochs[fenced + 1] == (0, 3, "NONE")        # it rejoined with epoch 0, got epoch 3
+        epochs = wait_until(lambda: (e := rejoined()) and e[-1][1] >= 4 and e, 20, "the member rejoining")
+        fenced = epochs.index((2, 0, "FENCED_MEMBER_EPOCH"))
+        assert epochs[fenced + 1] == (0, 4, "NONE")        # it rejoined with epoch 0, got epoch 4
         wait_until(holding(consumer, 2), 20, "the assignment back")
 
         assert faults("force-rebalance", "group=shell")[:2] == (
-            0, "group shell: group epoch bumped to 4; members reconcile on their next heartbeat")
+            0, "group shell: group epoch bumped to 5; members reconcile on their next heartbeat")
         assert faults("hold-revocations", "shell")[:2] == (0, "group shell: revocations held")
         assert faults("release-revocations", "shell")[:2] == (0, "group shell: revocations released")
         code, _, err = faults("fence-member", "shell", "nobody")

@@ -29,8 +29,10 @@ GROUP, TOPIC, CLIENT = "billing", "orders", "cli-test"
 
 @pytest.fixture
 async def broker(serve_broker):
+    # consumer groups compute each new target at once (Kafka 4.3 batches them by 1 s by default)
     return await serve_broker({"group.initial.rebalance.delay.ms": "0",
-                               "group.min.session.timeout.ms": "500"})
+                               "group.min.session.timeout.ms": "500",
+                               "group.consumer.assignment.interval.ms": "0"})
 
 
 async def cli(broker, *args) -> subprocess.CompletedProcess:
@@ -237,7 +239,7 @@ async def test_list_by_type_and_describe_a_consumer_group_while_it_reconciles(br
     first = ConsumerMember(client, CG, "member-one", [EVENTS])
     second = ConsumerMember(client, CG, "member-two", [EVENTS], instance="worker-2")
     await first.join()
-    assert (first.epoch, parts(first.assigned)) == (1, [0, 1, 2])
+    assert (first.epoch, parts(first.assigned)) == (2, [0, 1, 2])
 
     listed = await cli(broker, "--list")
     assert out(listed) == [CG, "legacy-app"]
@@ -259,36 +261,37 @@ async def test_list_by_type_and_describe_a_consumer_group_while_it_reconciles(br
     await first.beat()                                              # ...which the hold keeps revoking
     await second.beat()
     kept, moved = parts(first.assigned), sorted({0, 1, 2} - set(parts(first.assigned)))
-    assert (bool(kept and moved), first.epoch, second.epoch, second.assigned) == (True, 1, 2, {})
+    assert (bool(kept and moved), first.epoch, second.epoch, second.assigned) == (True, 2, 3, {})
     members = await cli(broker, "--describe", "--group", CG, "--members", "--verbose")
     assert err(members) == f"Consumer group '{CG}' is rebalancing.".join(["Warning: ", ""])
-    current, target = (f"{EVENTS}:{','.join(map(str, ps))}" for ps in (kept, moved))
+    current, target, held = (f"{EVENTS}:{','.join(map(str, ps))}" for ps in (kept, moved, kept + moved))
     w = [15, 15, 17, 15, 15, 15, 15, 20, 15, 20]
     assert out(members) == java_lines(w, [
         ["GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "CURRENT-EPOCH",
          "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT"],
-        [CG, "member-one", "", "/127.0.0.1", "cg-cli", len(kept), 1, current, 2, current],
-        [CG, "member-two", "worker-2", "/127.0.0.1", "cg-cli", 0, 2, "-", 2, target]])
+        # Kafka 4.3 (KAFKA-20431): a member holds what it revokes until it has revoked it
+        [CG, "member-one", "", "/127.0.0.1", "cg-cli", len(kept) + len(moved), 2, held, 3, current],
+        [CG, "member-two", "worker-2", "/127.0.0.1", "cg-cli", 0, 3, "-", 3, target]])
     state = await cli(broker, "--describe", "--group", CG, "--state", "--verbose")
     coordinator = f"127.0.0.1:{broker.port}  ({broker.config.node_id})"
     w = [15, max(25, len(coordinator)), 20, 20, 15, 25, 0]
     assert out(state) == java_lines(w, [
         ["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "GROUP-EPOCH", "TARGET-ASSIGNMENT-EPOCH",
-         "#MEMBERS"], [CG, coordinator, "uniform", "Reconciling", 2, 2, 2]])
+         "#MEMBERS"], [CG, coordinator, "uniform", "Reconciling", 3, 3, 2]])
     refused = await cli(broker, "--reset-offsets", "--group", CG, "--all-topics", "--to-earliest", "--execute")
     assert out(refused)[:2] == ["", f"Error: Assignments can only be reset if the group '{CG}' is inactive, "
                                     "but the current state is Reconciling."]
 
-    # released: the partition moves, the group is Stable at epoch 2
+    # released: the partition moves, the group is Stable at epoch 3
     await broker.control.execute("release_revocations", group=CG)
     await first.beat()
     await second.beat()
-    assert (first.epoch, parts(second.assigned)) == (2, moved)
+    assert (first.epoch, parts(second.assigned)) == (3, moved)
     state = await cli(broker, "describe", CG, "--state", "--verbose")          # the older layout
     w = [15, max(25, len(coordinator)), 25, 20, 15, 25, 0]
     assert (err(state), out(state)) == ("", [
         row(["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "GROUP-EPOCH",
-             "TARGET-ASSIGNMENT-EPOCH", "#MEMBERS"], w), row([CG, coordinator, "uniform", "Stable", 2, 2, 2], w)])
+             "TARGET-ASSIGNMENT-EPOCH", "#MEMBERS"], w), row([CG, coordinator, "uniform", "Stable", 3, 3, 2], w)])
     members = await cli(broker, "--describe", "--group", CG, "--members")
     w = [15, 15, 17, 15, 15, 15]
     assert (err(members), members.stdout.decode()) == ("", "".join(f"\n{' '.join(str(c).ljust(x) for c, x in zip(r, w))} "
@@ -305,8 +308,8 @@ async def test_list_by_type_and_describe_a_consumer_group_while_it_reconciles(br
           for member, ps in sorted([("member-one", kept), ("member-two", moved)], key=lambda m: -len(m[1]))
           for p in ps)])
     verbose = await cli(broker, "describe", CG, "--members", "--verbose")      # the older layout
-    assert out(verbose)[1].split() == [CG, "member-one", "/127.0.0.1", "cg-cli", str(len(kept)), "2", current,
-                                       "2", current]
+    assert out(verbose)[1].split() == [CG, "member-one", "/127.0.0.1", "cg-cli", str(len(kept)), "3", current,
+                                       "3", current]
 
 
 def fake_old_broker(listener, seen: list[int]) -> None:

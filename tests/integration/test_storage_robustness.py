@@ -53,15 +53,16 @@ async def fetch_all(client: TrioClient, topic: str) -> list[tuple[int, bytes]]:
 async def test_create_topics_beyond_kafkas_record_limit_fails_whole_and_creates_nothing(broker):
     client = await TrioClient.connect(broker.port)
     with trio.fail_after(5):
-        # 2 topic records + 10,000 partition records: one more than Kafka's controller takes
-        answer = await client.call(ApiKey.CREATE_TOPICS, 5, create(("a", 5_000), ("b", 5_000), ("a", 1)))
+        # 3 topic records + 10,000 partition records: more than Kafka's controller takes
+        answer = await client.call(ApiKey.CREATE_TOPICS, 5, create(("a", 5_000), ("b", 4_999), ("c", 1)))
     assert [(t.name, t.error_code, t.error_message) for t in answer.topics] == [
         (name, ErrorCode.POLICY_VIOLATION, "Unable to perform excessively large batch operation.")
-        for name in ("a", "b", "a")]
+        for name in ("a", "b", "c")]
     assert broker.handlers.data.store.topics() == []
     validated = await client.call(ApiKey.CREATE_TOPICS, 5, CreateTopics(topics=create(("c", 25_000)).topics,
                                                       timeout_ms=1000, validate_only=True))
-    assert validated.topics[0].error_code == ErrorCode.POLICY_VIOLATION
+    assert (validated.topics[0].error_code, validated.topics[0].error_message) == (
+        ErrorCode.POLICY_VIOLATION, "Excessively large number of partitions per request.")
 
 
 async def test_a_large_create_topics_does_not_stall_other_connections(broker):

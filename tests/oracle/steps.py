@@ -13,7 +13,7 @@ from protocol.errors import ErrorCode
 from protocol.messages import DATA, REQUESTS
 from protocol.payloads import encode_payload
 from protocol.registry import API_TABLE
-from tests.support.differential import Alias, Differential
+from tests.support.differential import Alias, Differential, diff, sort_lists
 
 
 def req(api: ApiKey, **fields):
@@ -54,8 +54,15 @@ async def create_topic(oracle: Differential, name: str, partitions: int = 1, con
 
 
 async def wait_for_leaders(oracle: Differential, name: str, partitions: int) -> None:
+    """Each broker names a leader for every partition, and the leader serves it: Kafka's metadata
+    names a new partition's leader a moment before the leader has made its log (a Produce gets
+    NOT_LEADER_OR_FOLLOWER meanwhile), so ListOffsets must answer each partition too."""
     meta = req(ApiKey.METADATA, topics=(sub(ApiKey.METADATA, "MetadataRequestTopic", name=name),),
                allow_auto_topic_creation=False)
+    latest = req(ApiKey.LIST_OFFSETS, replica_id=-1, topics=(sub(
+        ApiKey.LIST_OFFSETS, "ListOffsetsTopic", name=name, partitions=tuple(
+            sub(ApiKey.LIST_OFFSETS, "ListOffsetsPartition", partition_index=p, timestamp=-1)
+            for p in range(partitions))),))
     with trio.fail_after(30):
         for side in oracle.sides:
             while True:
@@ -65,6 +72,32 @@ async def wait_for_leaders(oracle: Differential, name: str, partitions: int) -> 
                         and all(p.leader_id >= 0 for p in parts)):
                     break
                 await trio.sleep(0.05)
+            while any(p.error_code for p in (await side.client.call(ApiKey.LIST_OFFSETS, 5, latest)).topics[0].partitions):
+                await trio.sleep(0.02)
+
+
+async def known_to_groups(oracle: Differential, topic: str, partitions: int) -> None:
+    """Wait until Kafka's group coordinator knows ``topic``. Its metadata image follows the
+    broker's metadata cache (which :func:`create_topic` waits for) a moment later, and a consumer
+    group subscribing before then is assigned nothing (groupbroker's shards see a topic at once).
+    A scratch member of a scratch group (on Kafka only) joins until it is assigned the topic,
+    then leaves."""
+    kafka = oracle.kafka.client
+    with trio.fail_after(30):
+        for attempt in range(1_000_000):
+            group = f"{topic}-scratch-{attempt}"
+            joined = await kafka.call(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, req(
+                ApiKey.CONSUMER_GROUP_HEARTBEAT, group_id=group, member_id="scratch-member-0000001",
+                member_epoch=0, rebalance_timeout_ms=30000, subscribed_topic_names=(topic,),
+                topic_partitions=()))
+            assert joined.error_code == ErrorCode.NONE, joined
+            await kafka.call(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, req(
+                ApiKey.CONSUMER_GROUP_HEARTBEAT, group_id=group, member_id="scratch-member-0000001",
+                member_epoch=-1))
+            assigned = sum(len(t.partitions) for t in joined.assignment.topic_partitions)
+            if assigned == partitions:
+                return
+            await trio.sleep(0.02)
 
 
 async def produce(oracle: Differential, topic: str, partition: int, data: bytes, *, version: int = 9,
@@ -116,3 +149,20 @@ def versions(api: ApiKey) -> range:
     """Every version of ``api`` we serve (protocol.registry.API_TABLE)."""
     spec = API_TABLE[api]
     return range(spec.min_version, spec.max_version + 1)
+
+
+async def settled(oracle: Differential, api_key: int, version: int, body, *, what: str = "", timeout: float = 5.0,
+                  prepare=lambda answer: answer, unordered=()) -> dict:
+    """``oracle.call`` for an answer that shows a change just made. Kafka's brokers learn of its
+    controller's changes (configs, SCRAM users) a moment after the change is answered: both are
+    asked again until the answers agree or ``timeout`` passes, then compared as by ``call``.
+    ``prepare``: what to make of each answer before comparing (e.g. to leave out others' data)."""
+    deadline = trio.current_time() + timeout
+    while True:
+        ours, kafka = (prepare(answer) for answer in await oracle.both(api_key, version, body))
+        mine, theirs = oracle.ours.normalise(ours), oracle.kafka.normalise(kafka)
+        if unordered:
+            mine, theirs = sort_lists(mine, unordered), sort_lists(theirs, unordered)
+        if not diff(mine, theirs) or trio.current_time() > deadline:
+            return oracle.compare(api_key, version, ours, kafka, what=what, unordered=unordered)
+        await trio.sleep(0.05)

@@ -2,6 +2,7 @@
 fetch sessions), ListOffsets, DeleteRecords, OffsetForLeaderEpoch and DescribeProducers, at every
 version we serve. Each answer is compared field by field."""
 
+import dataclasses
 import time
 import uuid
 
@@ -9,7 +10,6 @@ import pytest
 import trio
 
 from protocol.api_keys import ApiKey
-from protocol.errors import ErrorCode
 from coordinator.routing import shard_for
 from tests.oracle.steps import batch, create_topic, req, sub, unique, versions
 from tests.support.differential import Alias
@@ -55,23 +55,11 @@ async def topic_with_records(oracle, request, partitions=2, records=3, configs=(
     """A new topic; ``records`` records in partition 0 (timestamps TS, TS+1...); its alias."""
     name = unique(request)
     await create_topic(oracle, name, partitions=partitions, configs=configs)
-    await until_led(oracle, name, partitions)
     alias = await topic_alias(oracle, name)
     if records:
         await oracle.call(P, 9, produce_body(9, name, alias, {0: batch([b"v%d" % i for i in range(records)],
                                                                      timestamp=TS)}))
     return name, alias
-
-
-async def until_led(oracle, name: str, partitions: int) -> None:
-    """Kafka's metadata names a new partition's leader a moment before the leader serves it
-    (NOT_LEADER_OR_FOLLOWER meanwhile): wait until ListOffsets is answered for each partition."""
-    body = req(LO, replica_id=-1, topics=(sub(LO, "ListOffsetsTopic", name=name, partitions=tuple(
-        sub(LO, "ListOffsetsPartition", partition_index=p, timestamp=-1) for p in range(partitions))),))
-    with trio.fail_after(10):
-        for side in oracle.sides:
-            while any(p.error_code for p in (await side.client.call(LO, 5, body)).topics[0].partitions):
-                await trio.sleep(0.02)
 
 
 _PRODUCER_ZERO_TAKEN = []
@@ -117,7 +105,8 @@ async def test_produce(oracle, request, version):
     await oracle.call(P, version, body({7: batch([b"e"])}), what="a partition the topic does not have")
     await oracle.call(P, version, body({0: batch([b"f"])}, acks=2), what="acks=2")
     await oracle.call(P, version, body({0: b""}), what="no records")
-    await oracle.call(P, version, body({0: None}), what="null records")
+    # Not compared: null records. Kafka 4.3.1 never answers them (its append fails on the null);
+    # groupbroker answers INVALID_RECORD, as for an empty set.
     await oracle.call(P, version, body({0: batch([b"g"]) + batch([b"h"])}), what="two batches")
     corrupt = bytearray(batch([b"i"]))
     corrupt[-1] ^= 0xFF
@@ -139,10 +128,20 @@ async def test_produce_refused_records(oracle, request, version):
                       what="records without a key in a compacted topic")
     await oracle.call(P, version, body({0: batch([b"x" * 300], keys=[b"k"], timestamp=now)}),
                       what="a batch over max.message.bytes")
-    await oracle.call(P, version, body({0: batch([b"a"], keys=[b"k"], timestamp=1000)}),
-                      what="a timestamp too far in the past")
-    await oracle.call(P, version, body({0: batch([b"a"], keys=[b"k"], timestamp=TS * 10)}),
-                      what="a timestamp too far in the future")
+    for what, timestamp in (("a timestamp too far in the past", 1000), ("too far in the future", TS * 10)):
+        answers = await oracle.both(P, version, body({0: batch([b"a"], keys=[b"k"], timestamp=timestamp)}))
+        # the accepted range in the message is the broker's clock at the moment: left out
+        oracle.compare(P, version, *(without_clock(a) for a in answers), what=what)
+
+
+def without_clock(answer):
+    """A Produce answer with the time range its timestamp errors quote cut off."""
+    def cut(e):
+        return dataclasses.replace(e, batch_index_error_message=e.batch_index_error_message.split(" The timestamp")[0])
+    return dataclasses.replace(answer, responses=tuple(
+        dataclasses.replace(t, partition_responses=tuple(
+            dataclasses.replace(p, record_errors=tuple(cut(e) for e in p.record_errors))
+            for p in t.partition_responses)) for t in answer.responses))
 
 
 # --- Fetch ----------------------------------------------------------------------------------

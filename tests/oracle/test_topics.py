@@ -7,7 +7,6 @@ import uuid
 import pytest
 
 from protocol.api_keys import ApiKey
-from protocol.errors import ErrorCode
 from tests.oracle.steps import create_topic, req, sub, unique, versions, wait_for_leaders
 
 M, CT, DT, CP = ApiKey.METADATA, ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS

@@ -4,16 +4,17 @@ and member_reconciliations tables and the report's consumer-group section.
 One scenario (module fixture, about 15 s) against ``groupbroker serve`` with the journal on:
 confluent-kafka 2.16 consumers with ``group.protocol=consumer`` (client ids m0, m1, m2) in group
 ``kip848`` on a 6-partition topic, beside one classic-protocol consumer in group ``classic``.
-Each step waits until every member is STABLE at the new group epoch (read from the journal on
-disk) before the next:
+Target assignments are not batched (group.consumer.assignment.interval.ms=0), so that each one
+is computed with the bump. Each step waits until every member is STABLE at the new group epoch
+(read from the journal on disk) before the next (a group starts at epoch 1, Kafka 4.3):
 
-1. m0 joins: epoch 1 (new_member); it takes all 6 partitions at once.
-2. m1 joins: epoch 2 (new_member); m0 revokes 3 (UNREVOKED_PARTITIONS), m1 waits for them
+1. m0 joins: epoch 2 (new_member); it takes all 6 partitions at once.
+2. m1 joins: epoch 3 (new_member); m0 revokes 3 (UNREVOKED_PARTITIONS), m1 waits for them
    (UNRELEASED_PARTITIONS).
-3. m2 joins: epoch 3 (new_member); m0 and m1 revoke one each, m2 waits.
-4. m1 leaves (close): epoch 4 (member_left); m0 and m2 only gain free partitions. The target
+3. m2 joins: epoch 4 (new_member); m0 and m1 revoke one each, m2 waits.
+4. m1 leaves (close): epoch 5 (member_left); m0 and m2 only gain free partitions. The target
    assignment comes with the next heartbeat, after the bump.
-5. m0 leaves: epoch 5 (member_left), m2 takes everything; then m2 leaves: epoch 6, empty.
+5. m0 leaves: epoch 6 (member_left), m2 takes everything; then m2 leaves: epoch 7, empty.
 
 The reconciliation times the report gives are checked against the raw journal lines.
 """
@@ -80,7 +81,8 @@ def scenario(tmp_path_factory):
     base = tmp_path_factory.mktemp("kip848")
     data = str(base / "data")
     broker = BrokerProcess(data, base / "broker.log",
-                           {**TEST_DEFAULTS, "groupbroker.journal.enable": True}).start()
+                           {**TEST_DEFAULTS, "groupbroker.journal.enable": True,
+                            "group.consumer.assignment.interval.ms": 0}).start()
     ids = {}
     try:
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
@@ -93,14 +95,14 @@ def scenario(tmp_path_factory):
             wait_until(lambda: members.poll() or stable_at(data, epoch) >= clients, 20,
                        f"{sorted(clients)} STABLE at epoch {epoch}")
 
-        for epoch, name in enumerate(["m0", "m1", "m2"], 1):
+        for epoch, name in enumerate(["m0", "m1", "m2"], 2):
             members.add(name)
-            settle(epoch, {f"m{i}" for i in range(epoch)})
+            settle(epoch, {f"m{i}" for i in range(epoch - 1)})
             ids[name] = members.consumers[name].memberid()
         members.close("m1")
-        settle(4, {"m0", "m2"})
+        settle(5, {"m0", "m2"})
         members.close("m0")
-        settle(5, {"m2"})
+        settle(6, {"m2"})
         members.close("m2")
         members.close("classic-0")
         assert broker.stop() == 0
@@ -124,8 +126,8 @@ def test_group_epochs_with_causes(scenario, report):
     epochs = sorted((r for r in report[0]["consumer_epochs"] if r["group"] == GROUP),
                     key=lambda r: r["epoch"])
     assert [(r["epoch"], r["cause"], r["cause_client_id"]) for r in epochs] == [
-        (1, "new_member", "m0"), (2, "new_member", "m1"), (3, "new_member", "m2"),
-        (4, "member_left", "m1"), (5, "member_left", "m0"), (6, "member_left", "m2")]
+        (2, "new_member", "m0"), (3, "new_member", "m1"), (4, "new_member", "m2"),
+        (5, "member_left", "m1"), (6, "member_left", "m0"), (7, "member_left", "m2")]
     assert [r["cause_member"] for r in epochs] == [ids[n] for n in ("m0", "m1", "m2", "m1", "m0", "m2")]
     assert [r["outcome"] for r in epochs] == ["reconciled"] * 5 + ["empty"]
     assert [(r["assignor"], r["target_members"]) for r in epochs] == [
@@ -151,12 +153,12 @@ def test_reconciliation_per_member(scenario, report):
     names = {v: k for k, v in ids.items()}
     rows = {(r["epoch"], names[r["member"]]): r for r in report[0]["member_reconciliations"]
             if r["group"] == GROUP}
-    assert sorted(rows) == [(1, "m0"), (2, "m0"), (2, "m1"), (3, "m0"), (3, "m1"), (3, "m2"),
-                            (4, "m0"), (4, "m2"), (5, "m2")]
+    assert sorted(rows) == [(2, "m0"), (3, "m0"), (3, "m1"), (4, "m0"), (4, "m1"), (4, "m2"),
+                            (5, "m0"), (5, "m2"), (6, "m2")]
     assert {r["outcome"] for r in rows.values()} == {"reconciled"}
-    assert {k for k, r in rows.items() if r["joined"]} == {(1, "m0"), (2, "m1"), (3, "m2")}
-    assert {k for k, r in rows.items() if r["revoking"]} == {(2, "m0"), (3, "m0"), (3, "m1")}
-    assert {k for k, r in rows.items() if r["waiting"]} == {(2, "m1"), (3, "m2")}
+    assert {k for k, r in rows.items() if r["joined"]} == {(2, "m0"), (3, "m1"), (4, "m2")}
+    assert {k for k, r in rows.items() if r["revoking"]} == {(3, "m0"), (4, "m0"), (4, "m1")}
+    assert {k for k, r in rows.items() if r["waiting"]} == {(3, "m1"), (4, "m2")}
     assert {n: (r["member_epochs"], r["member_epochs_revoking"], r["member_epochs_waiting"],
                 r["member_unfinished"]) for (_, n), r in rows.items()} == {
         "m0": (4, 2, 0, 0), "m1": (2, 1, 1, 0), "m2": (3, 0, 1, 0)}
@@ -168,11 +170,11 @@ def test_reconciliation_per_member(scenario, report):
               and e["epoch"] == e["target_epoch"]}
     assert {k: r["reconcile_ms"] for k, r in rows.items()} == {
         k: t - bumps[k[0]] for k, t in stable.items()}
-    assert rows[(1, "m0")]["reconcile_ms"] == 0
+    assert rows[(2, "m0")]["reconcile_ms"] == 0
     # a member waiting for partitions gets there only after those who revoke them
-    assert rows[(2, "m1")]["reconciled_time"] >= rows[(2, "m0")]["reconciled_time"]
-    assert rows[(3, "m2")]["reconciled_time"] >= max(rows[(3, "m0")]["reconciled_time"],
-                                                     rows[(3, "m1")]["reconciled_time"])
+    assert rows[(3, "m1")]["reconciled_time"] >= rows[(3, "m0")]["reconciled_time"]
+    assert rows[(4, "m2")]["reconciled_time"] >= max(rows[(4, "m0")]["reconciled_time"],
+                                                     rows[(4, "m1")]["reconciled_time"])
     assert all(r["steps"] == (2 if r["revoking"] or r["waiting"] else 1) for r in rows.values())
     assert all(0 <= r["reconcile_ms"] < 10_000 for r in rows.values())
 
@@ -203,9 +205,9 @@ def test_report_section(scenario, report):
     assert 'alt="consumer-reconciliation"' in section
     cells = _cells(section.split("<h3>Latest group epochs</h3>", 1)[1].split("<h3>", 1)[0])
     assert [(c[2], c[4], c[5], c[-1]) for c in cells] == [
-        ("6", "member_left", "m2", "empty"), ("5", "member_left", "m0", "reconciled"),
-        ("4", "member_left", "m1", "reconciled"), ("3", "new_member", "m2", "reconciled"),
-        ("2", "new_member", "m1", "reconciled"), ("1", "new_member", "m0", "reconciled")]
+        ("7", "member_left", "m2", "empty"), ("6", "member_left", "m0", "reconciled"),
+        ("5", "member_left", "m1", "reconciled"), ("4", "new_member", "m2", "reconciled"),
+        ("3", "new_member", "m1", "reconciled"), ("2", "new_member", "m0", "reconciled")]
     members = section.split("<h3>Members: epochs spent revoking and waiting</h3>", 1)[1]
     rows = {c[2]: c for c in _cells(members)}
     assert {n: (c[4], c[7], c[8]) for n, c in rows.items()} == {

@@ -296,3 +296,5 @@ def broker_default(name: str) -> str | None:
 #: Broker settings in larger units than the topic config they feed.
 _UNIT = {"log.retention.minutes": 60_000, "log.retention.hours": 3_600_000, "log.roll.hours": 3_600_000,
          "log.roll.jitter.hours": 3_600_000}
+#: Those settings, INTs where the topic config is a LONG.
+COARSE_SYNONYMS = frozenset(_UNIT)

@@ -30,6 +30,33 @@ def test_kafka_names_reach_broker_and_coordinator_settings():
     assert config.log_retention_ms == 2 * 3_600_000
 
 
+def test_the_assignment_interval_has_kafkas_names_defaults_and_bounds():
+    """Kafka 4.3's batching of consumer-group target assignments: 1 s by default, within
+    [.min, .max] = [0, 15 s]; the offload switch of KIP-1263 is no setting of Kafka 4.3.1."""
+    c = BrokerConfig.build({}).coordinator
+    assert (c.group_consumer_assignment_interval_ms, c.group_consumer_min_assignment_interval_ms,
+            c.group_consumer_max_assignment_interval_ms) == (1_000, 0, 15_000)
+    assert BrokerConfig.build({"group.consumer.assignment.interval.ms": "0"}).coordinator \
+        .group_consumer_assignment_interval_ms == 0
+    for props, message in [
+        ({"group.consumer.assignment.interval.ms": "15001"},
+         "group.consumer.assignment.interval.ms must be less than or equal to "
+         "group.consumer.max.assignment.interval.ms"),
+        ({"group.consumer.min.assignment.interval.ms": "2000"},
+         "group.consumer.assignment.interval.ms must be greater than or equal to "
+         "group.consumer.min.assignment.interval.ms"),
+        ({"group.consumer.min.assignment.interval.ms": "600", "group.consumer.max.assignment.interval.ms": "500",
+          "group.consumer.assignment.interval.ms": "550"},
+         "group.consumer.max.assignment.interval.ms must be greater than or equal to "
+         "group.consumer.min.assignment.interval.ms"),
+        ({"group.consumer.assignment.interval.ms": "-1"},
+         "Invalid value -1 for configuration group.consumer.assignment.interval.ms: Value must be at least 0"),
+        ({"group.consumer.assignor.offload.enable": "true"}, "unknown config name"),
+    ]:
+        with pytest.raises(ConfigError, match=message):
+            BrokerConfig.build(props)
+
+
 def test_explicit_cli_values_win_over_properties():
     config = BrokerConfig.build({"log.dirs": "/from/file"}, data_dir="/from/cli", port=None)
     assert config.data_dir == "/from/cli" and config.port == 9092

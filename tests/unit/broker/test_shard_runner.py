@@ -240,3 +240,24 @@ async def test_the_shard_answers_and_writes_while_its_log_compacts(nursery, duri
             await trio.sleep(0.01)
     fetch = await runner.call(ApiKey.OFFSET_FETCH, 7, OffsetFetch(group_id=GROUP, topics=None))
     assert fetch.topics[0].partitions[0].committed_offset == 100
+
+
+async def test_the_group_configs_reach_the_shard_as_they_change(nursery, tmp_path, clock):
+    """The runner hands the shard the dynamic group configs before a step whenever the broker's
+    config APIs replaced them (and again after a reload)."""
+    runner = await start(nursery, tmp_path)
+    hb = REQUESTS[ApiKey.CONSUMER_GROUP_HEARTBEAT].cls
+
+    async def interval() -> int:
+        answer = await runner.call(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, hb(
+            group_id=GROUP, member_id="member-000000000000001", member_epoch=0, rebalance_timeout_ms=30_000,
+            subscribed_topic_names=(), topic_partitions=()))
+        assert answer.error_code == ErrorCode.NONE, answer
+        return answer.heartbeat_interval_ms
+
+    assert await interval() == 5_000                     # group.consumer.heartbeat.interval.ms
+    configs = {GROUP: {"consumer.heartbeat.interval.ms": "6000"}}
+    runner.group_configs = lambda: configs
+    assert await interval() == 6_000
+    configs = {GROUP: {"consumer.heartbeat.interval.ms": "7000"}}   # a new mapping: a change
+    assert await interval() == 7_000

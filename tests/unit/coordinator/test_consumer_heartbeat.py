@@ -1,7 +1,8 @@
 """ConsumerGroupHeartbeat (KIP-848) against Apache Kafka's group coordinator: every error path
 with Kafka's code and message, leaving (-1) and static temporary leaving (-2), and the timers.
 
-The arbiter is Kafka 4.0: request validation in GroupCoordinatorService.
+The arbiter is Kafka 4.3.1 (a group starts at epoch 1, so its first assignment is epoch 2; a
+member may rejoin with epoch 0): request validation in GroupCoordinatorService.
 throwIfConsumerGroupHeartbeatRequestIsInvalid (MemberId, GroupId, InstanceId, RackId, then the
 epoch checks, then ServerAssignor), the rest in GroupMetadataManager (consumerGroupHeartbeat,
 consumerGroupLeave, the throwIf... checks, the session and rebalance timers). The expected
@@ -174,14 +175,20 @@ def test_v0_join_without_member_id_gets_one_generated():
     h = ConsumerHarness(topics={"foo": 2})
     response = h.hb("", 0, version=0, topics=["foo"], assignor="range")
     assert response.error_code == E.NONE and response.member_id
-    assert response.member_epoch == 1 and response.member_id in h.cgroup().members
+    assert response.member_epoch == 2 and response.member_id in h.cgroup().members
 
 
-def test_first_join_with_no_topics_moves_the_group_off_epoch_zero():
+def test_a_new_group_starts_at_epoch_1():
+    """Kafka 4.3 (KAFKA-20268): a group starts at group epoch 1 with an empty assignment at
+    epoch 1; a first member with no topics changes nothing and reconciles to epoch 1, one that
+    subscribes bumps the group to epoch 2 and gets the first computed assignment."""
     h = ConsumerHarness(topics={"foo": 2})
     response = h.hb("m1", 0, topics=[])
     assert (response.error_code, response.member_epoch) == (E.NONE, 1)
     assert (h.cgroup().group_epoch, h.cgroup().assignment_epoch) == (1, 1)
+    assert [r.type for r in h.records()] == [MEMBER, CURRENT]
+    response = h.hb("m1", 1, topics=["foo"])
+    assert (response.member_epoch, h.cgroup().group_epoch, h.cgroup().assignment_epoch) == (2, 2, 2)
 
 
 # --- 2. group and member lookups, epochs, instance ids, size --------------------------------
@@ -189,7 +196,7 @@ def test_first_join_with_no_topics_moves_the_group_off_epoch_zero():
 @dataclasses.dataclass
 class Populated:
     """Group g on topic foo (6 partitions): dynamic m1 and static m2 (instance i2), both Stable
-    at epoch 2. m1 came from epoch 1 (previous epoch 1); m2 joined at epoch 2."""
+    at epoch 3. m1 came from epoch 2 (previous epoch 2); m2 joined at epoch 3."""
     h: ConsumerHarness
     other: str            # a group id on the same shard that does not exist
     a1: dict              # m1's partitions
@@ -198,15 +205,15 @@ class Populated:
 
 def populate(cfg: CoordinatorConfig | None = None) -> Populated:
     h = ConsumerHarness(cfg, topics={"foo": 6})
-    assert h.hb("m1", 0, topics=["foo"]).member_epoch == 1
-    assert h.hb("m2", 0, topics=["foo"], instance="i2").member_epoch == 2
-    h.hb("m1", 1, owned=h.owned_by("m1"))                       # revoking
+    assert h.hb("m1", 0, topics=["foo"]).member_epoch == 2
+    assert h.hb("m2", 0, topics=["foo"], instance="i2").member_epoch == 3
+    h.hb("m1", 2, owned=h.owned_by("m1"))                       # revoking
     assert h.member("m1").state == MemberState.UNREVOKED_PARTITIONS
-    assert h.hb("m1", 1, owned=owned(h.member("m1").assigned)).member_epoch == 2
-    assert h.hb("m2", 2, instance="i2", owned=()).member_epoch == 2
+    assert h.hb("m1", 2, owned=owned(h.member("m1").assigned)).member_epoch == 3
+    assert h.hb("m2", 3, instance="i2", owned=()).member_epoch == 3
     m1, m2 = h.member("m1"), h.member("m2")
-    assert (m1.member_epoch, m1.previous_member_epoch, m1.state) == (2, 1, MemberState.STABLE)
-    assert (m2.member_epoch, m2.previous_member_epoch, m2.state) == (2, 2, MemberState.STABLE)
+    assert (m1.member_epoch, m1.previous_member_epoch, m1.state) == (3, 2, MemberState.STABLE)
+    assert (m2.member_epoch, m2.previous_member_epoch, m2.state) == (3, 3, MemberState.STABLE)
     return Populated(h, group_on_shard(h.shard.shard_id, "absent"), dict(m1.assigned),
                      dict(m2.assigned))
 
@@ -219,9 +226,9 @@ def _all_of(p: Populated) -> dict:
 # message (formatted with the Populated state's ``other``), and the expected epoch when accepted.
 LOOKUPS: list = [
     # GROUP_ID_NOT_FOUND (getOrMaybeCreateConsumerGroup / group)
-    ("heartbeat to an unknown group", dict(group="{other}", member_id="m1", epoch=1),
+    ("heartbeat to an unknown group", dict(group="{other}", member_id="m1", epoch=2),
      E.GROUP_ID_NOT_FOUND, "Consumer group {other} not found."),
-    ("static heartbeat to an unknown group", dict(group="{other}", member_id="m2", epoch=1, instance="i2"),
+    ("static heartbeat to an unknown group", dict(group="{other}", member_id="m2", epoch=2, instance="i2"),
      E.GROUP_ID_NOT_FOUND, "Consumer group {other} not found."),
     pytest.param(dict(group="{other}", member_id="m1", epoch=-1), E.GROUP_ID_NOT_FOUND,
                  "Group {other} not found.", None, id="leave of an unknown group"),
@@ -229,22 +236,22 @@ LOOKUPS: list = [
                  E.GROUP_ID_NOT_FOUND, "Group {other} not found.", None,
                  id="static leave of an unknown group"),
     # UNKNOWN_MEMBER_ID
-    ("unknown dynamic member", dict(member_id="m9", epoch=2), E.UNKNOWN_MEMBER_ID,
+    ("unknown dynamic member", dict(member_id="m9", epoch=3), E.UNKNOWN_MEMBER_ID,
      "Member m9 is not a member of group g."),
-    ("unknown dynamic member at its previous epoch", dict(member_id="m9", epoch=1, owned=()),
+    ("unknown dynamic member at its previous epoch", dict(member_id="m9", epoch=2, owned=()),
      E.UNKNOWN_MEMBER_ID, "Member m9 is not a member of group g."),
     ("unknown dynamic member leaving", dict(member_id="m9", epoch=-1), E.UNKNOWN_MEMBER_ID,
      "Member m9 is not a member of group g."),
-    ("unknown static member", dict(member_id="m9", epoch=2, instance="i9"), E.UNKNOWN_MEMBER_ID,
+    ("unknown static member", dict(member_id="m9", epoch=3, instance="i9"), E.UNKNOWN_MEMBER_ID,
      "Instance id i9 is unknown."),
-    ("known member id with an unknown instance", dict(member_id="m1", epoch=2, instance="i9"),
+    ("known member id with an unknown instance", dict(member_id="m1", epoch=3, instance="i9"),
      E.UNKNOWN_MEMBER_ID, "Instance id i9 is unknown."),
     ("unknown static member leaving temporarily", dict(member_id="m9", epoch=-2, instance="i9"),
      E.UNKNOWN_MEMBER_ID, "Instance id i9 is unknown."),
     ("unknown static member leaving", dict(member_id="m9", epoch=-1, instance="i9"),
      E.UNKNOWN_MEMBER_ID, "Instance id i9 is unknown."),
     # FENCED_INSTANCE_ID / UNRELEASED_INSTANCE_ID
-    ("instance held by another member id", dict(member_id="mX", epoch=2, instance="i2"),
+    ("instance held by another member id", dict(member_id="mX", epoch=3, instance="i2"),
      E.FENCED_INSTANCE_ID, "Static member mX with instance id i2 was fenced by member m2."),
     ("leave with an instance held by another member id", dict(member_id="mX", epoch=-1, instance="i2"),
      E.FENCED_INSTANCE_ID, "Static member mX with instance id i2 was fenced by member m2."),
@@ -262,37 +269,38 @@ LOOKUPS: list = [
      "Static member m2 with instance id i2 cannot join the group because the instance id is owned "
      "by m2 member."),
     # FENCED_MEMBER_EPOCH (throwIfConsumerGroupMemberEpochIsInvalid)
-    ("greater epoch", dict(member_id="m1", epoch=3), E.FENCED_MEMBER_EPOCH, greater(3, 2)),
+    ("greater epoch", dict(member_id="m1", epoch=4), E.FENCED_MEMBER_EPOCH, greater(4, 3)),
     ("greater epoch, static", dict(member_id="m2", epoch=7, instance="i2"), E.FENCED_MEMBER_EPOCH,
-     greater(7, 2)),
+     greater(7, 3)),
+    # accepted: a fenced member rejoins with epoch 0 (Kafka 4.3, KAFKA-19233)
     ("a known member rejoining at epoch 0", dict(member_id="m1", epoch=0, topics=["foo"]),
-     E.FENCED_MEMBER_EPOCH, smaller(0, 2)),
-    ("smaller epoch, not the previous one, static", dict(member_id="m2", epoch=1, instance="i2",
+     E.NONE, None, 3),
+    ("smaller epoch, not the previous one, static", dict(member_id="m2", epoch=2, instance="i2",
                                                          owned=()),
-     E.FENCED_MEMBER_EPOCH, smaller(1, 2)),
-    ("previous epoch without owned partitions", dict(member_id="m1", epoch=1), E.FENCED_MEMBER_EPOCH,
-     smaller(1, 2)),
-    ("previous epoch owning more than its assignment", dict(member_id="m1", epoch=1, owned=_all_of),
-     E.FENCED_MEMBER_EPOCH, smaller(1, 2)),
+     E.FENCED_MEMBER_EPOCH, smaller(2, 3)),
+    ("previous epoch without owned partitions", dict(member_id="m1", epoch=2), E.FENCED_MEMBER_EPOCH,
+     smaller(2, 3)),
+    ("previous epoch owning more than its assignment", dict(member_id="m1", epoch=2, owned=_all_of),
+     E.FENCED_MEMBER_EPOCH, smaller(2, 3)),
     ("previous epoch owning a partition of another topic",
-     dict(member_id="m1", epoch=1, owned=lambda p: owned_names(bar=[0])), E.FENCED_MEMBER_EPOCH,
-     smaller(1, 2)),
+     dict(member_id="m1", epoch=2, owned=lambda p: owned_names(bar=[0])), E.FENCED_MEMBER_EPOCH,
+     smaller(2, 3)),
     ("previous epoch owning another member's partitions",
-     dict(member_id="m1", epoch=1, owned=lambda p: p.a2), E.FENCED_MEMBER_EPOCH, smaller(1, 2)),
+     dict(member_id="m1", epoch=2, owned=lambda p: p.a2), E.FENCED_MEMBER_EPOCH, smaller(2, 3)),
     ("greater epoch wins over an invalid regex", dict(member_id="m1", epoch=5, regex="["),
-     E.FENCED_MEMBER_EPOCH, greater(5, 2)),
+     E.FENCED_MEMBER_EPOCH, greater(5, 3)),
     # accepted: the response with the bumped epoch may have been lost
     ("previous epoch owning a subset (response lost)",
-     dict(member_id="m1", epoch=1, owned=lambda p: {FOO: frozenset(sorted(p.a1[FOO])[:2])}),
-     E.NONE, None, 2),
-    ("previous epoch owning all of its assignment", dict(member_id="m1", epoch=1, owned=lambda p: p.a1),
-     E.NONE, None, 2),
-    ("previous epoch owning nothing", dict(member_id="m1", epoch=1, owned=()), E.NONE, None, 2),
-    ("current epoch", dict(member_id="m2", epoch=2, instance="i2"), E.NONE, None, 2),
+     dict(member_id="m1", epoch=2, owned=lambda p: {FOO: frozenset(sorted(p.a1[FOO])[:2])}),
+     E.NONE, None, 3),
+    ("previous epoch owning all of its assignment", dict(member_id="m1", epoch=2, owned=lambda p: p.a1),
+     E.NONE, None, 3),
+    ("previous epoch owning nothing", dict(member_id="m1", epoch=2, owned=()), E.NONE, None, 3),
+    ("current epoch", dict(member_id="m2", epoch=3, instance="i2"), E.NONE, None, 3),
     # INVALID_REGULAR_EXPRESSION (4.0: hasMemberSubscriptionChanged -> throwIfRegularExpressionIsInvalid)
     ("join with an invalid regex", dict(member_id="m3", epoch=0, regex="["),
      E.INVALID_REGULAR_EXPRESSION, None),
-    ("changing to an invalid regex", dict(member_id="m1", epoch=2, regex="(a"),
+    ("changing to an invalid regex", dict(member_id="m1", epoch=3, regex="(a"),
      E.INVALID_REGULAR_EXPRESSION, None),
 ]
 
@@ -402,9 +410,11 @@ FULL = "The consumer group has reached its maximum capacity of 2 members."
                  id="a v0 member without id"),
     pytest.param("m3", 0, dict(topics=["foo"], instance="i2"), E.GROUP_MAX_SIZE_REACHED, FULL,
                  id="before the instance check"),
-    pytest.param("m9", 2, {}, E.GROUP_MAX_SIZE_REACHED, FULL, id="before the member lookup"),
-    pytest.param("m1", 2, {}, E.NONE, None, id="a member of the group"),
-    pytest.param("m1", 3, {}, E.FENCED_MEMBER_EPOCH, greater(3, 2), id="a member, fenced"),
+    pytest.param("m9", 3, {}, E.GROUP_MAX_SIZE_REACHED, FULL, id="before the member lookup"),
+    pytest.param("m1", 3, {}, E.NONE, None, id="a member of the group"),
+    pytest.param("m1", 4, {}, E.FENCED_MEMBER_EPOCH, greater(4, 3), id="a member, fenced"),
+    pytest.param("m2b", 0, dict(topics=["foo"], instance="i2"), E.GROUP_MAX_SIZE_REACHED, FULL,
+                 id="a new member id for a known instance (KAFKA-20601 came after Kafka 4.3.1)"),
     pytest.param("m1", -1, {}, E.NONE, None, id="a member leaving"),
     pytest.param("m9", 1, dict(group="{other}"), E.GROUP_ID_NOT_FOUND,
                  "Consumer group {other} not found.", id="the group lookup comes first"),
@@ -485,7 +495,7 @@ def test_an_empty_classic_group_gives_way_to_the_consumer_group():
     assert h.group_state().state.value == "Empty"
     start = len(h.persisted)
     response = h.hb("m1", 0, topics=["foo"])
-    assert (response.error_code, response.member_epoch) == (E.NONE, 1)
+    assert (response.error_code, response.member_epoch) == (E.NONE, 2)
     records = h.records(start)
     assert isinstance(records[0], GroupMetadataTombstone)
     assert G in h.shard.consumer.groups
@@ -503,10 +513,10 @@ def test_dynamic_leave_fences_the_member_and_bumps_the_group_epoch():
             response.heartbeat_interval_ms, response.assignment) == (E.NONE, "m1", -1, 0, None)
     assert record_kinds(h.records(start)) == [(CURRENT, "m1", True), (TARGET_MEMBER, "m1", True),
                                               (MEMBER, "m1", True), (GROUP_EPOCH, None, False)]
-    assert h.records(start)[-1].value.epoch == 3
-    assert "m1" not in h.cgroup().members and h.cgroup().group_epoch == 3
+    assert h.records(start)[-1].value.epoch == 4
+    assert "m1" not in h.cgroup().members and h.cgroup().group_epoch == 4
     assert ("consumer-session", G, "m1") not in h.shard.timers
-    assert h.hb("m1", 2).error_code == E.UNKNOWN_MEMBER_ID
+    assert h.hb("m1", 3).error_code == E.UNKNOWN_MEMBER_ID
 
 
 def test_static_leave_with_epoch_minus_one_fences_it():
@@ -536,10 +546,12 @@ def test_static_temporary_leave_keeps_the_member_and_the_group_epoch():
             response.heartbeat_interval_ms, response.assignment) == (E.NONE, "m2", -2, 0, None)
     (record,) = h.records(start)
     assert (record.type, record.sub) == (CURRENT, "m2")
-    assert (record.value.member_epoch, record.value.previous_member_epoch, record.value.state) == (-2, 2, 0)
+    assert (record.value.member_epoch, record.value.previous_member_epoch, record.value.state) == (-2, 3, 0)
+    # KIP-1251: its partitions count as assigned at epoch 0, to whichever member takes the instance
+    assert {e for tp in record.value.assigned_partitions for e in tp.assignment_epochs} == {0}
     m2 = h.member("m2")
     assert (m2.member_epoch, dict(m2.assigned), dict(m2.pending_revocation)) == (-2, p.a2, {})
-    assert h.cgroup().group_epoch == 2 and h.cgroup().static_members["i2"] == "m2"
+    assert h.cgroup().group_epoch == 3 and h.cgroup().static_members["i2"] == "m2"
 
 
 def test_static_rejoin_with_a_new_member_id_gets_its_assignment_back():
@@ -550,7 +562,7 @@ def test_static_rejoin_with_a_new_member_id_gets_its_assignment_back():
     h.hb("m2", -2, instance="i2")
     start = len(h.persisted)
     response = h.hb("m2b", 0, instance="i2", topics=["foo"])
-    assert (response.error_code, response.member_id, response.member_epoch) == (E.NONE, "m2b", 2)
+    assert (response.error_code, response.member_id, response.member_epoch) == (E.NONE, "m2b", 3)
     assert response.heartbeat_interval_ms == 5000
     assert response_assignment(response) == p.a2
     records = h.records(start)
@@ -560,12 +572,13 @@ def test_static_rejoin_with_a_new_member_id_gets_its_assignment_back():
         (CURRENT, "m2b", False)]
     copied, rejoined = records[5].value, records[6].value
     assert (copied.member_epoch, copied.previous_member_epoch) == (0, 0)
-    assert (rejoined.member_epoch, rejoined.previous_member_epoch, rejoined.state) == (2, 0, 0)
-    assert h.cgroup().group_epoch == 2
+    assert (rejoined.member_epoch, rejoined.previous_member_epoch, rejoined.state) == (3, 0, 0)
+    assert {e for tp in rejoined.assigned_partitions for e in tp.assignment_epochs} == {0}
+    assert h.cgroup().group_epoch == 3
     assert set(h.cgroup().members) == {"m1", "m2b"} and h.cgroup().static_members["i2"] == "m2b"
     # the old member id is gone; the new one heartbeats on
-    assert h.hb("m2", 2, instance="i2").error_code == E.FENCED_INSTANCE_ID
-    assert h.hb("m2b", 2, instance="i2").error_code == E.NONE
+    assert h.hb("m2", 3, instance="i2").error_code == E.FENCED_INSTANCE_ID
+    assert h.hb("m2b", 3, instance="i2").error_code == E.NONE
 
 
 def test_static_rejoin_with_new_topics_bumps_the_group_epoch():
@@ -574,7 +587,7 @@ def test_static_rejoin_with_new_topics_bumps_the_group_epoch():
     h.hb("m1", 0, topics=["foo"], instance="i1")
     h.hb("m1", -2, instance="i1")
     response = h.hb("m1b", 0, topics=["foo", "bar"], instance="i1")
-    assert (response.error_code, response.member_epoch) == (E.NONE, 2)
+    assert (response.error_code, response.member_epoch) == (E.NONE, 3)
     assert response_assignment(response) == parts(foo=range(6), bar=range(3))
 
 
@@ -586,7 +599,7 @@ def test_a_static_member_that_does_not_come_back_is_fenced_at_its_session_timeou
     for _ in range(10):                               # m1 stays alive
         h.advance(5_000)
         assert h.hb("m1", h.member("m1").member_epoch, owned=h.owned_by("m1")).error_code == E.NONE
-    assert "m2" not in h.cgroup().members and h.cgroup().group_epoch == 3
+    assert "m2" not in h.cgroup().members and h.cgroup().group_epoch == 4
     assert "i2" not in h.cgroup().static_members
 
 
@@ -598,9 +611,9 @@ def test_the_replaced_members_session_timer_does_nothing():
     h.hb("m2b", 0, instance="i2", topics=["foo"])
     for _ in range(10):                               # past m2's old deadline
         h.advance(5_000)
-        assert h.hb("m1", 2).error_code == E.NONE
-        assert h.hb("m2b", 2, instance="i2").error_code == E.NONE
-    assert set(h.cgroup().members) == {"m1", "m2b"} and h.cgroup().group_epoch == 2
+        assert h.hb("m1", 3).error_code == E.NONE
+        assert h.hb("m2b", 3, instance="i2").error_code == E.NONE
+    assert set(h.cgroup().members) == {"m1", "m2b"} and h.cgroup().group_epoch == 3
 
 
 def test_rejoining_while_the_instance_is_still_held_then_after_leaving():
@@ -624,7 +637,7 @@ def test_session_expiry_fences_the_member_and_bumps_the_group_epoch():
     are tombstoned, the subscription metadata emptied and the group epoch bumped."""
     h = ConsumerHarness(topics={"foo": 6})
     response = h.hb("m1", 0, rebalance=90_000, topics=["foo"])
-    assert response.member_epoch == 1
+    assert response.member_epoch == 2
     start = len(h.persisted)
     h.advance(44_999)
     assert "m1" in h.cgroup().members and len(h.persisted) == start
@@ -632,10 +645,10 @@ def test_session_expiry_fences_the_member_and_bumps_the_group_epoch():
     assert record_kinds(h.records(start)) == [(CURRENT, "m1", True), (TARGET_MEMBER, "m1", True),
                                               (MEMBER, "m1", True), (PARTITION_METADATA, None, False),
                                               (GROUP_EPOCH, None, False)]
-    assert h.records(start)[3].value.topics == () and h.records(start)[4].value.epoch == 2
-    assert h.cgroup().members == {} and h.cgroup().group_epoch == 2
+    assert h.records(start)[3].value.topics == () and h.records(start)[4].value.epoch == 3
+    assert h.cgroup().members == {} and h.cgroup().group_epoch == 3
     assert ("consumer-session", G, "m1") not in h.shard.timers
-    assert h.hb("m1", 1).error_code == E.UNKNOWN_MEMBER_ID
+    assert h.hb("m1", 2).error_code == E.UNKNOWN_MEMBER_ID
 
 
 @pytest.mark.parametrize("session", [45_000, 50_000, 60_000])
@@ -658,7 +671,7 @@ def test_every_heartbeat_rearms_the_session():
     for _ in range(30):
         h.advance(40_000)
         assert h.hb("m1", epoch).error_code == E.NONE
-    assert h.cgroup().group_epoch == 1
+    assert h.cgroup().group_epoch == 2
     h.advance(44_999)
     assert "m1" in h.cgroup().members
     h.advance(1)
@@ -670,13 +683,13 @@ def test_a_member_that_does_not_revoke_in_time_is_fenced():
     within its rebalance timeout (10 s, shorter than the session): it is fenced."""
     h = ConsumerHarness(topics={"foo": 3})
     response = h.hb("m1", 0, rebalance=10_000, topics=["foo"])
-    assert (response.member_epoch, response_assignment(response)) == (1, parts(foo=[0, 1, 2]))
+    assert (response.member_epoch, response_assignment(response)) == (2, parts(foo=[0, 1, 2]))
     h.advance(5_000)
     response = h.hb("m2", 0, rebalance=10_000, topics=["foo"])
-    assert (response.member_epoch, response_assignment(response)) == (2, {})
+    assert (response.member_epoch, response_assignment(response)) == (3, {})
     h.advance(5_000)
-    response = h.hb("m1", 1)                          # no owned partitions: still revoking
-    assert response.member_epoch == 1
+    response = h.hb("m1", 2)                          # no owned partitions: still revoking
+    assert response.member_epoch == 2
     kept = response_assignment(response)
     assert kept and kept[FOO] < frozenset({0, 1, 2})
     assert h.member("m1").state == MemberState.UNREVOKED_PARTITIONS
@@ -686,7 +699,7 @@ def test_a_member_that_does_not_revoke_in_time_is_fenced():
     h.advance(1)
     assert record_kinds(h.records(start)) == [(CURRENT, "m1", True), (TARGET_MEMBER, "m1", True),
                                               (MEMBER, "m1", True), (GROUP_EPOCH, None, False)]
-    assert h.records(start)[-1].value.epoch == 3
+    assert h.records(start)[-1].value.epoch == 4
     assert ("consumer-session", G, "m1") not in h.shard.timers
     assert ("consumer-rebalance", G, "m1") not in h.shard.timers
 
@@ -696,11 +709,11 @@ def test_a_member_that_revokes_in_time_is_not_fenced():
     h.hb("m1", 0, rebalance=10_000, topics=["foo"])
     h.hb("m2", 0, rebalance=10_000, topics=["foo"])
     h.advance(1_000)
-    h.hb("m1", 1)
+    h.hb("m1", 2)
     assert h.member("m1").state == MemberState.UNREVOKED_PARTITIONS
     h.advance(9_000)
-    response = h.hb("m1", 1, owned=owned(h.member("m1").assigned))
-    assert (response.error_code, response.member_epoch) == (E.NONE, 2)
+    response = h.hb("m1", 2, owned=owned(h.member("m1").assigned))
+    assert (response.error_code, response.member_epoch) == (E.NONE, 3)
     assert ("consumer-rebalance", G, "m1") not in h.shard.timers
     h.advance(20_000)
     assert "m1" in h.cgroup().members
@@ -710,10 +723,10 @@ def test_still_revoking_heartbeats_do_not_extend_the_rebalance_timeout():
     h = ConsumerHarness(topics={"foo": 3})
     h.hb("m1", 0, rebalance=10_000, topics=["foo"])
     h.hb("m2", 0, rebalance=10_000, topics=["foo"])
-    h.hb("m1", 1)
+    h.hb("m1", 2)
     for _ in range(3):                                # keeps reporting the revoked partition
         h.advance(3_000)
-        assert h.hb("m1", 1, owned=h.owned_by("m1")).error_code == E.NONE
+        assert h.hb("m1", 2, owned=h.owned_by("m1")).error_code == E.NONE
     h.advance(1_000)
     assert "m1" not in h.cgroup().members
 
@@ -724,8 +737,8 @@ def test_heartbeat_interval_is_the_configured_one(interval):
     answers = {
         "join": h.hb("m1", 0, topics=["foo"]),
         "static join": h.hb("m2", 0, topics=["foo"], instance="i2"),
-        "heartbeat": h.hb("m1", 1),
-        "full heartbeat": h.hb("m2", 2, instance="i2", rebalance=1000, topics=["foo"], owned=()),
+        "heartbeat": h.hb("m1", 2),
+        "full heartbeat": h.hb("m2", 3, instance="i2", rebalance=1000, topics=["foo"], owned=()),
     }
     assert {k: (r.error_code, r.heartbeat_interval_ms) for k, r in answers.items()} == \
         {k: (E.NONE, interval) for k in answers}
@@ -738,12 +751,14 @@ def test_heartbeat_interval_is_the_configured_one(interval):
 # --- when the response carries the assignment ----------------------------------------------------
 
 @pytest.mark.parametrize("fields,carries", [
-    pytest.param(dict(epoch=2), False, id="light heartbeat, nothing changed"),
-    pytest.param(dict(epoch=2, rebalance=1000, topics=["foo"], owned=()), True,
+    pytest.param(dict(epoch=3), False, id="light heartbeat, nothing changed"),
+    pytest.param(dict(epoch=3, rebalance=1000, topics=["foo"], owned=()), True,
                  id="full request (rebalance timeout, names and owned set)"),
-    pytest.param(dict(epoch=2, topics=["foo"], owned=()), False, id="no rebalance timeout: not full"),
-    pytest.param(dict(epoch=2, rebalance=1000, owned=()), False, id="no names: not full"),
-    pytest.param(dict(epoch=2, rebalance=1000, topics=["foo"]), False, id="no owned: not full"),
+    pytest.param(dict(epoch=3, rebalance=1000, regex="fo.*", owned=()), True,
+                 id="full request with a regex instead of names"),
+    pytest.param(dict(epoch=3, topics=["foo"], owned=()), False, id="no rebalance timeout: not full"),
+    pytest.param(dict(epoch=3, rebalance=1000, owned=()), False, id="no names: not full"),
+    pytest.param(dict(epoch=3, rebalance=1000, topics=["foo"]), False, id="no owned: not full"),
 ])
 def test_response_assignment_presence(fields, carries):
     """consumerGroupHeartbeat: isFullRequest || hasAssignedPartitionsChanged."""
@@ -769,14 +784,15 @@ def test_member_join_records_in_kafkas_order():
     h = ConsumerHarness(topics={"foo": 6, "bar": 3})
     response = h.hb("m1", 0, topics=["foo", "bar"], assignor="range")
     assert (response.member_epoch, response_assignment(response)) == (
-        1, parts(foo=range(6), bar=range(3)))
+        2, parts(foo=range(6), bar=range(3)))
     records = h.records()
     assert [(r.type, r.sub) for r in records] == [
         (MEMBER, "m1"), (PARTITION_METADATA, None), (GROUP_EPOCH, None), (TARGET_MEMBER, "m1"),
         (TARGET_EPOCH, None), (CURRENT, "m1")]
     assert all(isinstance(r, ConsumerGroupRecord) and r.value is not None for r in records)
     current = records[-1].value
-    assert (current.member_epoch, current.previous_member_epoch, current.state) == (1, 0, 0)
+    assert (current.member_epoch, current.previous_member_epoch, current.state) == (2, 0, 0)
+    assert {e for tp in current.assigned_partitions for e in tp.assignment_epochs} == {2}
 
 
 
@@ -784,8 +800,8 @@ def test_a_temporarily_departed_static_member_heartbeating_is_fenced():
     """Its epoch is -2: any positive epoch is greater (throwIfConsumerGroupMemberEpochIsInvalid)."""
     p = populate()
     p.h.hb("m2", -2, instance="i2")
-    response = p.h.hb("m2", 2, instance="i2")
-    assert (response.error_code, response.error_message) == (E.FENCED_MEMBER_EPOCH, greater(2, -2))
+    response = p.h.hb("m2", 3, instance="i2")
+    assert (response.error_code, response.error_message) == (E.FENCED_MEMBER_EPOCH, greater(3, -2))
 
 
 def test_a_static_member_leaving_while_revoking_is_not_fenced_by_its_rebalance_timeout():
@@ -794,16 +810,16 @@ def test_a_static_member_leaving_while_revoking_is_not_fenced_by_its_rebalance_t
     h = ConsumerHarness(topics={"foo": 4})
     h.hb("m1", 0, rebalance=10_000, topics=["foo"], instance="i1")
     h.hb("m2", 0, rebalance=10_000, topics=["foo"])
-    h.hb("m1", 1, instance="i1")                       # revoking, timer armed for 10 s
+    h.hb("m1", 2, instance="i1")                       # revoking, timer armed for 10 s
     assert h.member("m1").state == MemberState.UNREVOKED_PARTITIONS
     h.hb("m1", -2, instance="i1")
     assert h.member("m1").pending_revocation == {}
     for _ in range(3):
         h.advance(5_000)
         h.hb("m2", h.member("m2").member_epoch, owned=h.owned_by("m2"))
-    assert "m1" in h.cgroup().members and h.cgroup().group_epoch == 2
+    assert "m1" in h.cgroup().members and h.cgroup().group_epoch == 3
     response = h.hb("m1b", 0, topics=["foo"], instance="i1")
-    assert (response.error_code, response.member_epoch) == (E.NONE, 2)
+    assert (response.error_code, response.member_epoch) == (E.NONE, 3)
     assert h.member("m1b").state == MemberState.STABLE
 
 
@@ -817,11 +833,11 @@ def test_a_full_group_refuses_a_static_member_coming_back_under_a_new_id():
 
 
 def test_a_join_whose_response_was_lost_is_answered_again():
-    """Member epoch 1, previous epoch 0: a repeated join (epoch 0, owning nothing) is the
-    previous epoch with a subset, so throwIfConsumerGroupMemberEpochIsInvalid accepts it."""
+    """A repeated join (epoch 0) of a known member is always accepted (Kafka 4.3, KAFKA-19233):
+    it gets its epoch and its whole assignment again."""
     h = ConsumerHarness(topics={"foo": 3})
     first = h.hb("m1", 0, topics=["foo"])
     again = h.hb("m1", 0, topics=["foo"])
-    assert (again.error_code, again.member_epoch) == (E.NONE, 1)
+    assert (again.error_code, again.member_epoch) == (E.NONE, 2)
     assert response_assignment(again) == response_assignment(first) == parts(foo=[0, 1, 2])
-    assert h.cgroup().group_epoch == 1
+    assert h.cgroup().group_epoch == 2

@@ -70,7 +70,7 @@ def test_members_caught_mid_reconciliation():
     h = ConsumerHarness(topics={"foo": 6, "bar": 2})
     h.hb("m1", 0, topics=["foo", "bar"])
     h.hb("m2", 0, topics=["foo"], rack="r2", assignor="range")
-    h.hb("m1", 1)                                        # revoking
+    h.hb("m1", 2)                                        # revoking
     h.hb("m3", 0, topics=["bar"], instance="i3")
     states = {m.state for m in h.cgroup().members.values()}
     assert MemberState.UNREVOKED_PARTITIONS in states and MemberState.UNRELEASED_PARTITIONS in states
@@ -82,9 +82,9 @@ def test_static_leave_rejoin_and_expiry():
     h = ConsumerHarness(topics={"foo": 4})
     h.hb("m1", 0, topics=["foo"], instance="i1")
     h.hb("m2", 0, topics=["foo"], instance="i2")
-    h.hb("m1", 1, owned=h.owned_by("m1"))
-    h.hb("m1", 1, owned=owned(h.member("m1").assigned))
-    h.hb("m2", 2, instance="i2", owned=())
+    h.hb("m1", 2, owned=h.owned_by("m1"))
+    h.hb("m1", 2, owned=owned(h.member("m1").assigned))
+    h.hb("m2", 3, instance="i2", owned=())
     h.hb("m2", -2, instance="i2")
     check_replay(h)                                      # a member at epoch -2
     h.hb("m2b", 0, topics=["foo"], instance="i2")
@@ -98,7 +98,7 @@ def test_revocation_timeout_fence():
     h = ConsumerHarness(topics={"foo": 3})
     h.hb("m1", 0, rebalance=10_000, topics=["foo"])
     h.hb("m2", 0, rebalance=10_000, topics=["foo"])
-    h.hb("m1", 1)
+    h.hb("m1", 2)
     h.advance(10_000)
     assert "m1" not in h.cgroup().members
     check_replay(h)
@@ -150,7 +150,7 @@ def test_replaying_a_replayed_shard():
     h.hb("m1", 0, topics=["foo", "bar"])
     h.hb("m2", 0, topics=["foo"])
     h.shard = check_replay(h, next_heartbeats=False)     # the node restarts
-    h.hb("m1", 1, owned=h.owned_by("m1"))
+    h.hb("m1", 2, owned=h.owned_by("m1"))
     h.hb("m3", 0, topics=["bar"], instance="i3")
     check_replay(h)
 
@@ -314,7 +314,7 @@ def test_a_loaded_shard_rearms_sessions_and_revocation_timeouts():
     h = ConsumerHarness(topics={"foo": 3})
     h.hb("m1", 0, rebalance=20_000, topics=["foo"])
     h.hb("m2", 0, rebalance=20_000, topics=["foo"])
-    h.hb("m1", 1)
+    h.hb("m1", 2)
     assert h.member("m1").state == MemberState.UNREVOKED_PARTITIONS
     twin = ConsumerHarness(h.config, now=500_000)        # the node restarts much later
     twin.shard = replayed(h, now=500_000)
