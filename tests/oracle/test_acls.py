@@ -170,3 +170,26 @@ async def test_what_a_deny_does(acl_oracle, request):
     await acl_oracle.call(ApiKey.FIND_COORDINATOR, 3, req(ApiKey.FIND_COORDINATOR, key_type=0, key=group),
                           what="before v4, a denied group")
     await acl_oracle.call(ApiKey.DELETE_GROUPS, 2, req(ApiKey.DELETE_GROUPS, groups_names=(group, group + "-free")))
+
+
+async def test_a_fetch_session_is_authorized_at_each_fetch(acl_oracle, request):
+    """Kafka checks READ on every partition a Fetch reads, those an incremental fetch session
+    names included: a DENY added after the session began applies at its next fetch."""
+    from tests.oracle.test_data import F, batch, fetch_body, produce_body
+    from tests.support.differential import Alias
+    topic, other = unique(request), unique(request, "-other")
+    for name in (topic, other):
+        await create_topic(acl_oracle, name, 1)
+        await acl_oracle.call(ApiKey.PRODUCE, 9, produce_body(9, name, None, {0: batch([b"v"])}))
+    both = {(topic, None): {0: 0}, (other, None): {0: 0}}
+    first = await acl_oracle.call(F, 12, fetch_body(12, both, epoch=0), what="a new session")
+    session = Alias(first["session_id"])
+    await acl_oracle.call(ApiKey.CREATE_ACLS, 3, req(ApiKey.CREATE_ACLS, creations=(creation(topic, operation=READ),)))
+    await until_kafka_sees(acl_oracle, describe_filter(topic))
+    denied = await acl_oracle.call(F, 12, fetch_body(12, {}, session_id=session, epoch=1),
+                                   what="the session, one topic denied")
+    # the other topic's record again (the fetch did not move on), then the denied topic
+    assert [(t["topic"], p["error_code"]) for t in denied["responses"] for p in t["partitions"]] == [
+        (other, 0), (topic, 29)]
+    await acl_oracle.call(F, 12, fetch_body(12, {}, session_id=session, epoch=2), what="again: the denial again")
+    await acl_oracle.call(F, 12, fetch_body(12, both, epoch=-1), what="without a session")
