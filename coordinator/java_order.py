@@ -37,7 +37,7 @@ def copy_capacity(size: int) -> int:
     return table_size_for(max(int(size / _LOAD_FACTOR) + 1, _DEFAULT_CAPACITY))
 
 
-def grown(capacity: int, size: int) -> int:
+def grown_capacity(size: int, capacity: int = _DEFAULT_CAPACITY) -> int:
     """The table after ``put``s have brought it to ``size`` entries (it doubles once an insert
     takes it past three quarters)."""
     while size > capacity * _LOAD_FACTOR:
@@ -85,4 +85,10 @@ def transaction_partitions_order(partitions: list[tuple[str, int]]) -> list[tupl
     lists topics and partitions in this order). Partitions that share a bucket keep the order
     given (Kafka's: the order they were added in, which the metadata does not keep)."""
     return iteration_order(partitions, lambda tp: topic_partition_hash(*tp),
-                           grown(copy_capacity(0), len(partitions)))
+                           grown_capacity(len(partitions), copy_capacity(0)))
+
+
+def hash_map_order(keys: list[str]) -> list[str]:
+    """The order a ``HashMap<String, ...>`` filled with ``keys`` by ``put`` (in this order)
+    iterates them."""
+    return iteration_order(keys, string_hash, grown_capacity(len(keys)))

@@ -12,6 +12,7 @@ import os
 from typing import Callable
 
 from protocol.api_keys import ApiKey
+from protocol.error_messages import default_message
 from protocol.errors import ErrorCode
 from protocol.messages import RESPONSES
 
@@ -32,10 +33,6 @@ CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 BROKER_ENDPOINT, CONTROLLER_ENDPOINT = 1, 2
 #: ElectionType ids
 PREFERRED, UNCLEAN = 0, 1
-ELECTION_NOT_NEEDED = "Leader election not needed for topic partition."
-#: Kafka's default messages of the election errors (Errors.java)
-_DEFAULT_MESSAGES = {E.PREFERRED_LEADER_NOT_AVAILABLE: "The preferred leader was not available.",
-                     E.ELIGIBLE_LEADERS_NOT_AVAILABLE: "Eligible topic partition leaders are not available."}
 
 
 class ClusterAdmin:
@@ -130,10 +127,10 @@ class ClusterAdmin:
         lead = self.topology.of(topic, partition)
         preferred = lead.replicas[0]
         if (kind == PREFERRED and lead.leader == preferred) or (kind == UNCLEAN and lead.leader != NO_LEADER):
-            return _partition_result(partition, E.ELECTION_NOT_NEEDED, ELECTION_NOT_NEEDED)
+            return _partition_result(partition, E.ELECTION_NOT_NEEDED, default_message(E.ELECTION_NOT_NEEDED))
         if kind == UNCLEAN or preferred not in self.topology.live:
             error = E.PREFERRED_LEADER_NOT_AVAILABLE if kind == PREFERRED else E.ELIGIBLE_LEADERS_NOT_AVAILABLE
-            return _partition_result(partition, error, _DEFAULT_MESSAGES[error])
+            return _partition_result(partition, error, default_message(error))
         self.elect(topic, partition, preferred)
         log.info("ElectLeaders: node %d, the preferred replica, leads %s-%d again", preferred, topic, partition)
         return _partition_result(partition, E.NONE, None)

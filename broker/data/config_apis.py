@@ -16,7 +16,7 @@ from collections import Counter
 
 import trio
 
-from coordinator.java_order import grown, iteration_order, string_hash
+from coordinator.java_order import grown_capacity, iteration_order, string_hash
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages import RESPONSES
@@ -147,7 +147,7 @@ class ConfigApis:
     def _entries(self, r, version: int, req) -> list:
         wanted = set(r.configuration_keys or ())
         if r.resource_type == TOPIC:
-            rows = _in_kafka_order(self._topic_rows(r.resource_name), grown(16, len(topic_configs.CONFIGS)))
+            rows = _in_kafka_order(self._topic_rows(r.resource_name), grown_capacity(len(topic_configs.CONFIGS)))
         elif r.resource_type == BROKER:
             rows = self._broker_rows(r.resource_name)
             rows = _in_kafka_order(rows, _BROKER_TABLE) if r.resource_name else rows
@@ -302,7 +302,7 @@ class ConfigApis:
             self._check_broker_id(r.resource_name, ",", kind="Node")
         fixed = [c.name for c in r.configs if not _dynamic(c.name)]
         if fixed:                   # a Java HashSet of their names
-            shown = iteration_order(list(dict.fromkeys(fixed)), string_hash, grown(16, len(set(fixed))))
+            shown = iteration_order(list(dict.fromkeys(fixed)), string_hash, grown_capacity(len(set(fixed))))
             raise _Failed(E.INVALID_REQUEST, f"Cannot update these configs dynamically: [{', '.join(shown)}]")
         listed = next((c for c in r.configs if getattr(c, "config_operation", SET) in (APPEND, SUBTRACT)), None)
         if listed is not None:

@@ -20,7 +20,7 @@ from typing import Callable, NamedTuple
 
 import trio
 
-from coordinator.classic.group import java_hashmap_order
+from coordinator.java_order import hash_map_order
 from protocol.api_keys import ApiKey
 from protocol.error_messages import default_message
 from protocol.errors import ErrorCode
@@ -559,7 +559,7 @@ class DataPlane:
             except TopicsError as e:
                 results.append(result_cls(name=t.name, error_code=e.error_code, error_message=error_message(e)))
         results += [result_cls(name=name, error_code=E.INVALID_REQUEST, error_message="Duplicate topic name.")
-                    for name in java_hashmap_order([n for n, times in named.items() if times > 1])]
+                    for name in hash_map_order([n for n, times in named.items() if times > 1])]
         return CreateTopics(topics=tuple(results))
 
     def _partitions_asked(self, t) -> int:

@@ -175,37 +175,29 @@ class GroupRouter:
             ticket.settle(refused)
             return ticket, _unchanged
         runner = self.runner_for(request.group_id)
-        if ctx.api_key == ApiKey.TXN_OFFSET_COMMIT and all(t.partitions for t in request.topics) \
-                and (unverified := self._unverified(ctx, request)) is not None:
-            ticket = Ticket(ctx.api_key, ctx.version, request)
-            ticket.settle(error_response(ctx.api_key, ctx.version, request, unverified))
-            return ticket, _unchanged
         if ctx.api_key not in _RESULT_CLASSES:          # not TxnOffsetCommit or OffsetDelete
             return runner.submit(ctx.api_key, ctx.version, request, client_id=ctx.client_id,
                                  client_host=ctx.client_host), _unchanged
         # TxnOffsetCommit/OffsetDelete: as Kafka's API layer does, answer partitions that do not
-        # exist with UNKNOWN_TOPIC_OR_PARTITION and send only the rest to the coordinator. The
-        # usual request names only partitions that exist: it goes on as it came.
+        # exist with UNKNOWN_TOPIC_OR_PARTITION and send only the rest to the coordinator (a
+        # TxnOffsetCommit once its transaction is verified). The usual request names only
+        # partitions that exist: it goes on as it came.
         exists = self.partition_exists
-        if all(t.partitions and all(exists(t.name, p.partition_index) for p in t.partitions)
-               for t in request.topics):
-            return runner.submit(ctx.api_key, ctx.version, request, client_id=ctx.client_id,
-                                 client_host=ctx.client_host), _unchanged
-        kept = tuple(dataclasses.replace(t, partitions=tuple(
-            p for p in t.partitions if self.partition_exists(t.name, p.partition_index)))
-            for t in request.topics)
-        kept = tuple(t for t in kept if t.partitions)
-        if ctx.api_key == ApiKey.TXN_OFFSET_COMMIT and not kept:
+        whole = all(t.partitions and all(exists(t.name, p.partition_index) for p in t.partitions)
+                    for t in request.topics)
+        kept = request.topics if whole else tuple(t for t in (dataclasses.replace(t, partitions=tuple(
+            p for p in t.partitions if exists(t.name, p.partition_index))) for t in request.topics) if t.partitions)
+        finish = _unchanged if whole else partial(_with_unknown_partitions, ctx.api_key, request.topics)
+        if ctx.api_key == ApiKey.TXN_OFFSET_COMMIT:
             ticket = Ticket(ctx.api_key, ctx.version, request)
-            ticket.settle(RESPONSES[ctx.api_key].cls())
-        elif (unverified := self._unverified(ctx, request)) is not None:
-            ticket = Ticket(ctx.api_key, ctx.version, request)
-            ticket.settle(error_response(ctx.api_key, ctx.version, request, unverified))
-            return ticket, _unchanged
-        else:
-            ticket = runner.submit(ctx.api_key, ctx.version, dataclasses.replace(request, topics=kept),
-                                   client_id=ctx.client_id, client_host=ctx.client_host)
-        return ticket, partial(_with_unknown_partitions, ctx.api_key, request.topics)
+            if not kept:
+                ticket.settle(RESPONSES[ctx.api_key].cls())
+                return ticket, finish
+            if (unverified := self._unverified(ctx, request)) is not None:
+                ticket.settle(error_response(ctx.api_key, ctx.version, request, unverified))
+                return ticket, _unchanged
+        return runner.submit(ctx.api_key, ctx.version, request if whole else dataclasses.replace(request, topics=kept),
+                             client_id=ctx.client_id, client_host=ctx.client_host), finish
 
     def _unverified(self, ctx, request) -> ErrorCode | None:
         """Kafka's verification of a TxnOffsetCommit before its coordinator sees it (KIP-890): the

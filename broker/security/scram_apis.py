@@ -5,7 +5,7 @@ deleting or describing an unknown credential RESOURCE_NOT_FOUND."""
 
 from __future__ import annotations
 
-from coordinator.java_order import grown, iteration_order, string_hash
+from coordinator.java_order import grown_capacity, iteration_order, string_hash
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode as E
 from protocol.messages import RESPONSES
@@ -25,7 +25,7 @@ def describe(store: CredentialStore, request):
     asked = [u.name for u in request.users] if request.users else sorted(users)
     results = []
     distinct = list(dict.fromkeys(asked))         # ScramImage.describe: a HashMap of the users
-    for name in iteration_order(distinct, string_hash, grown(16, len(distinct))):
+    for name in iteration_order(distinct, string_hash, grown_capacity(len(distinct))):
         result = DescribeResponse.DescribeUserScramCredentialsResult
         if asked.count(name) > 1:
             results.append(result(user=name, error_code=E.DUPLICATE_RESOURCE, credential_infos=(),
@@ -87,7 +87,7 @@ def alter(store: CredentialStore, request):
 
 
 def _hash_order(users: dict) -> list[str]:
-    return iteration_order(list(users), string_hash, grown(16, len(users)))
+    return iteration_order(list(users), string_hash, grown_capacity(len(users)))
 
 
 def _check_name(name: str, mechanism: int) -> tuple[int, str] | None:

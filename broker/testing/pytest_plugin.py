@@ -29,7 +29,7 @@ import pytest
 from broker.testing.embedded import EmbeddedBroker
 from broker.testing.kafka.artefacts import KafkaUnavailable
 from broker.testing.kafka.process import KafkaProcess
-from broker.testing.launcher import TEST_DEFAULTS
+from broker.testing.launcher import TEST_DEFAULTS, kafka_props
 
 BACKENDS = ("groupbroker", "kafka")
 
@@ -88,13 +88,21 @@ class ApacheKafka:
         return self.process.bootstrap_servers
 
     @property
+    def host(self) -> str:
+        return self.process.host
+
+    @property
+    def port(self) -> int:
+        return self.process.port
+
+    @property
     def faults(self):
         raise NotOnKafka("fault injection")
 
-    def recorded(self, clear: bool = False):
+    def recorded(self, *, clear: bool = False):
         raise NotOnKafka("recorded requests")
 
-    def restart(self, crash: bool = False):
+    def restart(self, *, crash: bool = False):
         raise NotOnKafka("restarts")
 
 
@@ -110,7 +118,7 @@ class _KafkaPool:
         self.home, self.running = home, {}
 
     def serving(self, props: dict) -> ApacheKafka:
-        settings = {**TEST_DEFAULTS, **{k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in props.items()}}
+        settings = kafka_props({**TEST_DEFAULTS, **props})
         key = tuple(sorted(settings.items()))
         if key not in self.running:
             try:

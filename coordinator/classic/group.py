@@ -9,25 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from coordinator.routing import java_string_hash
+from coordinator.java_order import hash_map_order
 from coordinator.classic.state import GroupState, check_transition
-
-
-def java_hashmap_order(keys: list[str]) -> list[str]:
-    """The order a java.util.HashMap<String, _> filled with ``keys`` (in this order) iterates.
-
-    Buckets come first (index = spread hash & (capacity - 1), capacity doubling from 16 past a
-    0.75 load), then insertion order within a bucket.
-    """
-    capacity = 16
-    while len(keys) > capacity * 3 // 4:
-        capacity *= 2
-
-    def bucket(key: str) -> int:
-        h = java_string_hash(key) & 0xFFFFFFFF
-        return (h ^ (h >> 16)) & (capacity - 1)
-
-    return sorted(keys, key=lambda k: (bucket(k), keys.index(k)))
 
 
 @dataclass(slots=True)
@@ -177,7 +160,7 @@ class ClassicGroup:
             choice = m.vote(candidates)
             votes[choice] = votes.get(choice, 0) + 1
         best = max(votes.values())
-        order = java_hashmap_order(list(votes))
+        order = hash_map_order(list(votes))
         return next(name for name in order if votes[name] == best)
 
     def maybe_elect_joined_leader(self) -> bool:

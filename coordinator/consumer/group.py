@@ -170,8 +170,8 @@ class ConsumerGroup:
     # --- changing (from replay only) ----------------------------------------------------------
     def update_member(self, member: ConsumerGroupMember) -> None:
         old = self.members.get(member.member_id)
-        if old is None and (len(self.members) + 1) * 0.75 > self.members_capacity:
-            self.members_capacity *= 2                      # Kafka's table grows before the insert
+        if (len(self.members) + 1) * 0.75 > self.members_capacity:
+            self.members_capacity *= 2       # Kafka's table grows before every put, a replace too
         if old is not None:
             self._count(old, -1)
             for key in old.owned_partitions():

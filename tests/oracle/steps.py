@@ -100,12 +100,12 @@ async def known_to_groups(oracle: Differential, topic: str, partitions: int) -> 
             await trio.sleep(0.02)
 
 
-async def produce(oracle: Differential, topic: str, partition: int, data: bytes, *, version: int = 9,
-                  acks: int = -1, transactional_id: str | None = None) -> dict:
-    body = req(ApiKey.PRODUCE, transactional_id=transactional_id, acks=acks, timeout_ms=30000, topic_data=(
+def produce_body(topic: str, partition: int, data: bytes, *, acks: int = -1,
+                 transactional_id: str | None = None):
+    """A Produce of ``data`` (whole batches) to one partition."""
+    return req(ApiKey.PRODUCE, transactional_id=transactional_id, acks=acks, timeout_ms=30000, topic_data=(
         sub(ApiKey.PRODUCE, "TopicProduceData", name=topic, partition_data=(
             sub(ApiKey.PRODUCE, "PartitionProduceData", index=partition, records=data),)),))
-    return await oracle.call(ApiKey.PRODUCE, version, body)
 
 
 def subscription(*topics: str) -> bytes:
@@ -118,22 +118,23 @@ def subscription(*topics: str) -> bytes:
 
 def join_body(group: str, member_id: str = "", *, instance_id: str | None = None, protocols=("range",),
               session_timeout_ms: int = 30000, rebalance_timeout_ms: int = 30000,
-              protocol_type: str = "consumer", reason: str | None = None):
+              protocol_type: str = "consumer", reason: str | None = None, topics=("t",)):
     return req(ApiKey.JOIN_GROUP, group_id=group, session_timeout_ms=session_timeout_ms,
                rebalance_timeout_ms=rebalance_timeout_ms, member_id=member_id, group_instance_id=instance_id,
                protocol_type=protocol_type, reason=reason, protocols=tuple(
-                   sub(ApiKey.JOIN_GROUP, "JoinGroupRequestProtocol", name=p, metadata=subscription(p))
+                   sub(ApiKey.JOIN_GROUP, "JoinGroupRequestProtocol", name=p, metadata=subscription(*topics))
                    for p in protocols))
 
 
 async def stable_member(oracle: Differential, group: str, *, instance_id: str | None = None,
-                        protocols=("range",), join_version: int = 9, sync_version: int = 5) -> tuple[Alias, int]:
+                        protocols=("range",), join_version: int = 9, sync_version: int = 5,
+                        topics=("t",)) -> tuple[Alias, int]:
     """A lone member joins ``group`` and syncs (each answer compared); its alias and generation."""
     first = await oracle.call(ApiKey.JOIN_GROUP, join_version, join_body(group, instance_id=instance_id,
-                                                                         protocols=protocols))
+                                                                         protocols=protocols, topics=topics))
     if first["error_code"] == ErrorCode.MEMBER_ID_REQUIRED:
         first = await oracle.call(ApiKey.JOIN_GROUP, join_version, join_body(
-            group, Alias(first["member_id"]), instance_id=instance_id, protocols=protocols))
+            group, Alias(first["member_id"]), instance_id=instance_id, protocols=protocols, topics=topics))
     assert first["error_code"] == ErrorCode.NONE, first
     member, generation = Alias(first["member_id"]), first["generation_id"]
     synced = await oracle.call(ApiKey.SYNC_GROUP, sync_version, req(
@@ -160,7 +161,7 @@ async def settled(oracle: Differential, api_key: int, version: int, body, *, wha
     deadline = trio.current_time() + timeout
     while True:
         ours, kafka = (prepare(answer) for answer in await oracle.both(api_key, version, body))
-        mine, theirs = oracle.ours.normalise(ours), oracle.kafka.normalise(kafka)
+        mine, theirs = oracle.ours.peek(ours, unordered), oracle.kafka.peek(kafka, unordered)
         if unordered:
             mine, theirs = sort_lists(mine, unordered), sort_lists(theirs, unordered)
         if not diff(mine, theirs) or trio.current_time() > deadline:

@@ -7,12 +7,13 @@ deny User:ANONYMOUS (a plaintext connection's principal) on their own resources 
 import pytest
 import trio
 
+from broker.testing.kafka.artefacts import KafkaUnavailable
 from broker.testing.kafka.process import KafkaProcess
 from broker.testing.launcher import BrokerProcess
 from protocol.api_keys import ApiKey
 from protocol.registry import API_TABLE
 from tests.conftest import ORACLE_SETTINGS
-from tests.oracle.steps import create_topic, req, stable_member, sub, unique
+from tests.oracle.steps import create_topic, req, stable_member, sub, unique, versions
 from tests.support.differential import Differential
 from tests.support.processes import missing
 
@@ -28,18 +29,13 @@ ME = "User:ANONYMOUS"
 HASHED = ("resources", "acls", "matching_acls")
 
 
-def versions(api: ApiKey):
-    spec = API_TABLE[api]
-    return range(spec.min_version, spec.max_version + 1)
-
-
 @pytest.fixture(scope="module")
 def authorizing_brokers(tmp_path_factory):
     """A Kafka and a groupbroker, each enforcing ACLs (started once for this module)."""
     home = tmp_path_factory.mktemp("acl-oracle")
     try:
         kafka = KafkaProcess(home / "kafka", AUTHORIZED).start()
-    except Exception as e:                        # KafkaUnavailable, or a start that failed
+    except KafkaUnavailable as e:
         missing(str(e))
     ours = BrokerProcess(home / "ours", home / "ours.log", AUTHORIZED).start()
     yield ours, kafka

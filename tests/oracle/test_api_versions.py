@@ -51,8 +51,8 @@ PENDING_FEATURES = {"share.version": None, "streams.version": None, "transaction
 
 @pytest.mark.parametrize("version", [3, 4])
 async def test_the_whole_answer_is_kafkas(oracle, version):
-    """Everything but the API ranges above: error, throttle, supported features, finalized ones
-    (but for the open issues' levels); the order of each list too."""
+    """Everything but the API ranges above: error, throttle, supported features (in Kafka's
+    order) and finalized ones (but for the open issues' levels, and in our order)."""
     body = oracle.ours.client.session.api_versions_request(version)
     ours, kafka = await oracle.both(ApiKey.API_VERSIONS, version, body)
     pending = set(PENDING)

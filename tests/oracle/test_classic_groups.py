@@ -6,13 +6,8 @@ import pytest
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.registry import API_TABLE
-from tests.oracle.steps import join_body, req, stable_member, sub, unique
+from tests.oracle.steps import create_topic, join_body, req, stable_member, sub, unique, versions
 from tests.support.differential import Alias
-
-
-def versions(api: ApiKey):
-    spec = API_TABLE[api]
-    return range(spec.min_version, spec.max_version + 1)
 
 
 @pytest.mark.parametrize("version", versions(ApiKey.FIND_COORDINATOR))
@@ -187,7 +182,12 @@ async def test_list_groups(oracle, request, version):
 async def test_delete_groups(oracle, request, version):
     group = unique(request)
     await stable_member(oracle, group)
-    await oracle.call(ApiKey.OFFSET_COMMIT, 8, req(ApiKey.OFFSET_COMMIT, group_id=group + "-empty",
-                                                   generation_id_or_member_epoch=-1, topics=()))
+    topic = unique(request, "-t")
+    await create_topic(oracle, topic, 1)
+    await oracle.call(ApiKey.OFFSET_COMMIT, 8, req(
+        ApiKey.OFFSET_COMMIT, group_id=group + "-empty", generation_id_or_member_epoch=-1, topics=(
+            sub(ApiKey.OFFSET_COMMIT, "OffsetCommitRequestTopic", name=topic, partitions=(
+                sub(ApiKey.OFFSET_COMMIT, "OffsetCommitRequestPartition", partition_index=0, committed_offset=3,
+                    committed_metadata=""),)),)), what="a group with offsets and no members")
     await oracle.call(ApiKey.DELETE_GROUPS, version, req(
         ApiKey.DELETE_GROUPS, groups_names=(group, group + "-none", group + "-empty", "")))

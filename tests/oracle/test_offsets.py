@@ -8,7 +8,7 @@ import pytest
 
 from protocol.api_keys import ApiKey
 from protocol.registry import API_TABLE
-from tests.oracle.steps import create_topic, req, stable_member, sub, unique
+from tests.oracle.steps import create_topic, req, stable_member, sub, unique, versions
 from tests.support.differential import Alias
 
 TOPIC_IDS_SINCE = 10
@@ -17,11 +17,6 @@ UNKNOWN_ID = uuid.UUID("6f1c1f0e-7a51-4d2b-9c1e-0d9b5a3e2f11")
 #: the answer for all of a group's offsets lists topics and partitions in the order of Kafka's
 #: internal hash tables (docs/kafka-differences.md)
 HASHED = ("topics", "partitions")
-
-
-def versions(api: ApiKey):
-    spec = API_TABLE[api]
-    return range(spec.min_version, spec.max_version + 1)
 
 
 def commit_topic(version: int, name: str, topic_id, partitions: dict[int, int], metadata: str | None = "m"):
@@ -128,9 +123,12 @@ async def test_offset_delete(oracle, request, version):
     await oracle.call(ApiKey.OFFSET_DELETE, version, delete(group, (topic, [0, 5]), ("no-such-topic", [0])))
     await oracle.call(ApiKey.OFFSET_DELETE, version, delete(group + "-none", (topic, [0])), what="unknown group")
     await oracle.call(ApiKey.OFFSET_FETCH, 8, fetch(8, group, None), unordered=HASHED)
-    member, _ = await stable_member(oracle, group + "-live", protocols=("range",))
-    await oracle.call(ApiKey.OFFSET_COMMIT, 8, commit(8, group + "-live", [commit_topic(8, topic, topic_id, {0: 1})]))
+    other = unique(request, "-other")
+    await create_topic(oracle, other, 1)
+    await stable_member(oracle, group + "-live", topics=(topic,))
+    await oracle.call(ApiKey.OFFSET_COMMIT, 8, commit(8, group + "-live", [
+        commit_topic(8, topic, topic_id, {0: 1}), commit_topic(8, other, None, {0: 1})]))
+    await oracle.call(ApiKey.OFFSET_DELETE, version, delete(group + "-live", (other, [0])),
+                      what="a live group; its members do not subscribe to the topic")
     await oracle.call(ApiKey.OFFSET_DELETE, version, delete(group + "-live", (topic, [0])),
-                      what="a live group; its members' subscription (the topic 't') does not include it")
-    await oracle.call(ApiKey.OFFSET_DELETE, version, delete(group + "-live", ("t", [0])),
                       what="a topic the members subscribe to")

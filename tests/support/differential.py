@@ -29,7 +29,6 @@ import trio
 
 from broker.client.trio_stream import TrioClient
 from protocol.api_keys import ApiKey
-from protocol.header import encode_request
 from protocol.record_batch import records_of
 from protocol.records import HEADER
 
@@ -40,8 +39,7 @@ ALIASED = {"member_id": ("member", ("",)), "leader": ("member", ("",)),
            "session_id": ("session", (0,))}
 #: fields whose value says nothing about behaviour: the machine's or the moment's
 IGNORED = frozenset({"throttle_time_ms", "cluster_id", "port", "finalized_features_epoch",
-                     "transaction_start_time_ms", "transaction_start_timestamp_ms",
-                     "transaction_last_update_timestamp_ms", "last_timestamp", "current_state_timestamp"})
+                     "transaction_start_time_ms", "last_timestamp"})
 
 #: reads Kafka's group and transaction coordinators answer from their last committed state
 COORDINATOR_READS = frozenset({ApiKey.DESCRIBE_GROUPS, ApiKey.LIST_GROUPS, ApiKey.OFFSET_FETCH,
@@ -93,8 +91,18 @@ class Side:
             return tuple(self.resolve(v) for v in value)
         return value
 
-    def normalise(self, value, name: str = ""):
-        """The answer as plain data, with generated ids aliased and ignored values blanked."""
+    def peek(self, value, unordered=()):
+        """:meth:`normalise` without naming new ids for good (for answers about to be asked again)."""
+        by_value, by_alias = dict(self.by_value), dict(self.by_alias)
+        try:
+            return self.normalise(value, unordered=unordered)
+        finally:
+            self.by_value, self.by_alias = by_value, by_alias
+
+    def normalise(self, value, name: str = "", unordered=()):
+        """The answer as plain data, with generated ids aliased and ignored values blanked. The
+        elements of an ``unordered`` list are aliased in an order both brokers agree on (by
+        their content but for ids), so that ids seen there first get the same names."""
         if name in IGNORED:
             return "<ignored>"
         if name in ALIASED and value is not None and value not in ALIASED[name][1] \
@@ -103,9 +111,10 @@ class Side:
         if name == "records" and isinstance(value, bytes | bytearray | memoryview):
             return self.records(bytes(value))
         if dataclasses.is_dataclass(value):
-            return {f.name: self.normalise(getattr(value, f.name), f.name) for f in dataclasses.fields(value)}
+            return {f.name: self.normalise(getattr(value, f.name), f.name, unordered) for f in dataclasses.fields(value)}
         if isinstance(value, tuple | list):
-            return [self.normalise(v, name) for v in value]
+            items = sorted(value, key=lambda v: repr(_without_ids(v))) if name in unordered else value
+            return [self.normalise(v, name, unordered) for v in items]
         return value
 
     def records(self, data: bytes) -> list:
@@ -173,7 +182,7 @@ class Differential:
         while True:
             ours, kafka = await self.both(api_key, version, body)
             if api_key not in COORDINATOR_READS or trio.current_time() > deadline or not diff(
-                    *(sort_lists(side.normalise(a), unordered) for side, a in zip(self.sides, (ours, kafka)))):
+                    *(sort_lists(side.peek(a, unordered), unordered) for side, a in zip(self.sides, (ours, kafka)))):
                 return self.compare(api_key, version, ours, kafka, what=what, unordered=unordered)
             await trio.sleep(0.05)
 
@@ -183,7 +192,7 @@ class Differential:
         global COMPARISONS
         COMPARISONS += 1
         COMPARED.add((api_key, version))
-        mine, theirs = self.ours.normalise(ours), self.kafka.normalise(kafka)
+        mine, theirs = self.ours.normalise(ours, unordered=unordered), self.kafka.normalise(kafka, unordered=unordered)
         if unordered:
             mine, theirs = sort_lists(mine, unordered), sort_lists(theirs, unordered)
         differences = diff(mine, theirs)
@@ -204,8 +213,14 @@ class Differential:
         return frames[0], frames[1]
 
 
-def encoded(api_key: int, version: int, body, correlation: int, client_id: str = "oracle") -> bytes:
-    return encode_request(api_key, version, correlation, body, client_id)
+def _without_ids(value):
+    """``value`` as plain data with generated ids and ignored fields left out (nothing aliased)."""
+    if dataclasses.is_dataclass(value):
+        return {f.name: _without_ids(getattr(value, f.name)) for f in dataclasses.fields(value)
+                if f.name not in ALIASED and f.name not in IGNORED}
+    if isinstance(value, tuple | list):
+        return [_without_ids(v) for v in value]
+    return value
 
 
 def sort_lists(tree, names, name: str = ""):

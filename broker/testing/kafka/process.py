@@ -22,6 +22,7 @@ from pathlib import Path
 
 from broker.client.blocking import BlockingClient, ConnectionFailed
 from broker.testing.kafka.artefacts import KAFKA_VERSION, java, kafka_classpath
+from broker.testing.launcher import kafka_props
 from coordinator.routing import group_per_shard
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -78,8 +79,7 @@ class KafkaProcess:
     def __init__(self, workdir: str | Path, settings: dict | None = None, *,
                  features: dict[str, int] | None = None, node_id: int = 1):
         self.workdir = Path(workdir)
-        self.settings = {key: str(value).lower() if isinstance(value, bool) else str(value)
-                         for key, value in (settings or {}).items()}
+        self.settings = kafka_props(settings or {})
         self.features = dict(features or {})
         self.node_id = node_id
         self.host = "127.0.0.1"
@@ -146,9 +146,15 @@ class KafkaProcess:
             self._check_alive()
             try:
                 client = BlockingClient(self.host, self.port, client_id="groupbroker-oracle", timeout=5)
-                client.negotiate()
-            except (ConnectionFailed, ProtocolError):
+            except ConnectionFailed:
                 client = None
+            else:
+                try:
+                    client.negotiate()
+                except (ConnectionFailed, ProtocolError):
+                    client.close()
+                    client = None
+            if client is None:
                 self._check_time(deadline)
                 time.sleep(0.1)
         try:

@@ -9,23 +9,18 @@ order, which a resize keeps. Bins of nine or more colliding keys (tree bins) are
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable
-from typing import TypeVar
+from collections.abc import Iterable
 
-K = TypeVar("K")
+from coordinator.java_order import copy_capacity, grown_capacity, iteration_order, string_hash
 
 _MASK32 = 0xFFFFFFFF
 _MASK64 = 0xFFFFFFFFFFFFFFFF
-_DEFAULT_CAPACITY = 16
 
 
-def string_hash(s: str) -> int:
-    """``String.hashCode()`` as an unsigned 32-bit value (over UTF-16 code units, as Java)."""
-    data = s.encode("utf-16-be", "surrogatepass")
-    h = 0
-    for i in range(0, len(data), 2):
-        h = (31 * h + (data[i] << 8 | data[i + 1])) & _MASK32
-    return h
+def hash_order(keys, hash_fn, capacity: int) -> list:
+    """``keys`` in the order a Java hash table of ``capacity`` buckets iterates them, assuming
+    they were inserted in the order given (:func:`coordinator.java_order.iteration_order`)."""
+    return iteration_order(list(keys), hash_fn, capacity)
 
 
 def uuid_hash(u: uuid.UUID) -> int:
@@ -48,33 +43,6 @@ def uuid_key(u: uuid.UUID) -> tuple[int, int]:
 def string_key(s: str) -> bytes:
     """Sort key of ``String.compareTo`` (UTF-16 code units, which differs from code points)."""
     return s.encode("utf-16-be", "surrogatepass")
-
-
-def grown_capacity(n: int) -> int:
-    """Table size of a ``new HashMap<>()`` after ``n`` puts (doubling past 3/4 full)."""
-    capacity = _DEFAULT_CAPACITY
-    while n > capacity * 3 // 4:
-        capacity *= 2
-    return capacity
-
-
-def copy_capacity(n: int) -> int:
-    """Table size of ``new HashSet<>(collection)`` of ``n`` elements:
-    ``tableSizeFor(max((int) (n / .75f) + 1, 16))`` (``n / .75f`` is exact enough in doubles)."""
-    wanted = max(int(n / 0.75) + 1, _DEFAULT_CAPACITY)
-    return 1 << (wanted - 1).bit_length()
-
-
-def hash_order(keys: Iterable[K], hash_fn: Callable[[K], int], capacity: int) -> list[K]:
-    """``keys`` in the order a Java hash table of ``capacity`` buckets iterates them, assuming
-    they were inserted in the order given (the stable sort keeps it within a bucket)."""
-    mask = capacity - 1
-
-    def bucket(key: K) -> int:
-        h = hash_fn(key)
-        return (h ^ (h >> 16)) & mask
-
-    return sorted(keys, key=bucket)
 
 
 def member_order(member_ids: Iterable[str], count: int) -> list[str]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from coordinator.config import NEW_MEMBER_JOIN_TIMEOUT_MS, CoordinatorConfig
-from coordinator.classic.group import java_hashmap_order
+from coordinator.java_order import hash_map_order
 from coordinator.classic.state import GroupState as S
 from offsets_log.records import decode_record
 from protocol.errors import ErrorCode as E
@@ -92,7 +92,7 @@ def test_protocol_tie_follows_java_hashmap_order_not_the_leader(leader_prefers):
     h.advance(6_000)
     # Kafka keeps the first maximum its HashMap<String, Integer> of votes iterates: "range"
     # hashes to bucket 0 and "roundrobin" to a later one in a 16-bucket table.
-    assert java_hashmap_order(["roundrobin", "range"]) == ["range", "roundrobin"]
+    assert hash_map_order(["roundrobin", "range"]) == ["range", "roundrobin"]
     assert h.replies[t].protocol_name == "range"
 
 
