@@ -6,6 +6,9 @@ Kafka is formatted with transaction version 2 (its default); at the request vers
 client sends (AddPartitionsToTxn up to v3, EndTxn up to v4) its coordinator runs version 1.
 """
 
+import dataclasses
+import re
+
 import pytest
 import trio
 
@@ -123,9 +126,22 @@ async def test_a_transaction_commits(oracle, request, version):
         what="a pending transactional offset, require_stable")
     await oracle.call(ApiKey.END_TXN, version, end(txn, pid, epoch), what="commit")
     await described(oracle, txn, settled="CompleteCommit")
-    ours, kafka = await oracle.both(ApiKey.LIST_TRANSACTIONS, 1, req(ApiKey.LIST_TRANSACTIONS))
-    oracle.compare(ApiKey.LIST_TRANSACTIONS, 1, [t for t in ours.transaction_states if t.transactional_id == txn],
-                   [t for t in kafka.transaction_states if t.transactional_id == txn])
+    await listed(oracle, txn)
+
+
+async def listed(oracle, txn: str) -> None:
+    """ListTransactions at every version: filtered to ``txn`` (other tests' transactions are
+    there too) before v2, by pattern from v2, with state filters Kafka knows and does not."""
+    for version in versions(ApiKey.LIST_TRANSACTIONS):
+        body = req(ApiKey.LIST_TRANSACTIONS, state_filters=("CompleteCommit", "NoSuchState"))
+        ours, kafka = await oracle.both(ApiKey.LIST_TRANSACTIONS, version, body)
+        oracle.compare(ApiKey.LIST_TRANSACTIONS, version, *(dataclasses.replace(answer, transaction_states=tuple(
+            t for t in answer.transaction_states if t.transactional_id == txn)) for answer in (ours, kafka)),
+            what="state filters")
+        if version >= 2:
+            for pattern in (re.escape(txn), "(unclosed"):
+                await oracle.call(ApiKey.LIST_TRANSACTIONS, version, req(
+                    ApiKey.LIST_TRANSACTIONS, transactional_id_pattern=pattern), what=f"pattern {pattern}")
 
 
 @pytest.mark.parametrize("version", versions(ApiKey.TXN_OFFSET_COMMIT))
