@@ -20,8 +20,8 @@ whose ``error_code`` goes into the response. Handlers map requests to it like th
     * DeleteTopics: ``delete_topic(name)`` (UnknownTopicOrPartition 3); its logs are closed.
     * CreatePartitions: ``add_partitions(name, count, validate_only=)`` (UnknownTopicOrPartition
       3, InvalidPartitions 37 with Kafka's messages, StorageError 56); safe in a worker thread.
-    * Produce/Fetch/ListOffsets: ``partition(name, p) -> PartitionLog``;
-      ``topic_by_id(uuid)`` for Fetch v13+ (UnknownTopicId 100).
+    * Produce/Fetch/ListOffsets: ``partition(name, p) -> PartitionLog``; topics by id (Produce
+      v13, Fetch v13+) through ``metadata_image().by_id``.
     * InitProducerId (no transactional id): ``producer_ids.allocate()``, epoch 0.
     * Housekeeping: ``apply_retention(now_ms)`` periodically (Kafka's
       log.retention.check.interval.ms, 5 min), ``flush()``, ``close()`` on shutdown; neither
@@ -59,7 +59,7 @@ whose ``error_code`` goes into the response. Handlers map requests to it like th
 from .errors import (CorruptRecords, FencedLeaderEpoch, InvalidPartitions, InvalidProducerEpoch, InvalidRecord,
                      InvalidTopic, MessageTooLarge, NotLeader, OffsetOutOfRange, OutOfOrderSequence,
                      StorageError, TopicAlreadyExists, TopicsError, InvalidTxnState,
-                     UnknownLeaderEpoch, UnknownTopicId, UnknownTopicOrPartition)
+                     UnknownLeaderEpoch, UnknownTopicOrPartition)
 from .partition_log import AppendInfo, PartitionLog, TimestampOffset
 from .producer_state import ProducerIds, ProducerStateTable
 from .store import Topic, TopicStore, validate_topic_name
@@ -69,5 +69,5 @@ __all__ = [
     "InvalidTopic", "MessageTooLarge", "NotLeader", "OffsetOutOfRange", "OutOfOrderSequence", "PartitionLog",
     "ProducerIds", "ProducerStateTable", "StorageError", "TimestampOffset", "Topic",
     "TopicAlreadyExists", "TopicStore", "TopicsError", "InvalidTxnState",
-    "UnknownLeaderEpoch", "UnknownTopicId", "UnknownTopicOrPartition", "validate_topic_name",
+    "UnknownLeaderEpoch", "UnknownTopicOrPartition", "validate_topic_name",
 ]

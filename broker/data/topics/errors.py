@@ -108,7 +108,3 @@ class UnknownTopicOrPartition(TopicsError):
     """No such topic or partition, or its log was closed (deleted topic, shutdown)."""
 
     error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-
-
-class UnknownTopicId(TopicsError):
-    error_code = ErrorCode.UNKNOWN_TOPIC_ID

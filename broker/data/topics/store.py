@@ -30,7 +30,7 @@ from coordinator.metadata import EMPTY_IMAGE, MetadataImage, TopicImage
 from protocol.uuids import kafka_uuid
 
 from .errors import (InvalidPartitions, InvalidTopic, StorageError, TopicAlreadyExists,
-                     UnknownTopicId, UnknownTopicOrPartition)
+                     UnknownTopicOrPartition)
 from . import configs as topic_configs
 from .fsutil import Disk, atomic_write, fsync_dir
 from .partition_log import PartitionLog
@@ -134,12 +134,6 @@ class TopicStore:
             return self._topics[name]
         except KeyError:
             raise UnknownTopicOrPartition(f"unknown topic {name!r}") from None
-
-    def topic_by_id(self, topic_id: uuid.UUID) -> Topic:
-        for topic in self._topics.values():
-            if topic.topic_id == topic_id:
-                return topic
-        raise UnknownTopicId(f"unknown topic id {topic_id}")
 
     def partition(self, name: str, partition: int) -> PartitionLog:
         partitions = self.topic(name).partitions

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from broker.data.topics import (InvalidPartitions, InvalidTopic, TopicAlreadyExists, TopicStore,
-                           UnknownTopicId, UnknownTopicOrPartition)
+                           UnknownTopicOrPartition)
 from protocol.errors import ErrorCode
 from tests.unit.broker.test_topics_batches import batch, values_of
 
@@ -21,7 +21,7 @@ def test_create_lists_and_reopens_with_the_same_ids_and_data(tmp_path):
     store.close()
     again = TopicStore(tmp_path)
     assert again.topic("orders").topic_id == orders.topic_id
-    assert again.topic_by_id(orders.topic_id).name == "orders"
+    assert again.metadata_image().by_id[orders.topic_id].name == "orders"
     assert values_of(again.partition("orders", 2).read(0, 1 << 20)) == [(0, b"x")]
     assert len(again.topic("audit").partitions) == 2
 
@@ -67,8 +67,7 @@ def test_delete_removes_the_directories(tmp_path):
     with pytest.raises(UnknownTopicOrPartition) as err:
         store.delete_topic("gone")
     assert err.value.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    with pytest.raises(UnknownTopicId):
-        store.topic_by_id(topic.topic_id)
+    assert topic.topic_id not in store.metadata_image().by_id
     recreated = store.create_topic("gone", 1)
     assert recreated.topic_id != topic.topic_id and recreated.partitions[0].high_watermark == 0
 
