@@ -132,7 +132,7 @@ class KafkaProcess:
                                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         try:
             self._wait_until_serving(began + timeout)
-        except BaseException:
+        except BaseException:                # a failed or interrupted start leaves no JVM behind
             self.kill()
             raise
         self.startup_seconds = time.monotonic() - began
