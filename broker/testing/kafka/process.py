@@ -68,8 +68,11 @@ def free_port() -> int:
 
 
 def random_cluster_id() -> str:
-    """A KRaft cluster id: 16 random bytes, base64url without padding (as Kafka's tools make)."""
-    return base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
+    """A KRaft cluster id: 16 random bytes, base64url without padding, never starting with "-"
+    (Kafka's Uuid.randomUuid draws again then: the tools would read it as an option)."""
+    while (found := base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")).startswith("-"):
+        pass
+    return found
 
 
 class KafkaProcess:
