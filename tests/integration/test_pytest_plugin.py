@@ -137,6 +137,20 @@ def test_the_plugin_is_installed_for_other_projects(pytester):
     result.assert_outcomes(passed=1)
 
 
+#: the README's example as a user's test (indented as the user test files below are)
+README_ROUNDTRIP = """
+        def test_roundtrip(groupbroker):
+            producer = KafkaProducer(bootstrap_servers=groupbroker.bootstrap_servers)
+            producer.send("orders", b"hello")
+            producer.flush()
+            producer.close()
+            consumer = KafkaConsumer("orders", group_id="billing", auto_offset_reset="earliest",
+                                     bootstrap_servers=groupbroker.bootstrap_servers, consumer_timeout_ms=10000)
+            assert [m.value for m in consumer] == [b"hello"]
+            consumer.close()
+"""
+
+
 def test_the_readme_example_runs_without_the_clients_deprecation_noise(pytester):
     """kafka-python 3.0.12 warns twice per schema it loads; the plugin keeps a user's run as
     quiet as it would be without that, and leaves the user's own warnings alone."""
@@ -145,16 +159,7 @@ def test_the_readme_example_runs_without_the_clients_deprecation_noise(pytester)
         import warnings
         from kafka import KafkaConsumer, KafkaProducer
 
-        def test_roundtrip(groupbroker):
-            producer = KafkaProducer(bootstrap_servers=groupbroker.bootstrap_servers)
-            producer.send("orders", b"hello")
-            producer.flush()
-            producer.close()
-            consumer = KafkaConsumer("orders", group_id="billing", auto_offset_reset="earliest",
-                                     bootstrap_servers=groupbroker.bootstrap_servers,
-                                     consumer_timeout_ms=5000)
-            assert [m.value for m in consumer] == [b"hello"]
-            consumer.close()
+""" + README_ROUNDTRIP + """
 
         def test_users_own_warnings_still_show():
             importlib.resources.read_text("json", "__init__.py")
@@ -173,15 +178,7 @@ def test_the_same_tests_run_against_apache_kafka(pytester, kafka_oracle):
         from kafka import KafkaConsumer, KafkaProducer
         from broker.client.blocking import BlockingClient
 
-        def test_roundtrip(groupbroker):
-            producer = KafkaProducer(bootstrap_servers=groupbroker.bootstrap_servers)
-            producer.send("orders", b"hello")
-            producer.flush()
-            producer.close()
-            consumer = KafkaConsumer("orders", group_id="billing", auto_offset_reset="earliest",
-                                     bootstrap_servers=groupbroker.bootstrap_servers, consumer_timeout_ms=10000)
-            assert [m.value for m in consumer] == [b"hello"]
-            consumer.close()
+""" + README_ROUNDTRIP + """
 
         def test_it_is_kafka(groupbroker):
             host, port = groupbroker.bootstrap_servers.split(":")
