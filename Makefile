@@ -21,12 +21,12 @@ test: $(STAMP)
 
 # The fuzz test of `make test`, for ten minutes (GROUPBROKER_FUZZ_SEED=N replays a run).
 fuzz: $(STAMP)
-	GROUPBROKER_FUZZ_SECONDS=$${GROUPBROKER_FUZZ_SECONDS:-600} $(VENV)/bin/python -m pytest tests/integration/test_fuzz.py -s
+	GROUPBROKER_FUZZ_SECONDS=$${GROUPBROKER_FUZZ_SECONDS:-600} $(VENV)/bin/python -m pytest tests/integration/test_fuzz.py -s --timeout=0
 
 # Random group sequences against Apache Kafka itself (tests/oracle/test_group_sequences.py): 5000
 # instead of CI's 200 (GROUPBROKER_ORACLE_SEED=N replays one sequence).
 fuzz-oracle: $(STAMP)
-	GROUPBROKER_ORACLE_SEQUENCES=$${GROUPBROKER_ORACLE_SEQUENCES:-5000} $(VENV)/bin/python -m pytest tests/oracle/test_group_sequences.py
+	GROUPBROKER_ORACLE_SEQUENCES=$${GROUPBROKER_ORACLE_SEQUENCES:-5000} $(VENV)/bin/python -m pytest tests/oracle/test_group_sequences.py --timeout=0
 
 bench: $(STAMP)
 	$(VENV)/bin/python bench/codec.py

@@ -3,7 +3,7 @@
 import pytest
 
 from broker.config import BrokerConfig
-from broker.dispatch.api_versions import SERVED_APIS
+from broker.dispatch.served import SERVED_APIS
 from broker.server.broker import Broker
 from broker.testing.kafka.artefacts import KafkaUnavailable
 from broker.testing.kafka.process import KafkaProcess

@@ -13,6 +13,6 @@ def add_parser(commands) -> None:
 
 
 def run(args) -> int:
-    from broker.dispatch.api_versions import SERVED_APIS
+    from broker.dispatch.served import SERVED_APIS
     sys.stdout.write(describe(SERVED_APIS) + "\n")
     return 0

@@ -34,7 +34,7 @@ from broker.data.cluster_admin import CLUSTER_OPERATIONS, ClusterAdmin
 from broker.config import BrokerConfig
 from broker.data.config_apis import ConfigApis
 from broker.data.errors import (EXCESSIVE_BATCH, MAX_PARTITIONS_PER_BATCH, MAX_RECORDS_PER_USER_OP,
-                                answering_errors, error_message)
+                                error_message)
 from broker.data.errors import Refused as _Refused
 from broker.data.fetch_sessions import FetchSessions
 from broker.data.parked_fetches import ParkedFetches
@@ -73,6 +73,8 @@ DeleteTopics = RESPONSES[ApiKey.DELETE_TOPICS].cls
 DescribeProducers = RESPONSES[ApiKey.DESCRIBE_PRODUCERS].cls
 OffsetForLeaderEpoch = RESPONSES[ApiKey.OFFSET_FOR_LEADER_EPOCH].cls
 UNDEFINED_EPOCH = -1
+
+
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -92,24 +94,9 @@ class DataPlane:
         #: (ctx, topic) -> whether the client may READ the topic, when ACLs are enforced (set by
         #: the broker): checked at each Fetch for every partition it reads, as Kafka does
         self.may_read: Callable[[object, str], bool] | None = None
-        self.topic_admin = topic_admin = TopicAdmin(self.store, config, topology.node_ids, self.led)
-        self.cluster_admin = cluster_admin = ClusterAdmin(self.store, config, topology)
-        self.config_apis = config_apis = ConfigApis(self.store, config, topology.node_ids)
-        handlers = {ApiKey.METADATA: self.metadata, ApiKey.PRODUCE: self.produce,
-                    ApiKey.FETCH: self.fetch, ApiKey.LIST_OFFSETS: self.list_offsets,
-                    ApiKey.CREATE_TOPICS: self.create_topics,
-                    ApiKey.DELETE_TOPICS: self.delete_topics,
-                    ApiKey.DESCRIBE_PRODUCERS: self.describe_producers,
-                    ApiKey.OFFSET_FOR_LEADER_EPOCH: self.offset_for_leader_epoch,
-                    ApiKey.CREATE_PARTITIONS: topic_admin.create_partitions,
-                    ApiKey.DELETE_RECORDS: topic_admin.delete_records,
-                    ApiKey.DESCRIBE_CLUSTER: cluster_admin.describe_cluster,
-                    ApiKey.DESCRIBE_LOG_DIRS: cluster_admin.describe_log_dirs,
-                    ApiKey.ELECT_LEADERS: cluster_admin.elect_leaders,
-                    ApiKey.DESCRIBE_CONFIGS: config_apis.describe_configs,
-                    ApiKey.ALTER_CONFIGS: config_apis.alter_configs,
-                    ApiKey.INCREMENTAL_ALTER_CONFIGS: config_apis.incremental_alter_configs}
-        self.routes = {key: answering_errors(handler) for key, handler in handlers.items()}
+        self.topic_admin = TopicAdmin(self.store, config, topology.node_ids, self.led)
+        self.cluster_admin = ClusterAdmin(self.store, config, topology)
+        self.config_apis = ConfigApis(self.store, config, topology.node_ids)
         #: (transactional id, producer id, epoch, topic, partition) -> ErrorCode: the transaction
         #: coordinator's check of a transactional produce (set by the broker)
         self.verify_transaction: Callable | None = None

@@ -1,26 +1,25 @@
-"""Which code answers each API this broker serves; the served set is what ApiVersions advertises."""
+"""Dispatch: each request to the part of the broker its declaration (``ApiSpec``) names,
+through fault injection and, where ACLs are enforced, its authorization check."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 import trio
 
-from protocol.api_keys import ApiKey
-from protocol.errors import ErrorCode
-from protocol.messages import RESPONSES
-from protocol.registry import API_TABLE
-
-from broker.dispatch.api_versions import SERVED_APIS, api_versions_answer
+from broker.api_spec import Runs
 from broker.cluster.topology import Topology
 from broker.config import BrokerConfig
+from broker.data.errors import answering_errors
 from broker.data.plane import DataPlane
-from broker.faults.rules import ConnectionDropped, Faults, error_answer
+from broker.dispatch.connection_apis import ConnectionApis
+from broker.dispatch.served import API_SPECS, SERVED_APIS, whole_request_error
+from broker.faults.rules import ConnectionDropped, Faults
 from broker.group_runtime.router import GroupRouter
-from broker.security import acl_apis, scram_apis
 from broker.security.acls import authorizer_of
-from broker.dispatch.authorization import Authorization
+from broker.security.authorization import Authorization
 from broker.security.credentials import CredentialStore
 
 
@@ -47,38 +46,40 @@ class Handlers:
     def __init__(self, config: BrokerConfig, topology: Topology, on_topics_deleted, faults: Faults):
         self.config, self.faults = config, faults
         self.data = DataPlane(config, topology, on_topics_deleted)
-        self.routes = {ApiKey.API_VERSIONS: self._api_versions, ApiKey.SASL_HANDSHAKE: self._sasl_handshake,
-                       ApiKey.SASL_AUTHENTICATE: self._sasl_authenticate,
-                       ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: self._describe_scram,
-                       ApiKey.ALTER_USER_SCRAM_CREDENTIALS: self._alter_scram,
-                       ApiKey.CREATE_ACLS: self._create_acls, ApiKey.DESCRIBE_ACLS: self._describe_acls,
-                       ApiKey.DELETE_ACLS: self._delete_acls, **self.data.routes}
         self.credentials = CredentialStore(config.data_dir)
         #: Kafka's StandardAuthorizer when authorizer.class.name names it; else everything is allowed
         self.authorizer = authorizer_of(config)
+        self.connection = ConnectionApis(API_SPECS.values(), self.credentials, self.authorizer)
         self.authorization = None if self.authorizer is None else Authorization(
-            self.authorizer, self.data.topic_name, self.data.topic_exists, config.auto_create_topics_enable)
+            self.authorizer, self.data.topic_name, self.data.topic_exists, config.auto_create_topics_enable,
+            whole_request_error)
         if self.authorization is not None:
             self.data.may_read = self.authorization.may_read
         self._groups: GroupRouter | None = None
-        self._served = self._versions()
+        #: API key -> the coroutine function that answers it (the group and transaction APIs
+        #: from :meth:`serve_coordinators` on)
+        self.routes: dict[int, Callable] = {}
+        self._bind({Runs.CONNECTION: self.connection, Runs.DATA_PLANE: self.data})
 
     def serve_coordinators(self, groups: GroupRouter, transactions) -> None:
         """Add the group and transaction APIs (once their coordinators exist)."""
-        self.routes.update({key: groups.handle for key in groups.routes})
-        self.routes.update(transactions.routes)
         self._groups = groups
-        self._served = self._versions()
-        assert set(self.routes) == SERVED_APIS, "the dispatch table and SERVED_APIS disagree"
+        self._bind({Runs.GROUP_COORDINATOR: groups, Runs.TRANSACTION_COORDINATOR: transactions})
+        if set(self.routes) != SERVED_APIS:
+            raise RuntimeError(f"declared but not bound: {sorted(SERVED_APIS - set(self.routes))}")
 
-    def _versions(self) -> frozenset[tuple[int, int]]:
-        return frozenset((key, v) for key in self.routes
-                         for v in range(API_TABLE[key].min_version, API_TABLE[key].max_version + 1))
+    def _bind(self, parts: dict) -> None:
+        """Route each API that one of ``parts`` answers to its declared handler."""
+        for spec in API_SPECS.values():
+            if spec.runs in parts:
+                handler = attrgetter(spec.handler)(parts[spec.runs])
+                self.routes[spec.key] = answering_errors(handler, spec.failed) if spec.answers_refusals else handler
 
     def serves(self, api_key: int, version: int) -> bool:
-        return (api_key, version) in self._served
+        return api_key in self.routes and version in API_SPECS[api_key].versions
 
     async def handle(self, ctx, body):
+        spec = API_SPECS[ctx.api_key]
         rule = self.faults.take(ctx, body) if self.faults.rules else None
         if rule is not None:
             if rule.delay_ms:
@@ -86,52 +87,22 @@ class Handlers:
             elif rule.drop:
                 raise ConnectionDropped(f"fault injection, {rule.describe()}")
             else:
-                return error_answer(ctx.api_key, ctx.version, body, rule.error)
+                return spec.failed(ctx.version, body, rule.error, None)
         if self.authorization is not None:
-            return await self.authorization.handle(ctx, body, self.routes[ctx.api_key])
+            return await self.authorization.handle(ctx, body, self.routes[ctx.api_key], spec.authorize)
         return await self.routes[ctx.api_key](ctx, body)
 
     def begin(self, ctx, body):
-        """Start a request that may be pipelined (see :meth:`GroupRouter.pipelines`) without
-        waiting: its shard ticket and the function that completes its response; else None
-        (also while fault rules are armed, or ACLs enforced: they apply in :meth:`handle`)."""
+        """Start a request that may be pipelined (its declaration says which) without waiting:
+        its shard ticket and the function that completes its response; else None (also while
+        fault rules are armed, or ACLs enforced: they apply in :meth:`handle`)."""
         if self._groups is None or self.faults.rules or self.authorization is not None \
-                or not self._groups.pipelines(ctx.api_key, ctx.version):
+                or not API_SPECS[ctx.api_key].pipelined(ctx.version):
             return None
         return self._groups.begin(ctx, body)
 
-    async def _api_versions(self, ctx, body):
-        return api_versions_answer(ctx.version, body, list(self.routes))
-
-    async def _sasl_handshake(self, ctx, body):
-        """On a connection already authenticated, or a listener without SASL (a SASL listener's
-        session answers the exchange itself): KafkaApis' ILLEGAL_SASL_STATE."""
-        return RESPONSES[ApiKey.SASL_HANDSHAKE].cls(error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=())
-
-    async def _sasl_authenticate(self, ctx, body):
-        return RESPONSES[ApiKey.SASL_AUTHENTICATE].cls(
-            error_code=ErrorCode.ILLEGAL_SASL_STATE, auth_bytes=b"",
-            error_message="SaslAuthenticate request received after successful authentication")
-
-    async def _describe_scram(self, ctx, body):
-        return scram_apis.describe(self.credentials, body)
-
-    async def _alter_scram(self, ctx, body):
-        """The credentials file is rewritten and fsynced: in a worker thread."""
-        return await trio.to_thread.run_sync(scram_apis.alter, self.credentials, body)
-
-    async def _create_acls(self, ctx, body):
-        """The ACL file is rewritten and fsynced: in a worker thread."""
-        return await trio.to_thread.run_sync(acl_apis.create, self.authorizer, ctx, body)
-
     async def remove_acls(self, acls) -> None:
-        await trio.to_thread.run_sync(self.authorizer.remove, acls)
-
-    async def _describe_acls(self, ctx, body):
-        return acl_apis.describe(self.authorizer, ctx, body)
-
-    async def _delete_acls(self, ctx, body):
-        return await trio.to_thread.run_sync(acl_apis.delete, self.authorizer, ctx, body)
+        await self.connection.remove_acls(acls)
 
     def close(self) -> None:
         """Flush and close the topic logs."""

@@ -3,8 +3,9 @@
 A :class:`FaultRule` matches requests of one API (optionally of one group or client id) and
 answers the next ``count`` of them with an error code, delays them, or drops the connection
 instead of answering. Rules are checked in the order they were added; a rule that has fired
-``count`` times is gone. The error answers are the ones Kafka gives when the whole request
-fails (``AbstractRequest.getErrorResponse``), so clients take their real error paths.
+``count`` times is gone. An error is answered as Kafka answers a request that fails as a whole
+(``AbstractRequest.getErrorResponse``, declared with each API), so clients take their real
+error paths.
 """
 
 from __future__ import annotations
@@ -15,29 +16,14 @@ import logging
 from collections import deque
 from dataclasses import dataclass
 
-from coordinator.responses import error_response
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.logtext import safe
-from protocol.messages import RESPONSES
 from protocol.registry import API_TABLE
 
 
 log = logging.getLogger("groupbroker.faults")
 
-#: Group APIs whose failure answer the coordinator knows how to build.
-_GROUP_APIS = (ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP,
-               ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH, ApiKey.DESCRIBE_GROUPS,
-               ApiKey.LIST_GROUPS, ApiKey.DELETE_GROUPS, ApiKey.OFFSET_DELETE,
-               ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE,
-               ApiKey.TXN_OFFSET_COMMIT)
-#: Data-plane APIs with a whole-request failure answer here.
-_DATA_APIS = (ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.LIST_OFFSETS, ApiKey.FIND_COORDINATOR,
-              ApiKey.INIT_PRODUCER_ID)
-#: Transaction APIs with a whole-request failure answer here.
-_TXN_APIS = (ApiKey.ADD_PARTITIONS_TO_TXN, ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.END_TXN)
-#: APIs whose requests can be answered with an injected error.
-ERROR_APIS = frozenset(_GROUP_APIS + _DATA_APIS + _TXN_APIS)
 #: How many requests a recording keeps (the oldest go first).
 RECORD_LIMIT = 100_000
 
@@ -143,9 +129,11 @@ class RecordedRequest:
 
 
 class Faults:
-    """The broker's fault rules and its request recording."""
+    """The broker's fault rules and its request recording; ``injectable``: the APIs whose
+    requests may be answered with an error code (those declared so)."""
 
-    def __init__(self):
+    def __init__(self, injectable: frozenset[int]):
+        self.injectable = injectable
         self.rules: list[FaultRule] = []
         self.authentication: list[AuthenticationFault] = []
         self.recording = False
@@ -160,7 +148,7 @@ class Faults:
         if count is not None and count < 1:
             raise FaultError("count must be at least 1 (or None: until cleared)")
         code = None if error is None else error_code(error)
-        if code is not None and key not in ERROR_APIS:
+        if code is not None and key not in self.injectable:
             raise FaultError(f"{API_TABLE[key].name} cannot be answered with an injected error; "
                              "delay or drop it instead")
         rule = FaultRule(next(self._ids), key, code, delay_ms, drop, count, group, client_id)
@@ -268,49 +256,3 @@ def first_error(response) -> ErrorCode:
                 if code:
                     return code
     return ErrorCode.NONE
-
-
-def error_answer(key: int, version: int, body, error: ErrorCode):
-    """The answer Kafka gives when the whole request fails with ``error``."""
-    if key in _GROUP_APIS:
-        return error_response(key, version, body, error)
-    cls = RESPONSES[key].cls
-    if key == ApiKey.FIND_COORDINATOR:
-        failed = dict(error_code=error, node_id=-1, host="", port=-1, error_message=error.name)
-        if version < 4:
-            return cls(**failed)
-        return cls(coordinators=tuple(cls.Coordinator(key=k, **failed) for k in body.coordinator_keys))
-    if key == ApiKey.INIT_PRODUCER_ID:
-        return cls(error_code=error, producer_id=-1, producer_epoch=-1)
-    if key in (ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.END_TXN, ApiKey.LIST_TRANSACTIONS):
-        return cls(error_code=error)
-    if key == ApiKey.DESCRIBE_TRANSACTIONS:
-        return cls(transaction_states=tuple(cls.TransactionState(error_code=error, transactional_id=t)
-                                            for t in body.transactional_ids))
-    if key == ApiKey.DESCRIBE_PRODUCERS:
-        topic = cls.TopicResponse
-        return cls(topics=tuple(topic(name=t.name, partitions=tuple(
-            topic.PartitionResponse(partition_index=p, error_code=error) for p in t.partition_indexes))
-            for t in body.topics))
-    if key == ApiKey.ADD_PARTITIONS_TO_TXN:
-        topic = cls.AddPartitionsToTxnTopicResult
-        return cls(results_by_topic_v3_and_below=tuple(topic(name=t.name, results_by_partition=tuple(
-            topic.AddPartitionsToTxnPartitionResult(partition_index=p, partition_error_code=error)
-            for p in t.partitions)) for t in body.v3_and_below_topics))
-    if key == ApiKey.PRODUCE:
-        topic = cls.TopicProduceResponse
-        return cls(responses=tuple(topic(name=t.name, topic_id=t.topic_id, partition_responses=tuple(
-            topic.PartitionProduceResponse(index=p.index, error_code=error, base_offset=-1)
-            for p in t.partition_data)) for t in body.topic_data))
-    if key == ApiKey.FETCH:
-        topic = cls.FetchableTopicResponse
-        return cls(error_code=error if version >= 7 else ErrorCode.NONE, responses=tuple(
-            topic(topic=t.topic, topic_id=t.topic_id, partitions=tuple(
-                topic.PartitionData(partition_index=p.partition, error_code=error, high_watermark=-1,
-                                    records=b"") for p in t.partitions)) for t in body.topics))
-    if key == ApiKey.LIST_OFFSETS:
-        topic = cls.ListOffsetsTopicResponse
-        return cls(topics=tuple(topic(name=t.name, partitions=tuple(
-            topic.ListOffsetsPartitionResponse(partition_index=p.partition_index, error_code=error)
-            for p in t.partitions)) for t in body.topics))
-    raise FaultError(f"no injected-error answer for API {key}")

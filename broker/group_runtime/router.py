@@ -44,15 +44,9 @@ _RESULT_CLASSES = {
     ApiKey.TXN_OFFSET_COMMIT: (_TXN_COMMIT_TOPIC, _TXN_COMMIT_TOPIC.TxnOffsetCommitResponsePartition)}
 #: the first OffsetCommit and OffsetFetch version naming topics by id (KIP-848)
 TOPIC_IDS_SINCE = 10
-PIPELINED_APIS = frozenset({ApiKey.HEARTBEAT, ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_DELETE,
-                            ApiKey.CONSUMER_GROUP_HEARTBEAT})
-#: every group API (the router's table is checked against it)
-GROUP_APIS = frozenset({ApiKey.FIND_COORDINATOR, ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP,
-                        ApiKey.LEAVE_GROUP, ApiKey.HEARTBEAT, ApiKey.OFFSET_COMMIT,
-                        ApiKey.OFFSET_DELETE, ApiKey.OFFSET_FETCH, ApiKey.DESCRIBE_GROUPS,
-                        ApiKey.DELETE_GROUPS, ApiKey.LIST_GROUPS,
-                        ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE,
-                        ApiKey.TXN_OFFSET_COMMIT})
+#: the last OffsetFetch version naming a single group (pipelined, like the other single-group
+#: requests that never wait for other members)
+SINGLE_GROUP_OFFSET_FETCH = 7
 
 
 class GroupRouter:
@@ -69,28 +63,6 @@ class GroupRouter:
         #: (transactional id, producer id, epoch, topic, partition) -> the transaction coordinator's
         #: verdict on whether the partition is in that transaction (set once it exists)
         self.verify_transaction: Callable | None = None
-        #: the group APIs, each with the way it reaches its shards
-        self.routes = {
-            ApiKey.FIND_COORDINATOR: self._find_coordinator,
-            ApiKey.JOIN_GROUP: self._single_group,
-            ApiKey.SYNC_GROUP: self._single_group,
-            ApiKey.LEAVE_GROUP: self._single_group,
-            ApiKey.HEARTBEAT: self._pipelined,
-            ApiKey.OFFSET_COMMIT: self._pipelined,
-            ApiKey.OFFSET_DELETE: self._pipelined,
-            ApiKey.TXN_OFFSET_COMMIT: self._pipelined,
-            ApiKey.OFFSET_FETCH: self._offset_fetch,
-            ApiKey.DESCRIBE_GROUPS: partial(self._split, field="groups", group_of=_itself,
-                                            result_field="groups", order=_kafka_order()),
-            ApiKey.DELETE_GROUPS: partial(self._split, field="groups_names", group_of=_itself,
-                                          result_field="results", order=_kafka_deletion_order),
-            ApiKey.LIST_GROUPS: self._list_groups,
-            ApiKey.CONSUMER_GROUP_HEARTBEAT: self._pipelined,
-            ApiKey.CONSUMER_GROUP_DESCRIBE: partial(self._split, field="group_ids", group_of=_itself,
-                                                    result_field="groups",
-                                                    order=_kafka_order(first=lambda group: group == "")),
-        }
-        assert set(self.routes) == GROUP_APIS, "the router's table and GROUP_APIS disagree"
 
     def runner_for(self, group_id: str) -> ShardRunner:
         return self.runners[shard_for(group_id, len(self.runners))]
@@ -105,13 +77,10 @@ class GroupRouter:
             return error_response(ctx.api_key, ctx.version, request, ErrorCode.NOT_COORDINATOR)
         return None
 
-    async def handle(self, ctx, request):
-        return await self.routes[ctx.api_key](ctx, request)
+    async def find_coordinator(self, ctx, request):
+        return self._coordinators(ctx.version, request, ctx)
 
-    async def _find_coordinator(self, ctx, request):
-        return self.find_coordinator(ctx.version, request, ctx)
-
-    async def _single_group(self, ctx, request):
+    async def single_group(self, ctx, request):
         """A request that may park in its shard (a JoinGroup or SyncGroup) or leaves a group."""
         if (refused := self._not_here(ctx, request)) is not None:
             return refused
@@ -119,15 +88,15 @@ class GroupRouter:
             ctx.api_key, ctx.version, request, client_id=ctx.client_id,
             client_host=ctx.client_host, barriers=ctx.barriers)
 
-    async def _pipelined(self, ctx, request):
+    async def pipelined(self, ctx, request):
         ticket, finish = self.begin(ctx, request)
         return finish(await ShardRunner.answer(ticket, ctx.barriers))
 
-    async def _offset_fetch(self, ctx, request):
+    async def offset_fetch(self, ctx, request):
         """OffsetFetch names one group before v8 (pipelined), several from v8 on, their topics
         by id from v10 (see :meth:`_offset_fetch_by_id`)."""
-        if self.pipelines(ctx.api_key, ctx.version):
-            return await self._pipelined(ctx, request)
+        if ctx.version <= SINGLE_GROUP_OFFSET_FETCH:
+            return await self.pipelined(ctx, request)
         if ctx.version >= TOPIC_IDS_SINCE:
             return await self._offset_fetch_by_id(ctx, request)
         return await self._split(ctx, request, "groups", lambda g: g.group_id, "groups")
@@ -158,12 +127,6 @@ class GroupRouter:
         return dataclasses.replace(answer, groups=tuple(
             _fetched_by_id(image, group, sent, missing)
             for group, sent, missing in zip(answer.groups, asked, unknown)))
-
-    @staticmethod
-    def pipelines(api_key: int, version: int) -> bool:
-        """Single-group requests whose answer never waits for other members (unlike a
-        JoinGroup or SyncGroup, which park): a connection may submit several at once."""
-        return api_key in PIPELINED_APIS or (api_key == ApiKey.OFFSET_FETCH and version < 8)
 
     def begin(self, ctx, request) -> tuple[Ticket, Callable]:
         """Submit a pipelined request to its shard; returns its ticket and the function that
@@ -260,7 +223,7 @@ class GroupRouter:
                 kept.append(t)
         return errors, kept
 
-    def find_coordinator(self, version: int, request, ctx):
+    def _coordinators(self, version: int, request, ctx):
         """Groups (key type 0) and transactional ids (1): the node leading the key's partition
         (COORDINATOR_NOT_AVAILABLE while none does). Share groups (2) are not served: INVALID_REQUEST,
         which is what Kafka answers for them before v6. A key type Kafka does not know fails the
@@ -328,7 +291,16 @@ class GroupRouter:
             return RESPONSES[ctx.api_key].cls()
         return dataclasses.replace(template, **{result_field: tuple(merged)})
 
-    async def _list_groups(self, ctx, request):
+    async def describe_groups(self, ctx, request):
+        return await self._split(ctx, request, "groups", _itself, "groups", _DESCRIPTION_ORDER)
+
+    async def delete_groups(self, ctx, request):
+        return await self._split(ctx, request, "groups_names", _itself, "results", _kafka_deletion_order)
+
+    async def consumer_group_describe(self, ctx, request):
+        return await self._split(ctx, request, "group_ids", _itself, "groups", _CONSUMER_DESCRIPTION_ORDER)
+
+    async def list_groups(self, ctx, request):
         answers = [None] * len(self.runners)
 
         async def ask(i: int) -> None:
@@ -397,6 +369,11 @@ def _kafka_deletion_order(groups, shards) -> list[int]:
 
 def _itself(group_id: str) -> str:
     return group_id
+
+
+_DESCRIPTION_ORDER = _kafka_order()
+#: ConsumerGroupDescribe answers an empty group id before asking any shard
+_CONSUMER_DESCRIPTION_ORDER = _kafka_order(first=lambda group: group == "")
 
 
 def _after_errors(version: int, errors: list, answer):

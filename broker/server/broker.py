@@ -38,6 +38,7 @@ from protocol.parse_checks import parse_failure
 from protocol.header import decode_request, decode_request_header, encode_response_parts
 from protocol.logtext import safe
 
+from broker.api_spec import Runs
 from broker.cluster.log_homes import log_home, open_log
 from broker.cluster.topology import GROUP_TOPIC, Node, Topology
 from broker.security.listeners import Listener, for_node
@@ -50,7 +51,7 @@ from broker.server.accepting import Acceptor, ConnectionQuotas
 from broker.dispatch.api_versions import unsupported_version_answer
 from broker.config import BrokerConfig
 from broker.faults.control import BrokerControl
-from broker.data.errors import whole_request_error
+from broker.dispatch.served import API_SPECS, INJECTABLE_APIS, whole_request_error
 from broker.faults.rules import ConnectionDropped, Faults
 from broker.group_runtime.flusher import Flusher
 from broker.group_runtime.router import GroupRouter
@@ -95,7 +96,7 @@ class Broker:
         self._connection_nursery: trio.Nursery | None = None
         self.handlers: Handlers | None = None
         self.transactions: TransactionService | None = None
-        self.faults = faults or Faults()           # kept across restarts by EmbeddedBroker
+        self.faults = faults or Faults(INJECTABLE_APIS)           # kept across restarts by EmbeddedBroker
         self.control = BrokerControl(self)
         self.port: int | None = None
         self.admin_port: int | None = None
@@ -514,7 +515,7 @@ class Broker:
         try:
             return _encode(header, response)
         except EncodeError:
-            if header.api_key not in self.handlers.data.routes:
+            if API_SPECS[header.api_key].runs is not Runs.DATA_PLANE:
                 raise
             # a data-plane answer we cannot encode is a bug of ours: Kafka's UNKNOWN_SERVER_ERROR
             return _encode(header, whole_request_error(header.api_key, header.api_version, body,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from protocol.api_keys import ApiKey
 
-from broker.data.errors import whole_request_error
+from broker.dispatch.served import whole_request_error
 from broker.security.sasl.session import SaslSession, State, Step
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import trio
 
 from broker.config import BrokerConfig
+from broker.dispatch.served import INJECTABLE_APIS
 from broker.faults.control import ControlProxy
 from broker.faults.rules import Faults, RecordedRequest
 from broker.server.broker import Broker
@@ -39,7 +40,7 @@ class EmbeddedBroker:
         self._bound: list[dict[str, int]] = []     # every node's port per listener name
         self.call_timeout_s = call_timeout_s
         self.faults = ControlProxy(self._control)
-        self._faults = Faults()                   # rules and recording outlive restarts
+        self._faults = Faults(INJECTABLE_APIS)                   # rules and recording outlive restarts
         self.broker: Broker | None = None
         self._token: trio.lowlevel.TrioToken | None = None
         self._nursery: trio.Nursery | None = None

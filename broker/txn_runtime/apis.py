@@ -10,12 +10,15 @@ AddPartitionsToTxn naming a partition that does not exist adds none of them.
 from __future__ import annotations
 
 from coordinator.java_order import transaction_partitions_order
+from protocol import error_answers
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages import RESPONSES
 
+from broker.api_spec import ApiSpec, Runs
 from broker.cluster.topology import Topology
-from broker.data.errors import Refused, answering_errors
+from broker.data.errors import Refused
+from broker.security.authorization import Authorization
 from broker.txn_runtime.service import TransactionService
 
 E = ErrorCode
@@ -36,6 +39,28 @@ def for_version(api_key: int, version: int, error: ErrorCode) -> ErrorCode:
     return error
 
 
+def _txn(key: ApiKey, handler: str, failed, authorize, **more) -> ApiSpec:
+    return ApiSpec(key, Runs.TRANSACTION_COORDINATOR, handler, failed, authorize, **more)
+
+
+#: The transaction coordinator's APIs, answered by :class:`TransactionApis` (TxnOffsetCommit is
+#: the group coordinator's).
+TXN_APIS = (
+    _txn(ApiKey.INIT_PRODUCER_ID, "init_producer_id", error_answers.init_producer_id,
+         Authorization.init_producer_id, injectable=True),
+    _txn(ApiKey.ADD_PARTITIONS_TO_TXN, "add_partitions_to_txn", error_answers.add_partitions_to_txn,
+         Authorization.add_partitions_to_txn, injectable=True),
+    _txn(ApiKey.ADD_OFFSETS_TO_TXN, "add_offsets_to_txn", error_answers.top_level(ApiKey.ADD_OFFSETS_TO_TXN),
+         Authorization.add_offsets_to_txn, injectable=True),
+    _txn(ApiKey.END_TXN, "end_txn", error_answers.top_level(ApiKey.END_TXN), Authorization.transactional_write,
+         injectable=True),
+    _txn(ApiKey.DESCRIBE_TRANSACTIONS, "describe_transactions", error_answers.describe_transactions,
+         Authorization.describe_transactions),
+    _txn(ApiKey.LIST_TRANSACTIONS, "list_transactions", error_answers.top_level(ApiKey.LIST_TRANSACTIONS),
+         Authorization.list_transactions),
+)
+
+
 class TransactionApis:
     """``allocate`` hands out idempotent producers' ids; ``partition_exists(topic, p)`` and
     ``group_partition(group_id)`` (its ``__consumer_offsets`` partition) come from the broker;
@@ -47,13 +72,6 @@ class TransactionApis:
         self.service, self.allocate = service, allocate
         self.partition_exists, self.group_partition = partition_exists, group_partition
         self.topology = topology
-        handlers = {ApiKey.INIT_PRODUCER_ID: self.init_producer_id,
-                    ApiKey.ADD_PARTITIONS_TO_TXN: self.add_partitions_to_txn,
-                    ApiKey.ADD_OFFSETS_TO_TXN: self.add_offsets_to_txn,
-                    ApiKey.END_TXN: self.end_txn,
-                    ApiKey.DESCRIBE_TRANSACTIONS: self.describe_transactions,
-                    ApiKey.LIST_TRANSACTIONS: self.list_transactions}
-        self.routes = {key: answering_errors(handler) for key, handler in handlers.items()}
 
     async def init_producer_id(self, ctx, req):
         """Kafka's handleInitProducerIdRequest: an idempotent producer (no transactional id)

@@ -221,10 +221,10 @@ async def test_out_of_descriptors_refuses_new_connections_at_once_and_serves_old
 def test_every_data_plane_api_has_an_error_answer_at_every_version():
     """A request the data plane fails (a bug of ours, or a storage error) is answered with
     Kafka's whole-request error shape, which must encode at every served version."""
-    from broker.dispatch.api_versions import SERVED_APIS
-    from broker.data.errors import whole_request_error
-    from broker.group_runtime.router import GROUP_APIS
+    from broker.api_spec import Runs
+    from broker.dispatch.served import API_SPECS, SERVED_APIS, whole_request_error
     from protocol.header import encode_response
+    GROUP_APIS = {key for key, spec in API_SPECS.items() if spec.runs is Runs.GROUP_COORDINATOR}
     for key in sorted(SERVED_APIS - set(GROUP_APIS) - {18}):
         request = REQUESTS[key]
         for version in range(request.min_version, request.max_version + 1):

@@ -8,7 +8,7 @@ import pytest
 from protocol.api_keys import ApiKey
 from protocol.messages import REQUESTS
 from protocol.registry import API_TABLE
-from broker.dispatch.api_versions import SERVED_APIS
+from broker.dispatch.served import SERVED_APIS
 
 log = logging.getLogger(__name__)
 

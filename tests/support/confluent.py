@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 import time
 
 from tests.support.processes import import_client, wait_until
@@ -83,3 +84,13 @@ def consumer_protocol_member(bootstrap: str, group: str, subscription: list[str]
         consumer.close()
         raise
     return consumer
+
+
+def closed_within(consumer, seconds: float) -> None:
+    """Close a confluent-kafka consumer, failing the test if ``close()`` has not returned within
+    ``seconds``: librdkafka's close has no timeout, and a hang there would stall the whole run.
+    A hung close is left behind in its daemon thread."""
+    done = threading.Event()
+    thread = threading.Thread(target=lambda: (consumer.close(), done.set()), daemon=True)
+    thread.start()
+    assert done.wait(seconds), f"the consumer's close() did not return within {seconds}s"

@@ -3,7 +3,11 @@ against the authorizer before its handler sees it; a denied whole request gets t
 error answer, and a request denied in part is served for the allowed part with the denied part
 answered TOPIC_AUTHORIZATION_FAILED (or the group's, or the transactional id's, error) beside it.
 Topics a principal may not DESCRIBE are left out of what lists them (Metadata for all topics,
-OffsetFetch of all partitions), so they cannot be told from topics that do not exist."""
+OffsetFetch of all partitions), so they cannot be told from topics that do not exist.
+
+Each API's declaration (its ``ApiSpec``) names its check: a method of :class:`Authorization`
+here, or one that :func:`topics_of`, :func:`cluster` or :func:`configs` makes; each is called as
+``check(authorization, ctx, request, route)``."""
 
 from __future__ import annotations
 
@@ -15,7 +19,6 @@ from protocol.errors import ErrorCode as E
 from protocol.messages import RESPONSES
 from protocol.registry import API_TABLE
 
-from broker.data.errors import whole_request_error
 from broker.security.acls import CLUSTER_NAME, Authorizer, Operation, ResourceType, host_of
 
 NOT_ASKED = -2147483648
@@ -32,53 +35,23 @@ DENIED = {TOPIC: E.TOPIC_AUTHORIZATION_FAILED, GROUP: E.GROUP_AUTHORIZATION_FAIL
 
 
 class Authorization:
-    def __init__(self, authorizer: Authorizer, topic_name, topic_exists, auto_create: bool):
+    def __init__(self, authorizer: Authorizer, topic_name, topic_exists, auto_create: bool, failed):
         self.authorizer = authorizer
+        self.failed = failed                  # (api key, version, request, error) -> its error answer
         self.topic_name = topic_name          # a topic id -> its name (None if unknown)
         self.topic_exists = topic_exists      # a topic name -> whether it exists
         self.auto_create = auto_create        # auto.create.topics.enable
-        self._checks = {
-            ApiKey.JOIN_GROUP: self._group_read, ApiKey.SYNC_GROUP: self._group_read,
-            ApiKey.HEARTBEAT: self._group_read, ApiKey.LEAVE_GROUP: self._group_read,
-            ApiKey.CONSUMER_GROUP_HEARTBEAT: self._consumer_group_heartbeat,
-            ApiKey.OFFSET_COMMIT: self._offset_commit, ApiKey.OFFSET_FETCH: self._offset_fetch,
-            ApiKey.OFFSET_DELETE: self._offset_delete, ApiKey.FIND_COORDINATOR: self._find_coordinator,
-            ApiKey.DESCRIBE_GROUPS: self._describe_groups, ApiKey.LIST_GROUPS: self._list_groups,
-            ApiKey.DELETE_GROUPS: self._delete_groups, ApiKey.CONSUMER_GROUP_DESCRIBE: self._consumer_group_describe,
-            ApiKey.METADATA: self._metadata, ApiKey.PRODUCE: self._produce, ApiKey.FETCH: self._fetch,
-            ApiKey.LIST_OFFSETS: self._topics_of("topics", "name", DESCRIBE, "topics"),
-            ApiKey.OFFSET_FOR_LEADER_EPOCH: self._topics_of("topics", "topic", DESCRIBE, "topics"),
-            ApiKey.DELETE_RECORDS: self._topics_of("topics", "name", DELETE, "topics"),
-            ApiKey.DESCRIBE_PRODUCERS: self._topics_of("topics", "name", READ, "topics"),
-            ApiKey.CREATE_PARTITIONS: self._topics_of("topics", "name", ALTER, "results"),
-            ApiKey.CREATE_TOPICS: self._create_topics, ApiKey.DELETE_TOPICS: self._delete_topics,
-            ApiKey.INIT_PRODUCER_ID: self._init_producer_id,
-            ApiKey.ADD_PARTITIONS_TO_TXN: self._add_partitions_to_txn,
-            ApiKey.ADD_OFFSETS_TO_TXN: self._add_offsets_to_txn, ApiKey.END_TXN: self._transactional_write,
-            ApiKey.TXN_OFFSET_COMMIT: self._txn_offset_commit,
-            ApiKey.DESCRIBE_TRANSACTIONS: self._describe_transactions,
-            ApiKey.LIST_TRANSACTIONS: self._list_transactions,
-            ApiKey.DESCRIBE_LOG_DIRS: self._cluster(DESCRIBE), ApiKey.ELECT_LEADERS: self._cluster(ALTER),
-            ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: self._cluster(DESCRIBE),
-            ApiKey.ALTER_USER_SCRAM_CREDENTIALS: self._cluster(ALTER),
-            ApiKey.DESCRIBE_CONFIGS: self._configs(Operation.DESCRIBE_CONFIGS),
-            ApiKey.ALTER_CONFIGS: self._configs(Operation.ALTER_CONFIGS),
-            ApiKey.INCREMENTAL_ALTER_CONFIGS: self._configs(Operation.ALTER_CONFIGS),
-            ApiKey.DESCRIBE_CLUSTER: self._describe_cluster,
-        }
 
     def allowed(self, ctx, operation, resource_type, name: str, log_denied: bool = True) -> bool:
         return self.authorizer.authorize(ctx.principal, host_of(ctx), operation, resource_type, name,
                                          API_TABLE[ctx.api_key].name, log_denied)
 
-    async def handle(self, ctx, body, route):
-        check = self._checks.get(ctx.api_key)
-        return await route(ctx, body) if check is None else await check(ctx, body, route)
+    async def handle(self, ctx, body, route, check):
+        return await route(ctx, body) if check is None else await check(self, ctx, body, route)
 
     # --- helpers -------------------------------------------------------------------------------
-    @staticmethod
-    def _refused(ctx, body, error):
-        return whole_request_error(ctx.api_key, ctx.version, body, error)
+    def _refused(self, ctx, body, error):
+        return self.failed(ctx.api_key, ctx.version, body, error)
 
     async def _split(self, ctx, body, route, attr: str, denied: list, allowed: list, answer_attr: str,
                      error=E.TOPIC_AUTHORIZATION_FAILED, refused_first: bool = False):
@@ -124,26 +97,19 @@ class Authorization:
             dataclasses.replace(g, authorized_operations=self.operations(ctx, GROUP, g.group_id))
             if g.error_code == E.NONE else g for g in answer.groups))
 
-    def _topics_of(self, attr: str, name_attr: str, operation, answer_attr: str):
-        async def check(ctx, body, route):
-            allowed, denied = self._by_topic(ctx, getattr(body, attr), lambda t: getattr(t, name_attr), operation)
-            return await self._split(ctx, body, route, attr, denied, allowed, answer_attr)
-        return check
-
-    def _cluster(self, operation):
-        async def check(ctx, body, route):
-            if self.allowed(ctx, operation, CLUSTER, CLUSTER_NAME):
-                return await route(ctx, body)
-            return cluster_refused(ctx, body)
-        return check
+    def cluster_refused(self, ctx, body):
+        """The answer of a cluster-level API refused CLUSTER_AUTHORIZATION_FAILED."""
+        if ctx.api_key == ApiKey.ADD_PARTITIONS_TO_TXN:          # v4+, broker to broker: one top-level code
+            return RESPONSES[ctx.api_key].cls(error_code=E.CLUSTER_AUTHORIZATION_FAILED)
+        return self._refused(ctx, body, E.CLUSTER_AUTHORIZATION_FAILED)
 
     # --- groups ----------------------------------------------------------------------------
-    async def _group_read(self, ctx, body, route):
+    async def group_read(self, ctx, body, route):
         if not self.allowed(ctx, READ, GROUP, body.group_id):
             return self._refused(ctx, body, E.GROUP_AUTHORIZATION_FAILED)
         return await route(ctx, body)
 
-    async def _consumer_group_heartbeat(self, ctx, body, route):
+    async def consumer_group_heartbeat(self, ctx, body, route):
         """READ on the group; Kafka 4 also wants DESCRIBE on every topic subscribed by name."""
         if not self.allowed(ctx, READ, GROUP, body.group_id):
             return self._refused(ctx, body, E.GROUP_AUTHORIZATION_FAILED)
@@ -151,7 +117,7 @@ class Authorization:
             return self._refused(ctx, body, E.TOPIC_AUTHORIZATION_FAILED)
         return await route(ctx, body)
 
-    async def _offset_commit(self, ctx, body, route):
+    async def offset_commit(self, ctx, body, route):
         """READ on the group, then on each topic: an OffsetCommit's refused topics are answered
         first, as Kafka's API layer answers its errors before the coordinator's results; from
         v10 a topic id not known here is not refused (the group router answers it
@@ -165,12 +131,12 @@ class Authorization:
         return await self._split(ctx, body, route, "topics", denied, allowed, "topics",
                                  refused_first=ctx.api_key == ApiKey.OFFSET_COMMIT)
 
-    async def _txn_offset_commit(self, ctx, body, route):
+    async def txn_offset_commit(self, ctx, body, route):
         if not self.allowed(ctx, WRITE, TXN, body.transactional_id):
             return self._refused(ctx, body, E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-        return await self._offset_commit(ctx, body, route)
+        return await self.offset_commit(ctx, body, route)
 
-    async def _offset_delete(self, ctx, body, route):
+    async def offset_delete(self, ctx, body, route):
         if not self.allowed(ctx, DELETE, GROUP, body.group_id):
             return self._refused(ctx, body, E.GROUP_AUTHORIZATION_FAILED)
         allowed, denied = self._by_topic(ctx, body.topics, lambda t: t.name, READ)
@@ -183,7 +149,7 @@ class Authorization:
                 for t in denied))
         return await route(ctx, body)
 
-    async def _offset_fetch(self, ctx, body, route):
+    async def offset_fetch(self, ctx, body, route):
         if ctx.version >= 8:
             return await self._offset_fetch_groups(ctx, body, route)
         if not self.allowed(ctx, DESCRIBE, GROUP, body.group_id):
@@ -238,7 +204,7 @@ class Authorization:
         groups += [group_cls(group_id=g, topics=(), error_code=E.GROUP_AUTHORIZATION_FAILED) for g in denied_groups]
         return dataclasses.replace(answer, groups=tuple(groups))
 
-    async def _find_coordinator(self, ctx, body, route):
+    async def find_coordinator(self, ctx, body, route):
         resource = TXN if body.key_type == 1 else GROUP
         if ctx.version < 4:
             if not self.allowed(ctx, DESCRIBE, resource, body.key):
@@ -258,7 +224,7 @@ class Authorization:
             coordinator(key=key, node_id=-1, host="", port=-1, error_code=DENIED[resource], error_message="")
             if key in refused else next(found) for key in body.coordinator_keys))
 
-    async def _describe_groups(self, ctx, body, route):
+    async def describe_groups(self, ctx, body, route):
         allowed, denied = self._by_name(ctx, body.groups, DESCRIBE, GROUP)
         answer = await self._split(ctx, body, route, "groups", denied, allowed, "groups", E.GROUP_AUTHORIZATION_FAILED,
                                    refused_first=True)
@@ -266,20 +232,20 @@ class Authorization:
             answer = self._with_group_operations(ctx, answer)
         return answer
 
-    async def _consumer_group_describe(self, ctx, body, route):
+    async def consumer_group_describe(self, ctx, body, route):
         allowed, denied = self._by_name(ctx, body.group_ids, DESCRIBE, GROUP)
         answer = await self._split(ctx, body, route, "group_ids", denied, allowed, "groups",
                                    E.GROUP_AUTHORIZATION_FAILED, refused_first=True)
         return self._with_group_operations(ctx, answer) if body.include_authorized_operations else answer
 
-    async def _list_groups(self, ctx, body, route):
+    async def list_groups(self, ctx, body, route):
         answer = await route(ctx, body)
         if self.allowed(ctx, DESCRIBE, CLUSTER, CLUSTER_NAME, log_denied=False):
             return answer
         return dataclasses.replace(answer, groups=tuple(
             g for g in answer.groups if self.allowed(ctx, DESCRIBE, GROUP, g.group_id, log_denied=False)))
 
-    async def _delete_groups(self, ctx, body, route):
+    async def delete_groups(self, ctx, body, route):
         allowed, denied = self._by_name(ctx, dict.fromkeys(body.groups_names), DELETE, GROUP)
         return await self._split(ctx, body, route, "groups_names", denied, allowed, "results",
                                  E.GROUP_AUTHORIZATION_FAILED)
@@ -288,7 +254,7 @@ class Authorization:
         return self.authorizer.operations(ctx.principal, host_of(ctx), resource_type, name)
 
     # --- topics ----------------------------------------------------------------------------
-    async def _metadata(self, ctx, body, route):
+    async def metadata(self, ctx, body, route):
         """DESCRIBE on each topic: of all topics, the others are left out; a named one is
         answered TOPIC_AUTHORIZATION_FAILED whether or not it exists. One that does not exist
         and would be created needs CREATE on the cluster or on it."""
@@ -324,13 +290,13 @@ class Authorization:
             return 0
         return self.operations(ctx, CLUSTER, CLUSTER_NAME)
 
-    async def _describe_cluster(self, ctx, body, route):
+    async def describe_cluster(self, ctx, body, route):
         answer = await route(ctx, body)
         if body.include_cluster_authorized_operations:
             answer = dataclasses.replace(answer, cluster_authorized_operations=self._cluster_operations(ctx))
         return answer
 
-    async def _produce(self, ctx, body, route):
+    async def produce(self, ctx, body, route):
         if body.transactional_id is not None and _transactional(body) and \
                 not self.allowed(ctx, WRITE, TXN, body.transactional_id):
             return None if body.acks == 0 else self._refused(ctx, body, E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
@@ -344,7 +310,7 @@ class Authorization:
             return None
         return await self._split(ctx, body, route, "topic_data", denied, allowed, "responses")
 
-    async def _fetch(self, ctx, body, route):
+    async def fetch(self, ctx, body, route):
         """READ on each topic is checked by the data plane (:meth:`may_read`), at every fetch for
         every partition it reads, those an incremental fetch session names included."""
         return await route(ctx, body)
@@ -353,13 +319,13 @@ class Authorization:
         """KafkaApis.handleFetchRequest's READ check of one topic a fetch reads."""
         return self.allowed(ctx, READ, TOPIC, topic)
 
-    async def _create_topics(self, ctx, body, route):
+    async def create_topics(self, ctx, body, route):
         if self.allowed(ctx, CREATE, CLUSTER, CLUSTER_NAME, log_denied=False):
             return await route(ctx, body)
         allowed, denied = self._by_topic(ctx, body.topics, lambda t: t.name, CREATE)
         return await self._split(ctx, body, route, "topics", denied, allowed, "topics")
 
-    async def _delete_topics(self, ctx, body, route):
+    async def delete_topics(self, ctx, body, route):
         """DELETE on the cluster covers every topic; else DESCRIBE on each, then DELETE on those
         that exist (so a describable topic that does not exist is still UNKNOWN_TOPIC_OR_PARTITION)."""
         if self.allowed(ctx, DELETE, CLUSTER, CLUSTER_NAME, log_denied=False):
@@ -378,35 +344,8 @@ class Authorization:
         allowed, denied = [t for t, ok in verdicts if ok], [t for t, ok in verdicts if not ok]
         return await self._split(ctx, body, route, attr, denied, allowed, "responses")
 
-    def _configs(self, operation):
-        """Each config resource on its own: a topic's needs the operation on the topic, a
-        group's on the group, a broker's (and its loggers') on the cluster."""
-        answer_attr = "results" if operation == Operation.DESCRIBE_CONFIGS else "responses"
-
-        async def check(ctx, body, route):
-            allowed, denied = [], []
-            for resource in body.resources:
-                kind, name = CONFIG_RESOURCES.get(resource.resource_type, (None, None)), resource.resource_name
-                resource_type = kind[0] if kind else None
-                if resource_type is None or self.allowed(ctx, operation, resource_type,
-                                                         CLUSTER_NAME if resource_type == CLUSTER else name):
-                    allowed.append(resource)
-                else:
-                    denied.append(resource)
-            if not denied:
-                return await route(ctx, body)
-            answer = await route(ctx, dataclasses.replace(body, resources=tuple(allowed)))
-            entry = type(getattr(answer, answer_attr)[0]) if getattr(answer, answer_attr) else \
-                getattr(type(answer), "DescribeConfigsResult" if answer_attr == "results" else "AlterConfigsResourceResponse")
-            extra = {"configs": ()} if answer_attr == "results" else {}
-            return dataclasses.replace(answer, **{answer_attr: tuple(getattr(answer, answer_attr)) + tuple(
-                entry(error_code=DENIED[CONFIG_RESOURCES[r.resource_type][0]],
-                      error_message=CONFIG_RESOURCES[r.resource_type][1], resource_type=r.resource_type,
-                      resource_name=r.resource_name, **extra) for r in denied)})
-        return check
-
     # --- transactions ------------------------------------------------------------------------
-    async def _init_producer_id(self, ctx, body, route):
+    async def init_producer_id(self, ctx, body, route):
         if body.transactional_id is not None:
             if not self.allowed(ctx, WRITE, TXN, body.transactional_id):
                 return self._refused(ctx, body, E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
@@ -415,25 +354,25 @@ class Authorization:
             return self._refused(ctx, body, E.CLUSTER_AUTHORIZATION_FAILED)
         return await route(ctx, body)
 
-    async def _transactional_write(self, ctx, body, route):
+    async def transactional_write(self, ctx, body, route):
         if not self.allowed(ctx, WRITE, TXN, body.transactional_id):
             return self._refused(ctx, body, E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         return await route(ctx, body)
 
-    async def _add_offsets_to_txn(self, ctx, body, route):
+    async def add_offsets_to_txn(self, ctx, body, route):
         if not self.allowed(ctx, WRITE, TXN, body.transactional_id):
             return self._refused(ctx, body, E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         if not self.allowed(ctx, READ, GROUP, body.group_id):
             return self._refused(ctx, body, E.GROUP_AUTHORIZATION_FAILED)
         return await route(ctx, body)
 
-    async def _add_partitions_to_txn(self, ctx, body, route):
+    async def add_partitions_to_txn(self, ctx, body, route):
         """v3 and below (clients): WRITE on the transactional id, then on each topic; if any
         partition is refused, the others are OPERATION_NOT_ATTEMPTED (v4+ is broker to broker:
         CLUSTER_ACTION)."""
         if ctx.version >= 4:
             if not self.allowed(ctx, Operation.CLUSTER_ACTION, CLUSTER, CLUSTER_NAME):
-                return cluster_refused(ctx, body)
+                return self.cluster_refused(ctx, body)
             return await route(ctx, body)
         if not self.allowed(ctx, WRITE, TXN, body.v3_and_below_transactional_id):
             return self._refused(ctx, body, E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
@@ -449,7 +388,7 @@ class Authorization:
             t for t in refused.results_by_topic_v3_and_below if t.name not in denied_names)
             + tuple(failed.results_by_topic_v3_and_below))
 
-    async def _describe_transactions(self, ctx, body, route):
+    async def describe_transactions(self, ctx, body, route):
         allowed, denied = self._by_name(ctx, body.transactional_ids, DESCRIBE, TXN)
         answer = await self._split(ctx, body, route, "transactional_ids", denied, allowed, "transaction_states",
                                    E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
@@ -458,7 +397,7 @@ class Authorization:
                                                                                     log_denied=False)))
             for s in answer.transaction_states))
 
-    async def _list_transactions(self, ctx, body, route):
+    async def list_transactions(self, ctx, body, route):
         answer = await route(ctx, body)
         return dataclasses.replace(answer, transaction_states=tuple(
             s for s in answer.transaction_states
@@ -475,8 +414,47 @@ def _transactional(body) -> bool:
     return False
 
 
-def cluster_refused(ctx, body):
-    """The answer of a cluster-level API refused CLUSTER_AUTHORIZATION_FAILED."""
-    if ctx.api_key == ApiKey.ADD_PARTITIONS_TO_TXN:          # v4+, broker to broker: one top-level code
-        return RESPONSES[ctx.api_key].cls(error_code=E.CLUSTER_AUTHORIZATION_FAILED)
-    return whole_request_error(ctx.api_key, ctx.version, body, E.CLUSTER_AUTHORIZATION_FAILED)
+def topics_of(attr: str, name_attr: str, operation, answer_attr: str):
+    """The check of an API whose request lists topics in ``attr`` (each named by ``name_attr``),
+    each needing ``operation``; the answer lists them in ``answer_attr``."""
+    async def check(self, ctx, body, route):
+        allowed, denied = self._by_topic(ctx, getattr(body, attr), lambda t: getattr(t, name_attr), operation)
+        return await self._split(ctx, body, route, attr, denied, allowed, answer_attr)
+    return check
+
+
+def cluster(operation):
+    """The check of an API that needs ``operation`` on the cluster."""
+    async def check(self, ctx, body, route):
+        if self.allowed(ctx, operation, CLUSTER, CLUSTER_NAME):
+            return await route(ctx, body)
+        return self.cluster_refused(ctx, body)
+    return check
+
+
+def configs(operation):
+    """Each config resource on its own: a topic's needs the operation on the topic, a
+    group's on the group, a broker's (and its loggers') on the cluster."""
+    answer_attr = "results" if operation == Operation.DESCRIBE_CONFIGS else "responses"
+
+    async def check(self, ctx, body, route):
+        allowed, denied = [], []
+        for resource in body.resources:
+            kind, name = CONFIG_RESOURCES.get(resource.resource_type, (None, None)), resource.resource_name
+            resource_type = kind[0] if kind else None
+            if resource_type is None or self.allowed(ctx, operation, resource_type,
+                                                     CLUSTER_NAME if resource_type == CLUSTER else name):
+                allowed.append(resource)
+            else:
+                denied.append(resource)
+        if not denied:
+            return await route(ctx, body)
+        answer = await route(ctx, dataclasses.replace(body, resources=tuple(allowed)))
+        entry = type(getattr(answer, answer_attr)[0]) if getattr(answer, answer_attr) else \
+            getattr(type(answer), "DescribeConfigsResult" if answer_attr == "results" else "AlterConfigsResourceResponse")
+        extra = {"configs": ()} if answer_attr == "results" else {}
+        return dataclasses.replace(answer, **{answer_attr: tuple(getattr(answer, answer_attr)) + tuple(
+            entry(error_code=DENIED[CONFIG_RESOURCES[r.resource_type][0]],
+                  error_message=CONFIG_RESOURCES[r.resource_type][1], resource_type=r.resource_type,
+                  resource_name=r.resource_name, **extra) for r in denied)})
+    return check
