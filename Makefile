@@ -3,16 +3,32 @@ PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test bench fuzz fuzz-oracle clean
+.PHONY: serve test report bench fuzz fuzz-oracle clean
 
-$(STAMP): pyproject.toml
+# Each target installs only what it needs: serving needs the broker alone (a small virtualenv);
+# the tests, benchmarks and the Spark report pull their extras on first use.
+$(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
-	$(VENV)/bin/pip install --quiet -e '.[test,bench,report]'
-	touch $(STAMP)
 
-serve: $(STAMP)
+$(VENV)/.serve: pyproject.toml $(VENV)/bin/python
+	$(VENV)/bin/pip install --quiet -e .
+	touch $@
+
+$(STAMP): pyproject.toml $(VENV)/bin/python
+	$(VENV)/bin/pip install --quiet -e '.[test,bench,report]'
+	touch $(STAMP) $(VENV)/.serve $(VENV)/.report
+
+$(VENV)/.report: pyproject.toml $(VENV)/bin/python
+	$(VENV)/bin/pip install --quiet -e '.[report]'
+	touch $@ $(VENV)/.serve
+
+serve: $(VENV)/.serve
 	$(VENV)/bin/groupbroker serve
+
+# The analytics report of a data dir (DATA_DIR, default ./groupbroker-data) into OUT.
+report: $(VENV)/.report
+	$(VENV)/bin/groupbroker report --data-dir $${DATA_DIR:-groupbroker-data} --out $${OUT:-groupbroker-report}
 
 # The layering contracts (pyproject.toml, [tool.importlinter]) first, then every test.
 test: $(STAMP)

@@ -4,6 +4,7 @@ API, built in ``protocol/error_answers.py``)."""
 
 from __future__ import annotations
 
+import functools
 import logging
 
 from protocol.api_keys import ApiKey
@@ -48,6 +49,7 @@ def answering_errors(handler, failed):
     """``handler`` answering with Kafka's whole-request error (``failed``, its API's) instead
     of raising: a refused request, a storage failure, or (as Kafka's UNKNOWN_SERVER_ERROR) a
     bug of ours."""
+    @functools.wraps(handler)
     async def decide(ctx, req):
         try:
             return await handler(ctx, req)

@@ -56,6 +56,8 @@ class Handlers:
         if self.authorization is not None:
             self.data.may_read = self.authorization.may_read
         self._groups: GroupRouter | None = None
+        #: the part of the broker that answers each kind of API (``ApiSpec.runs``)
+        self.parts: dict[Runs, object] = {}
         #: API key -> the coroutine function that answers it (the group and transaction APIs
         #: from :meth:`serve_coordinators` on)
         self.routes: dict[int, Callable] = {}
@@ -70,6 +72,7 @@ class Handlers:
 
     def _bind(self, parts: dict) -> None:
         """Route each API that one of ``parts`` answers to its declared handler."""
+        self.parts.update(parts)
         for spec in API_SPECS.values():
             if spec.runs in parts:
                 handler = attrgetter(spec.handler)(parts[spec.runs])
