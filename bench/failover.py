@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from e2e import REPO, MockCluster, table  # noqa: E402
 
-from broker.client.blocking import BlockingClient  # noqa: E402
+from kafka_client.blocking import BlockingClient  # noqa: E402
 from broker.testing.launcher import TEST_DEFAULTS, BrokerProcess  # noqa: E402
 from protocol import REQUESTS  # noqa: E402
 from protocol.api_keys import ApiKey  # noqa: E402

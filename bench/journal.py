@@ -75,7 +75,7 @@ def request_path(journal: bool, workdir: str):
     """One commit through the broker's code, in-process: a callable doing it once."""
     from broker.config import BrokerConfig
     from broker.journal.recorder import BrokerJournal
-    from broker.data.topics import TopicStore
+    from topic_log import TopicStore
     from coordinator.actions import Journal, Persist, RequestContext
     from coordinator.routing import shard_for
     from coordinator.shard import Shard

@@ -1,7 +1,7 @@
 """Wire-protocol load generator for bench/e2e.py (runs in its own process, prints one JSON line).
 
 It speaks Kafka through the project's one client: each connection is a
-``broker.client.blocking.BlockingClient`` for the setup, then its socket goes non-blocking and
+``kafka_client.blocking.BlockingClient`` for the setup, then its socket goes non-blocking and
 a plain ``select.epoll`` loop drives its ``protocol.client.ClientSession`` (requests encoded
 once and re-sent with fresh correlation ids), so the client costs as little CPU per request as
 Python allows. Every response is decoded and its correlation id and error codes checked.
@@ -40,7 +40,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from broker.client.blocking import BlockingClient  # noqa: E402
+from kafka_client.blocking import BlockingClient  # noqa: E402
 from protocol import DATA, REQUESTS  # noqa: E402
 from protocol.api_keys import ApiKey  # noqa: E402
 from protocol.errors import ErrorCode  # noqa: E402

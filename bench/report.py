@@ -27,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from coordinator.routing import shard_for  # noqa: E402
-from broker.journal.segments import JournalWriter, journal_dir  # noqa: E402
+from offsets_log.journal import JournalWriter, journal_dir  # noqa: E402
 from offsets_log.log import ShardLog  # noqa: E402
 from offsets_log.records import MemberMetadata, group_metadata_record, offset_commit_record  # noqa: E402
 

@@ -47,7 +47,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from broker.client.blocking import BlockingClient  # noqa: E402
+from kafka_client.blocking import BlockingClient  # noqa: E402
 from broker.testing.launcher import LISTENING  # noqa: E402
 from coordinator.routing import DEFAULT_SHARDS, group_per_shard, shard_for  # noqa: E402
 from offsets_log.log import ShardLog  # noqa: E402

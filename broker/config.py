@@ -9,16 +9,16 @@ from coordinator.transactions.config import TransactionConfig
 from offsets_log.flush import NEVER, FlushPolicy
 from protocol.frames import DEFAULT_MAX_FRAME
 
-from broker.security.limits import ConnectionLimitSettings, LimitError, parse_limits
-from broker.security.listeners import Listener, ListenerError, build_listeners
+from security.limits import ConnectionLimitSettings, LimitError, parse_limits
+from security.listeners import Listener, ListenerError, build_listeners
 
-#: the listener settings (broker/security/listeners.py)
+#: the listener settings (security/listeners.py)
 LISTENER_NAMES = frozenset({"listeners", "advertised.listeners", "listener.security.protocol.map",
                             "controller.listener.names", "connections.max.reauth.ms", "max.connections",
                             "max.connections.per.ip", "max.connections.per.ip.overrides",
                             "max.connection.creation.rate", "authorizer.class.name", "super.users",
                             "allow.everyone.if.no.acl.found"})
-#: prefixes of the settings broker/security reads (TLS, SASL, per-listener overrides)
+#: prefixes of the settings security reads (TLS, SASL, per-listener overrides)
 SECURITY_PREFIXES = ("ssl.", "sasl.", "listener.name.")
 
 
@@ -73,7 +73,7 @@ def _ratio(value: str) -> float:
 
 @dataclass(frozen=True)
 class BrokerConfig:
-    #: listeners, advertised.listeners, listener.security.protocol.map (broker/security/listeners.py)
+    #: listeners, advertised.listeners, listener.security.protocol.map (security/listeners.py)
     listeners: tuple[Listener, ...] = field(default_factory=build_listeners)
     data_dir: str = "./groupbroker-data"
     node_id: int = 1                           # a single node's id (a cluster's are 0..nodes-1)
@@ -112,7 +112,7 @@ class BrokerConfig:
     shutdown_grace_s: float = 3.0
     coordinator: CoordinatorConfig = field(default_factory=CoordinatorConfig)
     transactions: TransactionConfig = field(default_factory=TransactionConfig)
-    #: max.connections and the other connection limits (broker/security/limits.py)
+    #: max.connections and the other connection limits (security/limits.py)
     limits: ConnectionLimitSettings = field(default_factory=ConnectionLimitSettings)
     #: the Kafka-named settings as given (topic defaults and DescribeConfigs read them)
     props: dict = field(default_factory=dict)
@@ -178,7 +178,7 @@ class BrokerConfig:
                 elif key in cls._REPLACED:
                     raise ConfigError(f"no longer supported: {cls._REPLACED[key]}")
                 elif key in LISTENER_NAMES or _is_security_name(key):
-                    pass                                 # read below, or by broker/security
+                    pass                                 # read below, or by security
                 elif key not in coordinator_names and key not in transaction_names:
                     raise ConfigError("unknown config name")
             except ValueError as e:
@@ -231,5 +231,5 @@ class BrokerConfig:
 
 
 def _is_security_name(key: str) -> bool:
-    """Per-listener and TLS/SASL settings, which broker/security reads."""
+    """Per-listener and TLS/SASL settings, which security reads."""
     return key.startswith(SECURITY_PREFIXES)

@@ -1,19 +1,13 @@
 """The vocabulary of the group event journal: what happened, and why a rebalance started.
 
-Both are plain strings on the wire (one JSON line per event, broker/journal/segments.py), so
-anyone grepping a journal reads them without this module; the analytics pipeline takes the
-journal's place in a data dir from here. The
-coordinator emits them as :class:`coordinator.actions.Journal` actions; nothing here changes
+Both are plain strings on the wire (one JSON line per event, offsets_log/journal.py), so
+anyone grepping a journal reads them without this module. The coordinator emits them as :class:`coordinator.actions.Journal` actions; nothing here changes
 what a group does.
 """
 
 from __future__ import annotations
 
 import enum
-
-#: where a data dir keeps its journal, and the name ending of its segment files
-JOURNAL_DIR = "journal"
-JOURNAL_SUFFIX = ".jsonl"
 
 
 class Event(enum.StrEnum):

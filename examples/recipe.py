@@ -27,7 +27,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from broker.client.blocking import BlockingClient  # noqa: E402
+from kafka_client.blocking import BlockingClient  # noqa: E402
 from broker.testing.launcher import TEST_DEFAULTS, BrokerProcess  # noqa: E402
 from protocol import REQUESTS  # noqa: E402
 from protocol.api_keys import ApiKey  # noqa: E402

@@ -23,6 +23,3 @@ class LogFailedError(OffsetsLogError):
     proves nothing (PostgreSQL's "fsyncgate"); reopening re-reads what is really on disk.
     """
 
-
-class SimulatedCrash(OffsetsLogError):
-    """Raised by :class:`offsets_log.fs.FakeFS` when a test asks it to crash at an operation."""

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator
 
 from .errors import LogFailedError, RecordTooLargeError
-from .fs import FS, RealFS
+from log_store.fs import FS, RealFS
 from .records import Record
 from .segment import MAX_FRAME, PREFIX, Frame, check_frame, encode_record, scan
 

@@ -12,7 +12,7 @@ from typing import Callable, Iterator
 
 from .compaction import DEFAULT_DELETE_RETENTION_MS, CompactionResult, compact
 from .errors import RecordError
-from .fs import FS, RealFS
+from log_store.fs import FS, RealFS
 from .log import Problem, ShardLog, homes, locate, segment_bases, segment_name, shard_dir, verify
 from .records import Record, TransactionMarker, TypedRecord, decode
 from .segment import Frame, scan

@@ -16,8 +16,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from offsets_log.errors import RecordError
-from offsets_log.fs import RealFS
-from coordinator.events import JOURNAL_DIR, JOURNAL_SUFFIX
+from log_store.fs import RealFS
+from offsets_log.journal import JOURNAL_DIR, JOURNAL_SUFFIX
 from offsets_log.records import GroupMetadata, GroupMetadataTombstone, OffsetCommit, OffsetCommitTombstone
 from offsets_log.tools import records, shards
 

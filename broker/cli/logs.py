@@ -18,8 +18,8 @@ import time
 import uuid
 from typing import Iterator
 
-from broker.data.topics.store import read_metadata
-from broker.data.topics.verify import verify_topics
+from topic_log.store import read_metadata
+from topic_log.verify import verify_topics
 from coordinator.consumer.member import MemberState
 from offsets_log import tools
 from offsets_log.records import CONSUMER_GROUP_KEYS, ConsumerGroupRecord

@@ -23,8 +23,8 @@ def add_parser(commands) -> None:
 
 def run(args) -> int:
     from broker.config import BrokerConfig, ConfigError, parse_properties
-    from broker.security.settings import SettingsError
-    from broker.security.setup import build_security
+    from security.settings import SettingsError
+    from security.setup import build_security
     from broker.server.listen import HeldSignals, bind_nodes
 
     try:

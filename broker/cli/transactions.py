@@ -15,7 +15,7 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages import REQUESTS
 
-from broker.cli.groups.client import Cluster, Connection, GroupsError, metadata, parse_address
+from kafka_client.admin import Cluster, Connection, GroupsError, metadata, parse_address
 
 LIST_HEADERS = ["TransactionalId", "Coordinator", "ProducerId", "TransactionState"]
 DESCRIBE_HEADERS = ["CoordinatorId", "TransactionalId", "ProducerId", "ProducerEpoch", "TransactionState",

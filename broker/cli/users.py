@@ -27,7 +27,7 @@ def add_parser(commands) -> None:
 
 
 def run(args) -> int:
-    from broker.security.credentials import CredentialError, CredentialStore, new_credential
+    from security.credentials import CredentialError, CredentialStore, new_credential
     store = CredentialStore(args.data_dir)
     out, err = sys.stdout, sys.stderr
     try:

@@ -1,2 +1,2 @@
-"""Our Kafka client: :class:`protocol.client.ClientSession` over a transport — a blocking
-socket for command-line tools and examples (no trio), a trio stream for tests."""
+"""Our Kafka client over a trio stream, for tests (:class:`protocol.client.ClientSession`; the blocking
+one for command-line tools is kafka_client/blocking.py)."""

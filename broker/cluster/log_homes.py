@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import os
 
-from offsets_log.fs import RealFS
+from log_store.fs import RealFS
 from offsets_log.log import ShardLog, locate, node_dir
 
 from broker.cluster.topology import Topology

@@ -7,8 +7,8 @@ from protocol import error_answers
 from protocol.api_keys import ApiKey
 
 from broker.api_spec import ApiSpec, Runs
-from broker.security.acls import Operation
-from broker.security.authorization import Authorization, cluster, configs, topics_of
+from security.acls import Operation
+from security.authorization import Authorization, cluster, configs, topics_of
 
 
 def _data(key: ApiKey, handler: str, failed, authorize, **more) -> ApiSpec:

@@ -19,7 +19,7 @@ from protocol.messages import RESPONSES
 from broker.cluster.topology import NO_LEADER, Topology
 from broker.config import BrokerConfig
 from broker.data.errors import Refused, error_message
-from broker.data.topics import TopicStore, UnknownTopicOrPartition
+from topic_log import TopicStore, UnknownTopicOrPartition
 
 log = logging.getLogger("groupbroker.data")
 E = ErrorCode

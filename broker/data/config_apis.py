@@ -1,6 +1,6 @@
 """DescribeConfigs, AlterConfigs and IncrementalAlterConfigs, as a single-node Kafka 4 answers them.
 
-Topic resources carry the configs of :mod:`broker.data.topics.configs`: described with their source
+Topic resources carry the configs of :mod:`topic_log.configs`: described with their source
 and synonyms (Kafka's ConfigHelper), altered after Kafka's broker-side checks (duplicate
 resources and keys, null values: INVALID_REQUEST) and the controller's (the whole resulting
 override set validated: INVALID_CONFIG; then the topic's existence). Broker resources describe
@@ -23,12 +23,12 @@ from protocol.messages import RESPONSES
 
 from broker.config import BrokerConfig
 from broker.data.errors import cut
-from broker.data.topics import TopicStore, UnknownTopicOrPartition
-from broker.data.topics import configs as topic_configs
-from broker.data.topics.configs import DEFAULT_CONFIG, STATIC_BROKER_CONFIG, InvalidConfig
-from broker.data.topics.store import validate_topic_name
-from broker.data.topics.errors import InvalidTopic
-from broker.data.topics.fsutil import atomic_write
+from topic_log import TopicStore, UnknownTopicOrPartition
+from topic_log import configs as topic_configs
+from topic_log.configs import DEFAULT_CONFIG, STATIC_BROKER_CONFIG, InvalidConfig
+from topic_log.store import validate_topic_name
+from topic_log.errors import InvalidTopic
+from log_store.files import atomic_write
 
 log = logging.getLogger("groupbroker.data")
 E = ErrorCode
@@ -43,7 +43,7 @@ _MALFORMED = ("This most likely occurs because of a request being malformed by t
               "the message was sent to an incompatible broker. See the broker logs for more details.")
 
 #: This broker's settings DescribeConfigs lists (Kafka name, default, read-only, config type);
-#: the topic defaults' own broker settings come from broker/data/topics/configs.py.
+#: the topic defaults' own broker settings come from topic_log/configs.py.
 _BROKER_SETTINGS = (
     ("num.partitions", "1", True, 3), ("default.replication.factor", "1", True, 3),
     ("auto.create.topics.enable", "true", True, 1), ("delete.topic.enable", "true", True, 1),

@@ -12,7 +12,7 @@ from protocol.errors import ErrorCode
 from protocol.logtext import safe
 from protocol.registry import API_TABLE
 
-from broker.data.topics.errors import TopicsError
+from topic_log.errors import TopicsError
 
 log = logging.getLogger("groupbroker.data")
 

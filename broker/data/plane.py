@@ -1,6 +1,6 @@
 """The data APIs around a group: Metadata, Produce, Fetch, ListOffsets, Create/DeleteTopics, DescribeProducers.
 
-All run in the trio thread against one :class:`broker.data.topics.TopicStore` (appends are plain
+All run in the trio thread against one :class:`topic_log.TopicStore` (appends are plain
 buffered writes, as Kafka's are: durability of topic data comes from the page cache, not an
 fsync per request). Fetch long-polls, parked under its partitions until ``min_bytes`` are
 available, ``max_wait_ms`` passes or its client hangs up; an answer never carries more than
@@ -39,12 +39,12 @@ from broker.data.errors import Refused as _Refused
 from broker.data.fetch_sessions import FetchSessions
 from broker.data.parked_fetches import ParkedFetches
 from broker.data.topic_admin import TopicAdmin
-from broker.data.topics import (CorruptRecords, FencedLeaderEpoch, InvalidTopic, MessageTooLarge, NotLeader,
+from topic_log import (CorruptRecords, FencedLeaderEpoch, InvalidTopic, MessageTooLarge, NotLeader,
                                 StorageError, TopicsError, TopicStore, UnknownLeaderEpoch,
                                 UnknownTopicOrPartition, validate_topic_name)
-from broker.data.topics import configs as topic_configs
-from broker.data.topics.compaction import LogCleaner
-from broker.data.topics.configs import InvalidConfig
+from topic_log import configs as topic_configs
+from topic_log.compaction import LogCleaner
+from topic_log.configs import InvalidConfig
 
 log = logging.getLogger("groupbroker.data")
 E = ErrorCode

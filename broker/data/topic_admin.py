@@ -21,7 +21,7 @@ from protocol.messages import RESPONSES
 
 from broker.config import BrokerConfig
 from broker.data.errors import EXCESSIVE_BATCH, MAX_RECORDS_PER_USER_OP, Refused, error_message
-from broker.data.topics import StorageError, TopicsError, TopicStore, UnknownTopicOrPartition
+from topic_log import StorageError, TopicsError, TopicStore, UnknownTopicOrPartition
 
 log = logging.getLogger("groupbroker.data")
 E = ErrorCode

@@ -13,10 +13,10 @@ from protocol.messages import RESPONSES
 
 from broker.api_spec import ApiSpec, Runs
 from broker.dispatch.api_versions import api_versions_answer
-from broker.security import acl_apis, scram_apis
-from broker.security.acls import Authorizer, Operation
-from broker.security.authorization import cluster
-from broker.security.credentials import CredentialStore
+from security import acl_apis, scram_apis
+from security.acls import Authorizer, Operation
+from security.authorization import cluster
+from security.credentials import CredentialStore
 
 
 def _own(key: ApiKey, handler: str, failed, authorize=None) -> ApiSpec:
@@ -29,12 +29,12 @@ CONNECTION_APIS = (
     _own(ApiKey.SASL_HANDSHAKE, "sasl_handshake", error_answers.top_level(ApiKey.SASL_HANDSHAKE, mechanisms=())),
     _own(ApiKey.SASL_AUTHENTICATE, "sasl_authenticate",
          error_answers.top_level(ApiKey.SASL_AUTHENTICATE, message=True, auth_bytes=b"")),
-    # SCRAM users (broker/security/scram_apis.py)
+    # SCRAM users (security/scram_apis.py)
     _own(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, "describe_scram", error_answers.describe_scram_credentials,
          cluster(Operation.DESCRIBE)),
     _own(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, "alter_scram", error_answers.alter_scram_credentials,
          cluster(Operation.ALTER)),
-    # ACLs (broker/security/acl_apis.py checks them itself, as Kafka's AclApis does)
+    # ACLs (security/acl_apis.py checks them itself, as Kafka's AclApis does)
     _own(ApiKey.CREATE_ACLS, "create_acls", error_answers.create_acls),
     _own(ApiKey.DESCRIBE_ACLS, "describe_acls",
          error_answers.top_level(ApiKey.DESCRIBE_ACLS, message=True, resources=())),

@@ -18,9 +18,9 @@ from broker.dispatch.connection_apis import ConnectionApis
 from broker.dispatch.served import API_SPECS, SERVED_APIS, whole_request_error
 from broker.faults.rules import ConnectionDropped, Faults
 from broker.group_runtime.router import GroupRouter
-from broker.security.acls import authorizer_of
-from broker.security.authorization import Authorization
-from broker.security.credentials import CredentialStore
+from security.acls import authorizer_of
+from security.authorization import Authorization
+from security.credentials import CredentialStore
 
 
 @dataclass(slots=True)

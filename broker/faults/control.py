@@ -22,7 +22,7 @@ from protocol.errors import ErrorCode
 from broker.cluster.moves import ClusterMoves
 from broker.cluster.topology import TXN_TOPIC, TopologyError
 from broker.faults.rules import FaultError, error_code
-from broker.security.acls import AclFilter, Operation, PatternType, Permission, ResourceType
+from security.acls import AclFilter, Operation, PatternType, Permission, ResourceType
 
 if TYPE_CHECKING:
     from broker.server.broker import Broker

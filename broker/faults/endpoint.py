@@ -23,6 +23,7 @@ import secrets
 import trio
 
 from coordinator.interventions import InterventionError
+from log_store.files import atomic_write
 
 from broker.faults.control import BrokerControl
 from broker.faults.rules import FaultError
@@ -41,12 +42,7 @@ def write_token(data_dir: str) -> str:
     """A new random token in ``<data_dir>/admin.token`` (mode 0600, replacing any old one)."""
     token = secrets.token_urlsafe(32)
     os.makedirs(data_dir, exist_ok=True)
-    path = os.path.join(data_dir, TOKEN_FILE)
-    tmp = path + ".tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(token + "\n")
-    os.replace(tmp, path)
+    atomic_write(os.path.join(data_dir, TOKEN_FILE), token + "\n", durable=False, mode=0o600)
     return token
 
 

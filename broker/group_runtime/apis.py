@@ -9,7 +9,7 @@ from protocol.api_keys import ApiKey
 
 from broker.api_spec import ApiSpec, Runs, always, never
 from broker.group_runtime.router import SINGLE_GROUP_OFFSET_FETCH
-from broker.security.authorization import Authorization
+from security.authorization import Authorization
 
 
 def _group_failed(key: ApiKey):

@@ -1,4 +1,4 @@
-"""The broker's side of the group event journal (broker/journal/segments.py, coordinator/events.py).
+"""The broker's side of the group event journal (offsets_log/journal.py, coordinator/events.py).
 
 The shard runners hand it the coordinator's :class:`coordinator.actions.Journal` actions and
 every group-API error they answer; a periodic task samples every partition's log-end offset.
@@ -27,10 +27,10 @@ import trio
 
 from coordinator.actions import Journal
 from coordinator.events import Event
-from broker.journal.segments import JournalWriter, journal_dir
+from offsets_log.journal import JournalWriter, journal_dir
 
 from broker.config import BrokerConfig
-from broker.data.topics import TopicStore
+from topic_log import TopicStore
 
 log = logging.getLogger("groupbroker.journal")
 

@@ -18,7 +18,7 @@ from collections import Counter, deque
 
 import trio
 
-from broker.security.limits import UNLIMITED, ConnectionLimitSettings
+from security.limits import UNLIMITED, ConnectionLimitSettings
 
 log = logging.getLogger("groupbroker.server")
 

@@ -41,10 +41,10 @@ from protocol.logtext import safe
 from broker.api_spec import Runs
 from broker.cluster.log_homes import log_home, open_log
 from broker.cluster.topology import GROUP_TOPIC, Node, Topology
-from broker.security.listeners import Listener, for_node
-from broker.security.settings import SettingsError
-from broker.security.setup import ListenerSecurity, build_security
-from broker.security.tls import ANONYMOUS, client_principal
+from security.listeners import Listener, for_node
+from security.settings import SettingsError
+from security.setup import ListenerSecurity, build_security
+from security.tls import ANONYMOUS, client_principal
 from broker.server.listen import bind_nodes
 from broker.server.sasl_gate import gate
 from broker.server.accepting import Acceptor, ConnectionQuotas

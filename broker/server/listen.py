@@ -15,7 +15,7 @@ BACKLOG = 0xFFFF           # as trio's open_tcp_listeners asks (the kernel caps 
 def bind_nodes(listeners, nodes: int) -> list[list[list[socket.socket]]]:
     """Every node's sockets for every listener (node i listens on port P+i of a listener on P,
     on a free one for 0); OSError names the address that could not be bound."""
-    from broker.security.listeners import for_node
+    from security.listeners import for_node
     bound: list[list[list[socket.socket]]] = []
     try:
         for i in range(nodes):

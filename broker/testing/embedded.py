@@ -23,7 +23,7 @@ from broker.dispatch.served import INJECTABLE_APIS
 from broker.faults.control import ControlProxy
 from broker.faults.rules import Faults, RecordedRequest
 from broker.server.broker import Broker
-from broker.security.listeners import for_nodes
+from security.listeners import for_nodes
 from broker.server.listen import bind
 from broker.testing.launcher import TEST_DEFAULTS, kafka_props, wait_until_answering
 

@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from broker.client.blocking import BlockingClient, ConnectionFailed
+from kafka_client.blocking import BlockingClient, ConnectionFailed
 from protocol.exceptions import ProtocolError
 
 REPO = Path(__file__).resolve().parent.parent.parent

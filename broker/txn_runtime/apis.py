@@ -18,7 +18,7 @@ from protocol.messages import RESPONSES
 from broker.api_spec import ApiSpec, Runs
 from broker.cluster.topology import Topology
 from broker.data.errors import Refused
-from broker.security.authorization import Authorization
+from security.authorization import Authorization
 from broker.txn_runtime.service import TransactionService
 
 E = ErrorCode

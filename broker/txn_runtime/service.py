@@ -38,7 +38,7 @@ from protocol.logtext import safe
 
 from broker.cluster.log_homes import exists, open_log
 from broker.cluster.topology import GROUP_TOPIC, TXN_TOPIC, Node, Topology
-from broker.data.topics import TopicsError
+from topic_log import TopicsError
 from broker.faults.rules import FaultError
 
 log = logging.getLogger("groupbroker.transactions")

@@ -12,7 +12,7 @@ from protocol import REQUESTS
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from tests.integration.test_data_plane_hostile import create, produce
-from tests.unit.broker.test_topics_batches import batch
+from tests.unit.topic_log.test_batches import batch
 from broker.client.trio_stream import TrioClient
 
 ck = import_client("confluent_kafka")

@@ -7,13 +7,13 @@ import os
 
 import pytest
 
-from broker.data.topics import TopicStore
+from topic_log import TopicStore
 from tests.support.processes import import_client, wait_until
 from protocol import REQUESTS
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from tests.integration.test_data_plane_hostile import create, fetch, produce
-from tests.unit.broker.test_topics_batches import batch, values_of
+from tests.unit.topic_log.test_batches import batch, values_of
 from broker.client.trio_stream import TrioClient
 
 ck = import_client("confluent_kafka")

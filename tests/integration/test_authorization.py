@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from broker.client.blocking import BlockingClient
+from kafka_client.blocking import BlockingClient
 from broker.testing.embedded import EmbeddedBroker
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode as E

@@ -65,7 +65,7 @@ def test_log_dump_prints_the_records_of_a_consumer_group(start_broker):
     consumer-group record type (3-8, 16) and its tombstone, one readable line each."""
     import base64
     import re
-    from broker.data.topics.store import read_metadata
+    from topic_log.store import read_metadata
     from broker.testing.launcher import TEST_DEFAULTS
     from tests.support.confluent import AdminClient, consumer_protocol_member, create_topics
 
@@ -128,8 +128,8 @@ def test_log_compact_keeps_latest_per_key(data_dir):
 
 
 def test_log_verify_checks_topic_partitions_and_names_partition_segment_and_byte(tmp_path):
-    from broker.data.topics import TopicStore
-    from tests.unit.broker.test_topics_batches import batch
+    from topic_log import TopicStore
+    from tests.unit.topic_log.test_batches import batch
     store = TopicStore(tmp_path, segment_bytes=1)                    # every batch its own segment
     store.create_topic("orders", 2)
     for i in range(3):

@@ -20,7 +20,7 @@ from offsets_log.tools import verify_all
 from protocol import REQUESTS
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
-from tests.unit.broker.test_topics_batches import batch
+from tests.unit.topic_log.test_batches import batch
 
 E = ErrorCode
 R = {key: REQUESTS[key].cls for key in (ApiKey.DESCRIBE_LOG_DIRS, ApiKey.ELECT_LEADERS, ApiKey.FIND_COORDINATOR, ApiKey.METADATA, ApiKey.PRODUCE, ApiKey.FETCH,
@@ -335,7 +335,7 @@ def test_serve_nodes_prints_every_node_and_the_shell_moves_them(tmp_path):
     import subprocess
     import sys
 
-    from broker.client.blocking import BlockingClient
+    from kafka_client.blocking import BlockingClient
     from broker.testing.launcher import TEST_DEFAULTS, BrokerProcess
 
     b = BrokerProcess(tmp_path / "data", tmp_path / "broker.log", {**TEST_DEFAULTS, "groupbroker.admin.port": 0},
@@ -452,7 +452,7 @@ async def test_each_node_describes_the_replicas_it_holds(cluster):
 def test_a_cluster_data_dir_restarts_with_what_every_owner_acknowledged(tmp_path):
     """Offsets committed on a cluster whose coordinator moved survive a crash-restart of the
     cluster (placement back to the initial one), and the same data dir served by one node."""
-    from broker.client.blocking import BlockingClient
+    from kafka_client.blocking import BlockingClient
     from broker.testing.embedded import EmbeddedBroker
 
     oc, of = R[ApiKey.OFFSET_COMMIT], R[ApiKey.OFFSET_FETCH]

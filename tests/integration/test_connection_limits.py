@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from broker.client.blocking import BlockingClient, ConnectionFailed
+from kafka_client.blocking import BlockingClient, ConnectionFailed
 from broker.testing.embedded import EmbeddedBroker
 
 

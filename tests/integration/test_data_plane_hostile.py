@@ -16,7 +16,7 @@ from protocol import REQUESTS
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.records import read_batches
-from tests.unit.broker.test_topics_batches import batch, values_of
+from tests.unit.topic_log.test_batches import batch, values_of
 from broker.client.trio_stream import TrioClient
 from tests.support.wire import header
 

@@ -129,7 +129,7 @@ def consecutive_free_ports(count: int) -> int:
 def test_cluster_service_runs_three_nodes_advertised_by_service_name(tmp_path):
     """The cluster profile's command line, run here on other ports: three nodes, each advertised
     as cluster:<its port>, every one passing the service's healthcheck."""
-    from broker.client.blocking import BlockingClient
+    from kafka_client.blocking import BlockingClient
     from protocol import REQUESTS
     from protocol.api_keys import ApiKey
 

@@ -19,7 +19,7 @@ from protocol import REQUESTS
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode as E
 from protocol.wire import ZERO_UUID
-from tests.unit.broker.test_topics_batches import batch
+from tests.unit.topic_log.test_batches import batch
 
 UNKNOWN_ID = uuid.UUID("11111111-2222-3333-4444-555555555555")
 Produce = REQUESTS[ApiKey.PRODUCE].cls

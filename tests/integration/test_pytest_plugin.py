@@ -176,7 +176,7 @@ def test_the_same_tests_run_against_apache_kafka(pytester, kafka_oracle):
     pytester.makepyfile(test_user="""
         import pytest
         from kafka import KafkaConsumer, KafkaProducer
-        from broker.client.blocking import BlockingClient
+        from kafka_client.blocking import BlockingClient
 
 """ + README_ROUNDTRIP + """
 

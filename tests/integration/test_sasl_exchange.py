@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from broker.client.blocking import BlockingClient, ConnectionFailed
+from kafka_client.blocking import BlockingClient, ConnectionFailed
 from broker.testing.embedded import EmbeddedBroker
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode

@@ -7,7 +7,7 @@ import subprocess
 import sys
 import time
 
-from broker.client.blocking import BlockingClient
+from kafka_client.blocking import BlockingClient
 from broker.testing.launcher import SHARDS_LOADED, BrokerProcess
 from coordinator.routing import shard_for
 from offsets_log.log import ShardLog

@@ -14,7 +14,7 @@ from coordinator.routing import shard_for
 from protocol import REQUESTS
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
-from tests.unit.broker.test_topics_batches import batch, values_of
+from tests.unit.topic_log.test_batches import batch, values_of
 from broker.client.trio_stream import TrioClient
 from tests.support.wire import join_stable_member
 

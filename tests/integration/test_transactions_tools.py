@@ -89,7 +89,7 @@ def test_failed_end_txn_is_retried_and_recorded_with_its_producer(start_broker):
 
 
 def test_describe_producers_shows_the_open_transaction(start_broker):
-    from broker.client.blocking import BlockingClient
+    from kafka_client.blocking import BlockingClient
     from protocol.api_keys import ApiKey
     from protocol.messages import REQUESTS
     broker = start_broker(SETTINGS)
@@ -125,7 +125,7 @@ def test_wire_rules_verification_and_old_versions(start_broker):
     INVALID_PRODUCER_EPOCH by versions older than PRODUCER_FENCED."""
     from kafka.record.default_records import DefaultRecordBatchBuilder
 
-    from broker.client.blocking import BlockingClient
+    from kafka_client.blocking import BlockingClient
     from protocol.api_keys import ApiKey
     from protocol.messages import REQUESTS
     broker = start_broker(SETTINGS)

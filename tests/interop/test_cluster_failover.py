@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from broker.client.blocking import BlockingClient
+from kafka_client.blocking import BlockingClient
 from protocol.api_keys import ApiKey
 from protocol.messages import REQUESTS
 from tests.support.processes import BatchRecorder, check_exactly_once, import_client, wait_until

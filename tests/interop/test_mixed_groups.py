@@ -34,7 +34,7 @@ import sys
 
 import pytest
 
-from broker.client.blocking import BlockingClient
+from kafka_client.blocking import BlockingClient
 from broker.testing.launcher import TEST_DEFAULTS
 from protocol import REQUESTS
 from protocol.api_keys import ApiKey

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from broker.journal.segments import JournalWriter, journal_dir
+from offsets_log.journal import JournalWriter, journal_dir
 from pipeline.job import build_tables
 from pipeline.lag_rules import Commit, evaluate, worst
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.journal.segments import journal_dir, read_journal
+from offsets_log.journal import journal_dir, read_journal
 from broker.testing.launcher import TEST_DEFAULTS, BrokerProcess
 from pipeline.job import TABLES, run
 from tests.support.processes import import_client, wait_until

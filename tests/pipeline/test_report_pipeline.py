@@ -40,10 +40,10 @@ from kafka.admin import NewTopic
 from kafka.errors import CommitFailedError, IllegalGenerationError
 
 from broker.testing.launcher import BrokerProcess
-from broker.journal.segments import journal_dir, segments
+from offsets_log.journal import journal_dir, segments
 from tests.support.processes import REPO, require_tool, wait_until
 from offsets_log.compaction import compact
-from offsets_log.fs import RealFS
+from log_store.fs import RealFS
 from offsets_log.log import ShardLog, shard_dir
 from offsets_log.records import Record
 from offsets_log.tools import records, shards

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from broker.journal.segments import JournalWriter, journal_dir
+from offsets_log.journal import JournalWriter, journal_dir
 from pipeline.job import build_tables
 from pipeline.reconciliation import EVENT_FIELDS, epoch_rows
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from broker.cli.certs import write_certificates
-from broker.security.credentials import CredentialStore, new_credential
+from security.credentials import CredentialStore, new_credential
 
 USERS = {"alice": "alice-secret", "bob": "bob-secret"}
 PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '

@@ -12,7 +12,7 @@ import time
 
 from protocol.errors import ErrorCode
 
-from .client import (EARLIEST, LATEST, Cluster, Connection, Group, GroupsError, commit_offsets,
+from kafka_client.admin import (EARLIEST, LATEST, Cluster, Connection, Group, GroupsError, commit_offsets,
                      delete_groups, delete_offsets, describe_group, fetch_committed,
                      find_coordinator, list_groups, list_offsets, topic_partitions)
 from .options import NO_EXECUTE_WARNING, Options, UsageError, warn

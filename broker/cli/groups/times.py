@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta, timezone
 
-from .client import GroupsError
+from kafka_client.admin import GroupsError
 
 
 class TimeArgumentError(GroupsError):

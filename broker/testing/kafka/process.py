@@ -20,7 +20,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from broker.client.blocking import BlockingClient, ConnectionFailed
+from kafka_client.blocking import BlockingClient, ConnectionFailed
 from broker.testing.kafka.artefacts import KAFKA_VERSION, java, kafka_classpath
 from broker.testing.launcher import kafka_props
 from coordinator.routing import group_per_shard

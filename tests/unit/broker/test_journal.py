@@ -1,4 +1,4 @@
-"""The group event journal: the writer's rotation, retention and torn tails (broker/journal/segments.py),
+"""The group event journal: the writer's rotation, retention and torn tails (offsets_log/journal.py),
 the coordinator's events (coordinator/events.py), and the broker's switch."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from broker.config import BrokerConfig, ConfigError
 from broker.journal.recorder import BrokerJournal
 from coordinator.actions import Journal
 from tests.support.coordinator_harness import Harness
-from offsets_log.fs import FakeFS
-from broker.journal.segments import JournalWriter, journal_dir, read_journal, segments
+from log_store.fs import FakeFS
+from offsets_log.journal import JournalWriter, journal_dir, read_journal, segments
 from offsets_log.records import OffsetCommit
 
 DIR = "/data/journal"

@@ -17,8 +17,8 @@ import trio
 from broker.group_runtime.shard_runner import RETRY_MAX_S, ShardRunner
 from coordinator.result import StepFailed
 from coordinator.shard import Shard
-from offsets_log.fs import FakeFS
-from broker.journal.segments import JournalWriter, read_journal
+from log_store.fs import FakeFS
+from offsets_log.journal import JournalWriter, read_journal
 from offsets_log.log import ShardLog, shard_dir
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode

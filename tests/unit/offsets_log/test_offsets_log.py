@@ -10,8 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from offsets_log.compaction import compact
-from offsets_log.errors import LogFailedError, SimulatedCrash
-from offsets_log.fs import FakeFS, RealFS
+from log_store.fs import SimulatedCrash
+from offsets_log.errors import LogFailedError
+from log_store.fs import FakeFS, RealFS
 from offsets_log.flush import flush_pass
 from offsets_log.log import ShardLog, shard_dir, verify
 from offsets_log.records import (Record, group_metadata_record, offset_commit_record,

@@ -1,0 +1,2 @@
+"""What every log of groupbroker stands on: the file system (the real one, and an in-memory one
+that fails and crashes on purpose for tests) and crash-safe whole-file writes."""
