@@ -10,23 +10,20 @@ raises TopologyError and changes nothing."""
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
-from broker.cluster.topology import GROUP_TOPIC, TXN_TOPIC, TopologyError
-
-if TYPE_CHECKING:
-    from broker.server.broker import Broker
+from broker.cluster.topology import GROUP_TOPIC, TXN_TOPIC, Topology, TopologyError
 
 log = logging.getLogger("groupbroker.cluster")
 
 
 class ClusterMoves:
-    def __init__(self, broker: Broker):
-        self.broker = broker
+    """``data``: the data plane (its partitions); ``runners``: the coordinator shards;
+    ``transactions``: the transaction coordinator (``txn_partitions`` partitions); ``nodes``:
+    the nodes' listeners (a node that stops stops listening)."""
 
-    @property
-    def topology(self):
-        return self.broker.topology
+    def __init__(self, topology: Topology, data, runners: list, transactions, txn_partitions: int, nodes):
+        self.topology, self.data, self.runners = topology, data, runners
+        self.transactions, self.txn_partitions, self.nodes = transactions, txn_partitions, nodes
 
     def move_coordinator(self, partition: int, node: int, topic: str = GROUP_TOPIC) -> str:
         """The coordinator of a group shard (or, with ``topic`` __transaction_state, of a
@@ -36,33 +33,32 @@ class ClusterMoves:
                             lambda: self.topology.move(topic, partition, node))
 
     def move_leader(self, topic: str, partition: int, node: int) -> str:
-        if not self.broker.handlers.data.has_partition(topic, partition):
+        if not self.data.has_partition(topic, partition):
             raise TopologyError(f"there is no partition {topic}-{partition}")
         return self._change(f"leader of {topic}-{partition} moved to node {node}",
                             lambda: self.topology.move(topic, partition, node))
 
     def stop_node(self, node: int) -> str:
         outcome = self._change(f"node {node} stopped", lambda: self.topology.stop(node, self._partitions()))
-        dropped = self.broker.stop_listening(node)
+        dropped = self.nodes.stop_listening(node)
         return f"{outcome}; {dropped} connection(s) dropped"
 
     async def start_node(self, node: int) -> str:
         outcome = self._change(f"node {node} started", lambda: self.topology.start(node, self._partitions()))
-        await self.broker.listen_again(node)
+        await self.nodes.listen_again(node)
         return outcome
 
     async def reset(self) -> str:
         """Every node running again, every partition and coordinator where it started."""
         stopped = [n for n in self.topology.node_ids if n not in self.topology.live]
         for node in stopped:
-            await self.broker.listen_again(node)
+            await self.nodes.listen_again(node)
         return self._change(f"placement reset (nodes started: {stopped or 'none'})", self.topology.reset)
 
     def _partitions(self) -> list[tuple[str, int]]:
-        data = [(t.name, p) for t in self.broker.handlers.data.store.topics() for p in range(len(t.partitions))]
-        txn = self.broker.config.transactions.transaction_state_log_num_partitions
-        return [*((GROUP_TOPIC, s) for s in range(len(self.broker.runners))),
-                *((TXN_TOPIC, p) for p in range(txn)), *data]
+        data = [(t.name, p) for t in self.data.store.topics() for p in range(len(t.partitions))]
+        return [*((GROUP_TOPIC, s) for s in range(len(self.runners))),
+                *((TXN_TOPIC, p) for p in range(self.txn_partitions)), *data]
 
     def _change(self, what: str, change) -> str:
         """Apply a topology change and follow it: shards whose coordinator changed move, a topic
@@ -71,14 +67,13 @@ class ClusterMoves:
         before = {tp: self.topology.leader(*tp) for tp in partitions}
         change()                                  # TopologyError: nothing changed
         changed = [tp for tp in partitions if self.topology.leader(*tp) != before[tp]]
-        data = self.broker.handlers.data
         for topic, p in changed:
             if topic == GROUP_TOPIC:
-                self.broker.runners[p].move()
+                self.runners[p].move()
             elif topic == TXN_TOPIC:
-                self.broker.transactions.move(p)
+                self.transactions.move(p)
             else:
-                data.leader_changed(topic, p)
+                self.data.leader_changed(topic, p)
         shards = sorted(p for t, p in changed if t == GROUP_TOPIC)
         txns = sorted(p for t, p in changed if t == TXN_TOPIC)
         others = len(changed) - len(shards) - len(txns)

@@ -104,9 +104,6 @@ class Handlers:
             return None
         return self._groups.begin(ctx, body)
 
-    async def remove_acls(self, acls) -> None:
-        await self.connection.remove_acls(acls)
-
     def close(self) -> None:
         """Flush and close the topic logs."""
         self.data.close()

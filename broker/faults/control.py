@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import logging
-from typing import TYPE_CHECKING
 
 from coordinator import interventions
 from coordinator.routing import shard_for
@@ -24,9 +23,6 @@ from broker.cluster.topology import TXN_TOPIC, TopologyError
 from broker.faults.rules import FaultError, error_code
 from security.acls import AclFilter, Operation, PatternType, Permission, ResourceType
 
-if TYPE_CHECKING:
-    from broker.server.broker import Broker
-
 log = logging.getLogger("groupbroker.faults")
 
 #: Unavailability modes of a shard, as Kafka shows them while loading and after moving away.
@@ -34,12 +30,14 @@ UNAVAILABLE = (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.NOT_COORDINATOR
 
 
 class BrokerControl:
-    """Operations by name, with JSON-friendly arguments and results."""
+    """Operations by name, with JSON-friendly arguments and results, on the parts they change:
+    the fault rules, the coordinator shards (``runners``), the transaction coordinator, the
+    cluster's placement (``cluster``), and the ACLs (``acls``: the connection's ACL APIs)."""
 
-    def __init__(self, broker: Broker):
-        self.broker = broker
-        self.faults = broker.faults
-        self.cluster = ClusterMoves(broker)
+    def __init__(self, faults, runners: list, transactions, topology, txn_partitions: int,
+                 cluster: ClusterMoves, acls):
+        self.faults, self.runners, self.transactions = faults, runners, transactions
+        self.topology, self.txn_partitions, self.cluster, self.acls = topology, txn_partitions, cluster, acls
 
     async def execute(self, op: str, **args):
         """Run one operation; a bad one raises FaultError or InterventionError."""
@@ -82,7 +80,7 @@ class BrokerControl:
         """Remove PRINCIPAL's ALLOW ACLs (those on RESOURCE_TYPE, e.g. group, and NAME, for
         OPERATION, e.g. READ, if given), as DeleteAcls would: its next request is checked
         without them."""
-        authorizer = self.broker.handlers.authorizer
+        authorizer = self.acls.authorizer
         if authorizer is None:
             raise FaultError("revoke-acls: the broker enforces no ACLs (authorizer.class.name is not set)")
         try:
@@ -92,7 +90,7 @@ class BrokerControl:
         except KeyError as e:
             raise FaultError(f"revoke-acls: unknown {e}") from None
         revoked = sorted(acl for acl in authorizer.acls if wanted.matches(acl))
-        await self.broker.handlers.remove_acls(revoked)
+        await self.acls.remove_acls(revoked)
         log.warning("fault injection: revoked %d ACL(s) of %s", len(revoked), principal)
         return f"revoked {len(revoked)} ACL(s) of {principal}"
 
@@ -105,19 +103,19 @@ class BrokerControl:
         available again and (in a cluster) start every node and put every coordinator and
         leader back where it started."""
         cleared = self.faults.clear()
-        restored = [r.shard.shard_id for r in self.broker.runners if r.unavailable is not None]
+        restored = [r.shard.shard_id for r in self.runners if r.unavailable is not None]
         for shard in restored:
             self._set_unavailable(shard, None)
         released = []
-        for runner in self.broker.runners:
+        for runner in self.runners:
             for group in sorted(runner.shard.consumer.held_revocations):
                 await runner.intervene(interventions.hold_revocations, group, False)
                 released.append(group)
         held = f"; revocations released: {released}" if released else ""
-        if self.broker.transactions is not None and self.broker.transactions.markers_held:
-            self.broker.transactions.hold_markers(False)
+        if self.transactions.markers_held:
+            self.transactions.hold_markers(False)
             held += "; transaction markers released"
-        if not self.broker.topology.single:
+        if not self.topology.single:
             held += "; " + await self.cluster.reset()
         return f"cleared {cleared} rule(s){held}; shards made available: {restored or 'none'}"
 
@@ -173,7 +171,7 @@ class BrokerControl:
         if transactional_id is not None:
             if group is not None or shard is not None:
                 raise FaultError("name a group, a shard or a transactional id, not several")
-            partition = shard_for(transactional_id, self.broker.config.transactions.transaction_state_log_num_partitions)
+            partition = shard_for(transactional_id, self.txn_partitions)
             return self.cluster.move_coordinator(partition, int(node), TXN_TOPIC)
         return self.cluster.move_coordinator(self._shard(group, shard), int(node))
 
@@ -195,17 +193,17 @@ class BrokerControl:
     async def op_abort_transaction(self, transactional_id: str) -> str:
         """Abort TRANSACTIONAL_ID's open transaction as its timeout would: the producer's epoch
         is bumped, so it is fenced (PRODUCER_FENCED / INVALID_PRODUCER_EPOCH) at its next request."""
-        return await self.broker.transactions.abort(transactional_id)
+        return await self.transactions.abort(transactional_id)
 
     async def op_fence_transactional_id(self, transactional_id: str) -> str:
         """Fence TRANSACTIONAL_ID's producer as a new incarnation's InitProducerId does: the
         epoch is bumped (an open transaction is aborted) and the old producer gets PRODUCER_FENCED."""
-        return await self.broker.transactions.fence(transactional_id)
+        return await self.transactions.fence(transactional_id)
 
     async def op_hold_markers(self, on: bool = True) -> str:
         """Hold (or release) the markers of ending transactions: EndTxn is answered, the
         transaction stays PrepareCommit/PrepareAbort and its id answers CONCURRENT_TRANSACTIONS."""
-        self.broker.transactions.hold_markers(bool(on))
+        self.transactions.hold_markers(bool(on))
         log.warning("fault injection: transaction markers %s", "held" if on else "released")
         return f"transaction markers {'held' if on else 'released'}"
 
@@ -227,7 +225,7 @@ class BrokerControl:
     def _shard(self, group: str | None, shard: int | None) -> int:
         if (group is None) == (shard is None):
             raise FaultError("name exactly one of a group or a shard")
-        n = len(self.broker.runners)
+        n = len(self.runners)
         if group is not None:
             return shard_for(group, n)
         if not 0 <= int(shard) < n:
@@ -235,10 +233,10 @@ class BrokerControl:
         return int(shard)
 
     def _runner(self, group: str):
-        return self.broker.runners[self._shard(group, None)]
+        return self.runners[self._shard(group, None)]
 
     def _set_unavailable(self, shard: int, error: ErrorCode | None) -> str:
-        self.broker.runners[shard].set_unavailable(error)
+        self.runners[shard].set_unavailable(error)
         state = "available" if error is None else f"unavailable ({error.name})"
         log.warning("fault injection: coordinator shard %d is %s", shard, state)
         return f"shard {shard} is {state}"

@@ -10,29 +10,38 @@ commit across shards.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import Protocol, Sequence
 
 import trio
 
 from offsets_log.flush import FlushPolicy, flush_pass
+from offsets_log.log import ShardLog
 
-if TYPE_CHECKING:
-    from broker.group_runtime.shard_runner import ShardRunner
+
+class Flushed(Protocol):
+    """What the flusher needs of a shard (a ``Flushed``)."""
+    log: ShardLog
+    last_flush: float
+
+    @property
+    def unflushed(self) -> bool: ...
+
+    def flushed(self, shard_log: ShardLog, result) -> None: ...
 
 
 class Flusher:
     def __init__(self, policy: FlushPolicy):
         self.policy = policy
-        self._wanted: dict[ShardRunner, None] = {}      # in the order they asked
+        self._wanted: dict[Flushed, None] = {}      # in the order they asked
         self._wake = trio.Event()
         self._thread = trio.CapacityLimiter(1)     # its own: never queued behind other thread work
         self.passes = 0
 
-    def request(self, runner: ShardRunner) -> None:
+    def request(self, runner: Flushed) -> None:
         self._wanted[runner] = None
         self._wake.set()
 
-    async def run(self, runners: Sequence[ShardRunner]) -> None:
+    async def run(self, runners: Sequence[Flushed]) -> None:
         """Flush on request (and periodically for ``runners``, if the policy says so)."""
         async with trio.open_nursery() as nursery:
             if self.policy.periodic:
@@ -50,7 +59,7 @@ class Flusher:
                 for (runner, shard_log), result in zip(batch, results):
                     runner.flushed(shard_log, result)
 
-    async def _periodic(self, runners: Sequence[ShardRunner]) -> None:
+    async def _periodic(self, runners: Sequence[Flushed]) -> None:
         age_s = self.policy.age_ms / 1000
         while True:
             await trio.sleep(self.policy.scheduler_interval_ms / 1000)

@@ -149,7 +149,8 @@ def _log_error(ticket: Ticket) -> None:
 class ShardRunner:
     def __init__(self, shard: Shard, open_log: Callable[[], ShardLog], *,
                  compact_interval_s: float = 600.0, wall_clock=time.time, journal=None,
-                 flusher: Flusher | None = None):
+                 flusher: Flusher | None = None, metadata: Callable[[], MetadataImage] = lambda: EMPTY_IMAGE,
+                 group_configs: Callable[[], Mapping[str, Mapping[str, str]]] = lambda: _NO_CONFIGS):
         self.shard = shard
         self._open_log = open_log        # opens (and recovers) the shard's log: in a worker thread
         self.log: ShardLog | None = None
@@ -176,12 +177,12 @@ class ShardRunner:
         self._background: trio.Nursery | None = None  # where compaction runs
         self.compacting = False
         self._compacted = trio.Event()               # set when the running compaction ends
-        #: the topics as the coordinator must see them (the broker's topic store sets this)
-        self.metadata: Callable[[], MetadataImage] = lambda: EMPTY_IMAGE
+        #: the topics as the coordinator must see them (the broker's topic store's)
+        self.metadata = metadata
         self._image: MetadataImage | None = None      # the one the shard was last given
-        #: the dynamic group configs (group id -> name -> value; the broker's config APIs set
-        #: this), replaced as a whole on every change
-        self.group_configs: Callable[[], Mapping[str, Mapping[str, str]]] = lambda: _NO_CONFIGS
+        #: the dynamic group configs (group id -> name -> value, the broker's config APIs'),
+        #: replaced as a whole on every change
+        self.group_configs = group_configs
         self._configs: Mapping | None = None          # the ones the shard was last given
         self._moving = False                          # a coordinator move waits for the shard task
 

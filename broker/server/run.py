@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import signal
-from functools import partial
 
 import trio
 
@@ -23,10 +22,10 @@ log = logging.getLogger("groupbroker")
 
 def run_until_signalled(config: BrokerConfig, sockets: list, held: HeldSignals, security=None) -> int:
     async def main() -> None:
-        broker = Broker(config, security=security)
+        broker = Broker(config, security=security, sockets=sockets)
         with trio.open_signal_receiver(*HeldSignals.NAMES) as signals:
             async with trio.open_nursery() as nursery:
-                await nursery.start(partial(broker.serve, sockets=sockets))
+                await nursery.start(broker.serve)
                 if held.caught:                 # asked to stop while it was starting
                     log.info("received %s while starting: stopping", signal.Signals(held.caught[0]).name)
                     broker.stop()

@@ -60,11 +60,11 @@ class EmbeddedBroker:
         config = BrokerConfig.build(self.props, host=self.host, port=self.port, data_dir=self.data_dir,
                                      nodes=self.nodes)
         started = concurrent.futures.Future()
-        self.broker = Broker(config, self._faults)
         # a restart listens on the ports it had (free ones need not be consecutive)
         sockets = [[bind(listener.host, bound[listener.name]) for listener in for_nodes(config.listeners, i)]
                    for i, bound in enumerate(self._bound)] if self._bound else None
-        self._thread = threading.Thread(target=self._run, args=(self.broker, started, sockets),
+        self.broker = Broker(config, self._faults, sockets=sockets)
+        self._thread = threading.Thread(target=self._run, args=(self.broker, started),
                                         name=f"groupbroker {self.data_dir}", daemon=True)
         self._thread.start()
         started.result(timeout=self.call_timeout_s)
@@ -101,12 +101,12 @@ class EmbeddedBroker:
     def __exit__(self, *exc) -> None:
         self.stop()
 
-    def _run(self, broker: Broker, started: concurrent.futures.Future, sockets) -> None:
+    def _run(self, broker: Broker, started: concurrent.futures.Future) -> None:
         async def main() -> None:
             self._token = trio.lowlevel.current_trio_token()
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
-                await nursery.start(partial(broker.serve, sockets=sockets))
+                await nursery.start(broker.serve)
                 await broker.ready.wait()
                 started.set_result(None)
         try:

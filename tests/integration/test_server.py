@@ -227,7 +227,7 @@ async def test_a_client_leaving_mid_answer_is_not_an_internal_error(broker, capl
 
 async def test_an_answer_whose_write_failed_is_never_sent():
     """Its refusal (the request's NOT_COORDINATOR answer) goes out instead, in its place."""
-    from broker.server.broker import Answer, OrderedSender
+    from broker.server.sender import Answer, OrderedSender
     from broker.group_runtime.shard_runner import Ticket
     from coordinator.responses import heartbeat
     ours, theirs = (trio.SocketStream(s) for s in trio.socket.socketpair())
