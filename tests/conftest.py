@@ -5,8 +5,8 @@ import pytest
 from broker.config import BrokerConfig
 from broker.dispatch.served import SERVED_APIS
 from broker.server.broker import Broker
-from broker.testing.kafka.artefacts import KafkaUnavailable
-from broker.testing.kafka.process import KafkaProcess
+from apache_kafka.artefacts import KafkaUnavailable
+from apache_kafka.process import KafkaProcess
 from broker.testing.launcher import TEST_DEFAULTS, BrokerProcess
 from protocol.api_keys import ApiKey
 from tests.support.processes import missing
@@ -77,7 +77,7 @@ ORACLE_SETTINGS = {**TEST_DEFAULTS, "group.initial.rebalance.delay.ms": "0", "gr
 
 @pytest.fixture(scope="session")
 def kafka_oracle(tmp_path_factory):
-    """Apache Kafka 4.3.1 (broker/testing/kafka), started once per run when a test asks for it.
+    """Apache Kafka 4.3.1 (apache_kafka), started once per run when a test asks for it.
     Without Java or Maven the test is skipped, or fails in CI."""
     try:
         kafka = KafkaProcess(tmp_path_factory.mktemp("kafka-oracle"), ORACLE_SETTINGS).start()

@@ -10,4 +10,4 @@ packages=()
 command -v java >/dev/null || packages+=(openjdk-17-jre-headless)
 command -v mvn >/dev/null || packages+=(maven)
 [ "${#packages[@]}" -eq 0 ] || bash .ci/apt-install "${packages[@]}"
-python3 -m broker.testing.kafka
+python3 -m apache_kafka

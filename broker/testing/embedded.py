@@ -25,7 +25,8 @@ from broker.faults.rules import Faults, RecordedRequest
 from broker.server.broker import Broker
 from security.listeners import for_nodes
 from broker.server.listen import bind
-from broker.testing.launcher import TEST_DEFAULTS, kafka_props, wait_until_answering
+from apache_kafka.properties import kafka_props
+from broker.testing.launcher import TEST_DEFAULTS, wait_until_answering
 
 log = logging.getLogger("groupbroker.embedded")
 

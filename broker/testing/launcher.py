@@ -22,6 +22,7 @@ import sys
 import time
 from pathlib import Path
 
+from apache_kafka.properties import kafka_props
 from kafka_client.blocking import BlockingClient, ConnectionFailed
 from protocol.exceptions import ProtocolError
 
@@ -52,13 +53,6 @@ TEST_DEFAULTS = {"group.initial.rebalance.delay.ms": "50", "group.min.session.ti
                  "group.consumer.min.heartbeat.interval.ms": "100",
                  "group.consumer.session.timeout.ms": "10000",
                  "group.consumer.min.session.timeout.ms": "1000"}
-
-
-def kafka_props(settings: dict) -> dict[str, str]:
-    """Settings by Kafka's names as a properties file spells their values (``True`` is
-    ``true``, ``500`` is ``500``), for ``-o`` and for the embedded broker alike."""
-    return {key: str(value).lower() if isinstance(value, bool) else str(value)
-            for key, value in settings.items()}
 
 
 def wait_until_answering(host: str, port: int, timeout: float) -> None:

@@ -15,7 +15,7 @@ A cluster of nodes (``groupbroker.faults.move_coordinator(...)``, ``stop_node(..
 It works the same in plain, asyncio and trio tests (the broker has its own thread).
 
 ``pytest --groupbroker-backend=kafka`` runs the same tests against Apache Kafka 4.3.1 itself
-(broker/testing/kafka: its jars from Maven Central, fetched once; Java 17 and Maven needed), so a
+(apache_kafka: its jars from Maven Central, fetched once; Java 17 and Maven needed), so a
 team can check that what passes against groupbroker passes against Kafka. One Kafka serves every
 test with the same settings (started on first use, about 8 s and 300 MB), so tests should use
 their own topic and group names; fault injection, restarts, recorded requests and clusters of
@@ -27,9 +27,10 @@ from __future__ import annotations
 import pytest
 
 from broker.testing.embedded import EmbeddedBroker
-from broker.testing.kafka.artefacts import KafkaUnavailable
-from broker.testing.kafka.process import KafkaProcess
-from broker.testing.launcher import TEST_DEFAULTS, kafka_props
+from apache_kafka.artefacts import KafkaUnavailable
+from apache_kafka.process import KafkaProcess
+from apache_kafka.properties import kafka_props
+from broker.testing.launcher import TEST_DEFAULTS
 
 BACKENDS = ("groupbroker", "kafka")
 

@@ -7,8 +7,8 @@ deny User:ANONYMOUS (a plaintext connection's principal) on their own resources 
 import pytest
 import trio
 
-from broker.testing.kafka.artefacts import KafkaUnavailable
-from broker.testing.kafka.process import KafkaProcess
+from apache_kafka.artefacts import KafkaUnavailable
+from apache_kafka.process import KafkaProcess
 from broker.testing.launcher import BrokerProcess
 from protocol.api_keys import ApiKey
 from protocol.registry import API_TABLE

@@ -122,7 +122,7 @@ async def test_describe_topic_configs(oracle, request, version):
 
 #: broker settings that differ between the two brokers by design, left out of the comparison:
 #: log.dirs (each broker's own directory), and those only the test set on Kafka's command line
-#: (broker/testing/kafka/process.py KAFKA_TEST_SETTINGS: Kafka's replication factors of its
+#: (apache_kafka/process.py KAFKA_TEST_SETTINGS: Kafka's replication factors of its
 #: internal topics must be 1 on a single broker; groupbroker's defaults are Kafka's)
 MACHINE_SETTINGS = {"log.dirs", "offsets.topic.replication.factor"}
 

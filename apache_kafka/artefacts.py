@@ -4,7 +4,7 @@
 ``dependency:copy-dependencies`` copies them and everything they pull in into one folder, the
 classpath that ``java`` runs ``kafka.Kafka`` from. The folder is filled in a temporary place and
 renamed into the cache, so an interrupted fetch never leaves half a classpath behind.
-``python -m broker.testing.kafka`` fills the cache (CI's setup does, before the tests run).
+``python -m apache_kafka`` fills the cache (CI's setup does, before the tests run).
 """
 
 from __future__ import annotations

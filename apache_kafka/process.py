@@ -21,8 +21,8 @@ import time
 from pathlib import Path
 
 from kafka_client.blocking import BlockingClient, ConnectionFailed
-from broker.testing.kafka.artefacts import KAFKA_VERSION, java, kafka_classpath
-from broker.testing.launcher import kafka_props
+from apache_kafka.artefacts import KAFKA_VERSION, java, kafka_classpath
+from apache_kafka.properties import kafka_props
 from coordinator.routing import group_per_shard
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
