@@ -24,6 +24,7 @@ reloaded, which it retries by itself with a growing backoff.
 
 from __future__ import annotations
 
+import enum
 import logging
 import math
 import time
@@ -146,6 +147,25 @@ def _log_error(ticket: Ticket) -> None:
              error.name)
 
 
+class Lifecycle(enum.Enum):
+    """Where a shard's runner is; what each answers requests with is :meth:`ShardRunner._refusal`'s."""
+    LOADING = "loading"      # opening or replaying its log: COORDINATOR_LOAD_IN_PROGRESS
+    SERVING = "serving"
+    BROKEN = "broken"        # a step threw: requests queue until the shard task has reloaded it
+    MOVING = "moving"        # its coordinator moved: the shard task reloads it in its new home
+    FAILED = "failed"        # its log failed: NOT_COORDINATOR until the shard task reopens it
+
+
+#: The moves a runner's lifecycle may make (a failure can happen in any state).
+_TRANSITIONS = {
+    Lifecycle.LOADING: {Lifecycle.SERVING, Lifecycle.MOVING, Lifecycle.FAILED},
+    Lifecycle.SERVING: {Lifecycle.LOADING, Lifecycle.BROKEN, Lifecycle.MOVING, Lifecycle.FAILED},
+    Lifecycle.BROKEN: {Lifecycle.LOADING, Lifecycle.MOVING, Lifecycle.FAILED},
+    Lifecycle.MOVING: {Lifecycle.LOADING, Lifecycle.FAILED},
+    Lifecycle.FAILED: {Lifecycle.LOADING, Lifecycle.MOVING, Lifecycle.FAILED},
+}
+
+
 class ShardRunner:
     def __init__(self, shard: Shard, open_log: Callable[[], ShardLog], *,
                  compact_interval_s: float = 600.0, wall_clock=time.time, journal=None,
@@ -165,18 +185,16 @@ class ShardRunner:
         self._inbox: deque = deque()                 # (operation, ticket, peer) for the shard task
         self._wakeup: trio.Event | None = None       # set while the shard task sleeps
         self._alarm = math.inf                       # when the sleeping shard task wakes by itself
-        self._broken = False                         # a step run by _run_now threw: reload
-        self.failed: str | None = None               # why the log failed, until it is reopened
+        self.state = Lifecycle.LOADING
         self._retry_s = RETRY_MIN_S                  # the wait before the next reopening
         self.unavailable: ErrorCode | None = None    # fault injection (see set_unavailable)
-        self.loaded = False                          # False while (re)loading from the log
         self._appended = self._flushed = -1          # log offsets: last written, last fsynced
         self._must_flush = -1                        # replies after this offset wait for its fsync
         self.last_flush = 0.0                        # trio time of the last fsync
         self._unreleased: deque[tuple[int, Ticket]] = deque()
         self._background: trio.Nursery | None = None  # where compaction runs
-        self.compacting = False
-        self._compacted = trio.Event()               # set when the running compaction ends
+        self._compacted = trio.Event()               # set while no compaction runs
+        self._compacted.set()
         #: the topics as the coordinator must see them (the broker's topic store's)
         self.metadata = metadata
         self._image: MetadataImage | None = None      # the one the shard was last given
@@ -184,7 +202,24 @@ class ShardRunner:
         #: replaced as a whole on every change
         self.group_configs = group_configs
         self._configs: Mapping | None = None          # the ones the shard was last given
-        self._moving = False                          # a coordinator move waits for the shard task
+
+    def _enter(self, state: Lifecycle) -> None:
+        if state not in _TRANSITIONS[self.state]:
+            raise AssertionError(f"shard {self.shard.shard_id}: {self.state.value} -> {state.value}")
+        self.state = state
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the shard is built from its log and answers requests."""
+        return self.state in (Lifecycle.SERVING, Lifecycle.BROKEN)
+
+    @property
+    def failed(self) -> bool:
+        return self.state is Lifecycle.FAILED
+
+    @property
+    def compacting(self) -> bool:
+        return not self._compacted.is_set()
 
     def now_ms(self) -> int:
         return int(self._epoch_ms + self._clock.current_time() * 1000)
@@ -224,7 +259,7 @@ class ShardRunner:
         broken = not self._step(actions, operation, self.now_ms(), ticket, peer)
         self._apply(actions)
         if broken:
-            self._broken = True
+            self._enter(Lifecycle.BROKEN)
             self._wakeup.set()
             return
         if self.shard.armed_before(self._alarm * 1000 + self._epoch_ms):
@@ -232,7 +267,7 @@ class ShardRunner:
 
     def _refusal(self, api_key: int) -> ErrorCode | None:
         """The error a request gets without reaching the shard, if any."""
-        if self.failed is not None or self.unavailable == ErrorCode.NOT_COORDINATOR:
+        if self.failed or self.unavailable == ErrorCode.NOT_COORDINATOR:
             return ErrorCode.NOT_COORDINATOR
         if not self.loaded or self.unavailable == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
             # Kafka answers heartbeats "blindly" with NONE while the shard loads.
@@ -283,7 +318,7 @@ class ShardRunner:
         self._post(operation)
         await done.wait()
         await trio.lowlevel.checkpoint()          # the shard task appends before it yields
-        return ErrorCode.NONE if self.failed is None else ErrorCode.NOT_COORDINATOR
+        return ErrorCode.NOT_COORDINATOR if self.failed else ErrorCode.NONE
 
     def set_unavailable(self, error: ErrorCode | None) -> None:
         """Fault injection: answer every group request with ``error`` (COORDINATOR_LOAD_IN_PROGRESS
@@ -301,7 +336,8 @@ class ShardRunner:
         NOT_COORDINATOR), close its log, then open it again where it now belongs (see
         broker/cluster/log_homes.py) and replay it, answering COORDINATOR_LOAD_IN_PROGRESS
         meanwhile; members get fresh sessions, as from Kafka's new coordinator."""
-        self._moving, self.loaded = True, False
+        if self.state is not Lifecycle.MOVING:
+            self._enter(Lifecycle.MOVING)
         self._wake_loop()
 
     @staticmethod
@@ -327,7 +363,7 @@ class ShardRunner:
 
     def forget_topics(self, topics: set[str]) -> None:
         """Deleted topics: tombstone their committed offsets in every group (Kafka does too)."""
-        if self.loaded and self.failed is None:
+        if self.loaded:
             self._post(lambda now: self.shard.forget_topics(topics))
 
     def _post(self, operation, ticket: Ticket | None = None, peer: str = "") -> None:
@@ -344,10 +380,7 @@ class ShardRunner:
         self._clock = trio.lowlevel.current_clock()     # trio.current_time() without its lookups
         self._epoch_ms = self._wall_clock() * 1000 - trio.current_time() * 1000
         try:
-            self.log = await trio.to_thread.run_sync(self._open_log)
-            self._opened(self.log)
-            actions = (await trio.to_thread.run_sync(load_shard, self.shard, self.log, self.now_ms())).actions
-            self.loaded = True
+            actions = await self._load(reopen=True)
         except Exception as e:       # as a failure later on: turned away, retried from a reopened log
             actions = []
             self._fail(e)
@@ -362,10 +395,10 @@ class ShardRunner:
     async def _loop(self) -> None:
         next_compaction = trio.current_time() + self.compact_interval_s
         while True:
-            if self.failed is not None:
+            if self.state is Lifecycle.FAILED:
                 await self._recover()
                 continue
-            if self._moving:
+            if self.state is Lifecycle.MOVING:
                 await self._move()
                 continue
             if not self._inbox:
@@ -378,14 +411,14 @@ class ShardRunner:
                 self._wakeup = None
             now = self.now_ms()
             actions: list = []
-            broken, self._broken = self._broken, False      # a step run by _run_now threw
+            broken = self.state is Lifecycle.BROKEN         # a step run by _run_now threw
             while self._inbox and not broken:
                 operation, ticket, peer = self._inbox.popleft()
                 broken = not self._step(actions, operation, now, ticket, peer)
             if self.unavailable is None and not broken:
                 broken = not self._step(actions, self.shard.tick, now, None, "")
             self._apply(actions)
-            if broken:
+            if broken and self.state in (Lifecycle.SERVING, Lifecycle.BROKEN):
                 await self._reload()
                 continue
             if trio.current_time() >= next_compaction:
@@ -429,53 +462,65 @@ class ShardRunner:
                 ticket.settle(operation_failed(ticket.api_key, ticket.version, ticket.request, error))
             return False
 
+    async def _load(self, *, reopen: bool, sync_first: bool = False) -> list:
+        """Build the shard again from its log, in worker threads: (re)opened first if ``reopen``
+        (after an fsync of what replies wait for, if ``sync_first``), replayed into a fresh
+        shard. Installs both and returns the actions of the load; raises what stopped it
+        (nothing is installed then)."""
+        if reopen and self.compacting:              # it works on the files the reopen recovers
+            await self._compacted.wait()
+        old, now = self.log, self.now_ms()
+
+        def build():
+            if sync_first:
+                old.sync()
+            shard_log = self._reopen() if reopen else old
+            try:
+                shard = self.shard.fresh()
+                return shard_log, shard, load_shard(shard, shard_log, now).actions
+            except BaseException:
+                if shard_log is not old:
+                    shard_log.close()
+                raise
+        shard_log, shard, actions = await trio.to_thread.run_sync(build)
+        if sync_first:
+            self.flushed(old, self._appended)       # what waited for that fsync may go now
+        self.log, self.shard, self._image, self._configs = shard_log, shard, None, None
+        if reopen:
+            self._opened(shard_log)
+        if self.state is not Lifecycle.MOVING:      # moved again meanwhile: the loop moves on
+            self._enter(Lifecycle.SERVING)
+        return actions
+
     async def _reload(self) -> None:
         """Start again from the log: parked requests are answered NOT_COORDINATOR, requests
         arriving meanwhile COORDINATOR_LOAD_IN_PROGRESS, as while Kafka loads a coordinator."""
-        self.loaded = False
+        self._enter(Lifecycle.LOADING)
         self._apply(self.shard.unload().actions)
-        self.shard, self._image, self._configs = self.shard.fresh(), None, None
         try:
-            actions = (await trio.to_thread.run_sync(load_shard, self.shard, self.log, self.now_ms())).actions
+            actions = await self._load(reopen=False)
         except Exception as e:       # whatever stops a load, retrying from a reopened log may cure
             self._fail(e)
             return
-        self.loaded = True
         self._apply(actions)
         log.info("shard %d: reloaded from its log", self.shard.shard_id)
 
     async def _move(self) -> None:
-        self._moving = False
+        """Unload, close the log, open it where it now belongs (broker/cluster/log_homes.py)
+        and replay it."""
+        self._enter(Lifecycle.LOADING)
         started = trio.current_time()
         self._turn_away()
-        if self.compacting:                         # it works on the files that move
-            await self._compacted.wait()
-        old, waiting = self.log, bool(self._unreleased)
         try:
-            shard_log, shard, actions = await trio.to_thread.run_sync(self._load_elsewhere, old, waiting,
-                                                                      self.now_ms())
+            actions = await self._load(reopen=True, sync_first=bool(self._unreleased))
         except Exception as e:       # as a failed write: turned away, retried from a reopened log
             self._fail(e)
             return
-        self.flushed(old, self._appended)           # what waited for an fsync may go now
-        if self._moving:                            # moved again meanwhile: move on from here
-            self.log, self.shard = shard_log, shard
+        if self.state is Lifecycle.MOVING:
             return
-        self.log, self.shard, self._image, self._configs = shard_log, shard, None, None
-        self._opened(shard_log)
-        self.loaded = True
         self._apply(actions)
-        log.info("shard %d: loaded after a coordinator move in %.1f ms (%s)", shard.shard_id,
-                 (trio.current_time() - started) * 1000, shard_log.directory)
-
-    def _load_elsewhere(self, old: ShardLog, waiting: bool, now: int):
-        """The move's file work, in a worker thread: fsync what replies wait for (the flush
-        policy's), close the log, open it where it now belongs, replay it into a fresh shard."""
-        if waiting:
-            old.sync()
-        shard_log = self._reopen()
-        shard = self.shard.fresh()
-        return shard_log, shard, load_shard(shard, shard_log, now).actions
+        log.info("shard %d: loaded after a coordinator move in %.1f ms (%s)", self.shard.shard_id,
+                 (trio.current_time() - started) * 1000, self.log.directory)
 
     def _turn_away(self) -> None:
         """Unload: parked requests and queued ones get NOT_COORDINATOR (as when Kafka unloads a
@@ -496,23 +541,20 @@ class ShardRunner:
         while True:
             await trio.sleep(self._retry_s)
             self._retry_s = min(self._retry_s * 2, RETRY_MAX_S)   # until a write works again
-            self.failed, self.loaded = None, False
-            if self.compacting:                     # it works on the files the reopen recovers
-                await self._compacted.wait()
+            if self.state is Lifecycle.MOVING:      # a move reopens it (in its new home)
+                return
+            self._enter(Lifecycle.LOADING)
             try:
-                shard_log = await trio.to_thread.run_sync(self._reopen)
-                shard = self.shard.fresh()
-                actions = (await trio.to_thread.run_sync(load_shard, shard, shard_log, self.now_ms())).actions
+                actions = await self._load(reopen=True)
             except Exception as e:   # a disk still failing, or anything else: try again later
-                self.failed = f"reopening failed: {e}"
+                self._enter(Lifecycle.FAILED)
                 log.warning("shard %d: reopening its log failed (%s); next try in %.0f s",
                             self.shard.shard_id, e, self._retry_s)
                 continue
-            self.log, self.shard, self._image, self._configs = shard_log, shard, None, None
-            self._opened(shard_log)
-            self.loaded = True
+            if self.state is Lifecycle.MOVING:
+                return
             self._apply(actions)
-            log.warning("shard %d: log reopened and shard reloaded; serving again", shard.shard_id)
+            log.warning("shard %d: log reopened and shard reloaded; serving again", self.shard.shard_id)
             return
 
     def _opened(self, shard_log: ShardLog) -> None:
@@ -522,7 +564,7 @@ class ShardRunner:
         self.last_flush = trio.current_time()
 
     def _reopen(self) -> ShardLog:
-        """A new ShardLog on the same files (recovery runs as at startup)."""
+        """A new ShardLog on the same files (recovery runs as at startup; the first open too)."""
         if self.log is not None:
             self.log.close()
         return self._open_log()
@@ -539,7 +581,7 @@ class ShardRunner:
                     self.journal.record(action)
                 continue
             ticket = action.token
-            if self.failed is not None:
+            if self.failed:
                 ticket.settle(error_response(ticket.api_key, ticket.version, ticket.request,
                                              ErrorCode.NOT_COORDINATOR))
                 continue
@@ -552,7 +594,7 @@ class ShardRunner:
                 self._unreleased.append((self._must_flush, ticket))
 
     def _append(self, records) -> None:
-        if self.failed is not None:
+        if self.failed:
             return
         try:
             self._appended = self.log.append(records, self.now_ms())[-1]
@@ -566,7 +608,7 @@ class ShardRunner:
 
     @property
     def unflushed(self) -> bool:
-        return self.failed is None and self.log is not None and self._appended > self._flushed
+        return not self.failed and self.log is not None and self._appended > self._flushed
 
     def flushed(self, shard_log: ShardLog, result: int | OffsetsLogError) -> None:
         """The flusher's fsync of ``shard_log`` ended: release the replies it covers."""
@@ -583,9 +625,9 @@ class ShardRunner:
     def _fail(self, e: Exception) -> None:
         """A write that failed is never acknowledged: its replies turn into NOT_COORDINATOR,
         and so does every request until the log is reopened (the shard task retries)."""
-        if self.failed is not None:
+        if self.failed:
             return
-        self.failed = str(e)
+        self._enter(Lifecycle.FAILED)
         log.error("shard %d: offsets log failed (%s); answering NOT_COORDINATOR, reopening in "
                   "%.0f s", self.shard.shard_id, e, self._retry_s)
         while self._unreleased:
@@ -597,12 +639,11 @@ class ShardRunner:
     async def _compact(self) -> None:
         """Compact the sealed segments in a worker thread, beside the appends (the log's lock
         covers the swap)."""
-        self.compacting, self._compacted = True, trio.Event()
+        self._compacted = trio.Event()
         try:
             result = await trio.to_thread.run_sync(compact, self.log, self.now_ms())
             log.info("shard %d: compacted %s", self.shard.shard_id, result)
         except (OffsetsLogError, OSError) as e:       # the old segments stay; try again later
             log.error("shard %d: compaction failed: %s", self.shard.shard_id, e)
         finally:
-            self.compacting = False
             self._compacted.set()
