@@ -45,6 +45,22 @@ def cut(text: str) -> str:
     return text[:MESSAGE_LIMIT] + "..." if len(text) > MESSAGE_LIMIT else text
 
 
+def each_partition(topics, partitions_of, answer, refused) -> list[tuple[object, tuple]]:
+    """``[(topic, its partitions' answers)]``: ``answer(topic, partition)`` for each of
+    ``partitions_of(topic)``, or ``refused(topic, partition, error)`` where that raised the
+    partition's own error (a TopicsError: unknown, not led here, fenced, a failing disk)."""
+    answered = []
+    for topic in topics:
+        parts = []
+        for partition in partitions_of(topic):
+            try:
+                parts.append(answer(topic, partition))
+            except TopicsError as e:
+                parts.append(refused(topic, partition, e))
+        answered.append((topic, tuple(parts)))
+    return answered
+
+
 def answering_errors(handler, failed):
     """``handler`` answering with Kafka's whole-request error (``failed``, its API's) instead
     of raising: a refused request, a storage failure, or (as Kafka's UNKNOWN_SERVER_ERROR) a

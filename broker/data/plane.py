@@ -33,7 +33,7 @@ from broker.cluster.topology import GROUP_TOPIC, NO_LEADER, TXN_TOPIC, Topology
 from broker.data.cluster_admin import CLUSTER_OPERATIONS, ClusterAdmin
 from broker.config import BrokerConfig
 from broker.data.config_apis import ConfigApis
-from broker.data.errors import (EXCESSIVE_BATCH, MAX_PARTITIONS_PER_BATCH, MAX_RECORDS_PER_USER_OP,
+from broker.data.errors import (EXCESSIVE_BATCH, MAX_PARTITIONS_PER_BATCH, MAX_RECORDS_PER_USER_OP, each_partition,
                                 error_message)
 from broker.data.errors import Refused as _Refused
 from broker.data.fetch_sessions import FetchSessions
@@ -461,37 +461,32 @@ class DataPlane:
         latest tiered offset (-5) and the earliest pending upload (-6) are -1, at epoch -1."""
         topic_cls = ListOffsets.ListOffsetsTopicResponse
         part_cls = topic_cls.ListOffsetsPartitionResponse
-        topics = []
-        for t in req.topics:
-            parts = []
-            for p in t.partitions:
-                if p.timestamp < 0 and SPECIAL_TIMESTAMPS.get(p.timestamp, 0x7FFF) > ctx.version:
-                    parts.append(part_cls(partition_index=p.partition_index, error_code=E.UNSUPPORTED_VERSION))
-                    continue
-                try:
-                    log_ = self.led(ctx, t.name, p.partition_index, p.current_leader_epoch)
-                    epoch = self.topology.of(t.name, p.partition_index).epoch
-                    if p.timestamp == LATEST:
-                        offset = log_.last_stable_offset if req.isolation_level == READ_COMMITTED \
-                            else log_.high_watermark
-                        ts = -1
-                    elif p.timestamp == MAX_TIMESTAMP:
-                        offset, ts = log_.max_timestamp_offset()
-                    elif p.timestamp in _NOTHING_TIERED:
-                        offset, ts, epoch = -1, -1, -1
-                    elif p.timestamp < 0:                    # earliest, earliest local
-                        offset, ts = log_.log_start_offset, -1
-                    else:
-                        offset, ts = log_.offset_for_timestamp(p.timestamp)
-                    if offset == -1:                         # none found: no epoch either
-                        epoch = -1
-                    # LeaderEpoch exists from v4 on; v1-3 (kafka-python 2.0.2) keep the default.
-                    parts.append(part_cls(partition_index=p.partition_index, error_code=E.NONE,
-                                          timestamp=ts, offset=offset, leader_epoch=epoch if ctx.version >= 4 else -1))
-                except TopicsError as e:
-                    parts.append(part_cls(partition_index=p.partition_index, error_code=e.error_code))
-            topics.append(topic_cls(name=t.name, partitions=tuple(parts)))
-        return ListOffsets(topics=tuple(topics))
+
+        def answer(t, p):
+            if p.timestamp < 0 and SPECIAL_TIMESTAMPS.get(p.timestamp, 0x7FFF) > ctx.version:
+                return part_cls(partition_index=p.partition_index, error_code=E.UNSUPPORTED_VERSION)
+            log_ = self.led(ctx, t.name, p.partition_index, p.current_leader_epoch)
+            epoch = self.topology.of(t.name, p.partition_index).epoch
+            if p.timestamp == LATEST:
+                offset = log_.last_stable_offset if req.isolation_level == READ_COMMITTED else log_.high_watermark
+                ts = -1
+            elif p.timestamp == MAX_TIMESTAMP:
+                offset, ts = log_.max_timestamp_offset()
+            elif p.timestamp in _NOTHING_TIERED:
+                offset, ts, epoch = -1, -1, -1
+            elif p.timestamp < 0:                    # earliest, earliest local
+                offset, ts = log_.log_start_offset, -1
+            else:
+                offset, ts = log_.offset_for_timestamp(p.timestamp)
+            if offset == -1:                         # none found: no epoch either
+                epoch = -1
+            # LeaderEpoch exists from v4 on; v1-3 (kafka-python 2.0.2) keep the default.
+            return part_cls(partition_index=p.partition_index, error_code=E.NONE, timestamp=ts, offset=offset,
+                            leader_epoch=epoch if ctx.version >= 4 else -1)
+
+        answered = each_partition(req.topics, lambda t: t.partitions, answer,
+                                  lambda t, p, e: part_cls(partition_index=p.partition_index, error_code=e.error_code))
+        return ListOffsets(topics=tuple(topic_cls(name=t.name, partitions=parts) for t, parts in answered))
 
     # --- CreateTopics / DeleteTopics ----------------------------------------------------------
     async def create_topics(self, ctx, req):
@@ -710,20 +705,16 @@ class DataPlane:
         start of the next one), the log end for the current epoch, undefined past it."""
         topic_cls = OffsetForLeaderEpoch.OffsetForLeaderTopicResult
         part_cls = topic_cls.EpochEndOffset
-        topics = []
-        for t in req.topics:
-            parts = []
-            for p in t.partitions:
-                try:
-                    log_ = self.led(ctx, t.topic, p.partition, p.current_leader_epoch)
-                except TopicsError as e:
-                    parts.append(part_cls(error_code=e.error_code, partition=p.partition))
-                    continue
-                current = self.topology.of(t.topic, p.partition).epoch
-                epoch, end = self._epoch_end(t.topic, p.partition, p.leader_epoch, current, log_.high_watermark)
-                parts.append(part_cls(error_code=E.NONE, partition=p.partition, leader_epoch=epoch, end_offset=end))
-            topics.append(topic_cls(topic=t.topic, partitions=tuple(parts)))
-        return OffsetForLeaderEpoch(topics=tuple(topics))
+
+        def answer(t, p):
+            log_ = self.led(ctx, t.topic, p.partition, p.current_leader_epoch)
+            current = self.topology.of(t.topic, p.partition).epoch
+            epoch, end = self._epoch_end(t.topic, p.partition, p.leader_epoch, current, log_.high_watermark)
+            return part_cls(error_code=E.NONE, partition=p.partition, leader_epoch=epoch, end_offset=end)
+
+        answered = each_partition(req.topics, lambda t: t.partitions, answer,
+                                  lambda t, p, e: part_cls(error_code=e.error_code, partition=p.partition))
+        return OffsetForLeaderEpoch(topics=tuple(topic_cls(topic=t.topic, partitions=parts) for t, parts in answered))
 
     def _epoch_end(self, topic: str, partition: int, asked: int, current: int, log_end: int) -> tuple[int, int]:
         if asked == UNDEFINED_EPOCH or asked > current:

@@ -61,6 +61,7 @@ class Handlers:
         #: API key -> the coroutine function that answers it (the group and transaction APIs
         #: from :meth:`serve_coordinators` on)
         self.routes: dict[int, Callable] = {}
+        self._served: frozenset[tuple[int, int]] = frozenset()      # (API key, version) bound
         self._bind({Runs.CONNECTION: self.connection, Runs.DATA_PLANE: self.data})
 
     def serve_coordinators(self, groups: GroupRouter, transactions) -> None:
@@ -77,9 +78,10 @@ class Handlers:
             if spec.runs in parts:
                 handler = attrgetter(spec.handler)(parts[spec.runs])
                 self.routes[spec.key] = answering_errors(handler, spec.failed) if spec.answers_refusals else handler
+        self._served = frozenset((key, v) for key in self.routes for v in API_SPECS[key].versions)
 
     def serves(self, api_key: int, version: int) -> bool:
-        return api_key in self.routes and version in API_SPECS[api_key].versions
+        return (api_key, version) in self._served
 
     async def handle(self, ctx, body):
         spec = API_SPECS[ctx.api_key]

@@ -23,6 +23,7 @@ from protocol.exceptions import DecodeError, EncodeError, FrameTooLarge, Unsuppo
 from protocol.header import decode_request, decode_request_header
 from protocol.logtext import safe
 from protocol.parse_checks import parse_failure
+from security.sasl.session import SaslSession, Step
 from security.settings import SettingsError
 from security.setup import ListenerSecurity
 from security.tls import ANONYMOUS, client_principal
@@ -89,8 +90,7 @@ class Connection:
                             self._inbound, self._reader = inbound, trio.CancelScope()
                             try:
                                 with self._reader:            # cancelled at shutdown while idle
-                                    await self._read_requests(inbound, peer, sender, self.node_id, security,
-                                                              principal)
+                                    await self._read_requests(inbound, sender, principal)
                             finally:
                                 self._reader = None
                                 idle_watch.cancel()
@@ -146,8 +146,7 @@ class Connection:
             log.info("closing connection from %s: idle for %d ms (connections.max.idle.ms)", peer, idle_ms)
             connection.cancel()
 
-    async def _read_requests(self, inbound: Inbound, peer: str, sender: OrderedSender,
-                             node_id: int, security: ListenerSecurity, principal: str) -> None:
+    async def _read_requests(self, inbound: Inbound, sender: OrderedSender, principal: str) -> None:
         """Decide each request in order; a request is read only once the one before it is
         decided (so a parked JoinGroup holds the rest), while answers wait for durability.
 
@@ -157,20 +156,18 @@ class Connection:
         On a SASL listener, the session decides what comes before authentication (and
         re-authentication); the principal is the one it authenticated.
         """
-        frames = inbound.frames
-        host, until_closed, begin = "/" + peer.rsplit(":", 1)[0], inbound.until_closed, self.handlers.begin
-        listener = security.listener.name
+        security, frames = self.security, inbound.frames
+        host, listener = "/" + self.peer.rsplit(":", 1)[0], security.listener.name
         session = security.new_session() if security.sasl else None
         if session is not None:
             frames.max_frame = min(frames.max_frame, security.sasl_max_receive)
-        started: list = []          # pipelined requests handed to their shards, not yet answered
+        batch = _Pipelined(self, sender)
         try:
             while True:
                 frame = frames.next_frame()
                 if frame is None:
-                    if started:
-                        await sender.submit(await self._finish(started))
-                        started = []
+                    if batch:
+                        await batch.answer()
                         continue
                     if inbound.closed_by_peer or self.stopping():
                         return
@@ -183,38 +180,34 @@ class Connection:
                 else:
                     header, body, step = gate(session, frame, self._decode, UNKNOWN_API_VERSIONS, time.time() * 1000)
                     if step is not None:
-                        if started:
-                            await sender.submit(await self._finish(started))
-                            started = []
+                        await batch.answer()
                         ctx = header and Call(header.api_key, header.api_version, header.client_id or "", host,
-                                              node_id=node_id, listener=listener)
-                        if not await self._authentication_step(step, session, ctx, header, body, sender, inbound, peer):
+                                              node_id=self.node_id, listener=listener)
+                        if not await self._authentication_step(step, session, ctx, header, body, inbound, sender):
                             return
                         frames.max_frame = self.config.socket_request_max_bytes if session.authenticated \
                             else min(frames.max_frame, security.sasl_max_receive)
                         continue
                     principal = session.principal or principal
                 ctx = Call(header.api_key, header.api_version, header.client_id or "", host,
-                           until_closed=until_closed, node_id=node_id, listener=listener, principal=principal)
-                began = begin(ctx, body)
-                if began is not None:
-                    started.append((header, ctx, body, *began))
-                    if len(started) < _BATCH:
-                        continue
-                if started:
-                    await sender.submit(await self._finish(started))
-                    started = []
+                           until_closed=inbound.until_closed, node_id=self.node_id, listener=listener,
+                           principal=principal)
+                began = self.handlers.begin(ctx, body)
+                if began is not None and batch.add(header, ctx, body, began):
+                    continue
+                if batch:
+                    await batch.answer()
                 if began is None:
                     response = await self._respond(ctx, body)
                     await sender.submit([self._answer(header, ctx, body, response)])
         except (FrameTooLarge, DecodeError, UnsupportedVersion, ConnectionDropped) as e:
             if isinstance(e, FrameTooLarge) and session is not None and not session.authenticated:
                 e = f"Failing SASL authentication due to invalid receive size ({e}: sasl.server.max.receive.size)"
-            log.warning("closing connection from %s: %s", peer, safe(str(e)))
-            if started:                 # what came before the bad frame is answered, as Kafka would
-                await sender.submit(await self._finish(started))
+            log.warning("closing connection from %s: %s", self.peer, safe(str(e)))
+            await batch.answer()        # what came before the bad frame is answered, as Kafka would
 
-    async def _authentication_step(self, step, session, ctx, header, body, sender, inbound, peer: str) -> bool:
+    async def _authentication_step(self, step: Step, session: SaslSession, ctx: Call | None, header, body,
+                                   inbound: Inbound, sender: OrderedSender) -> bool:
         """Carry out one step of a SASL exchange; False once the connection is to close. A
         failed authentication is answered (and closed) only after
         connection.failed.authentication.delay.ms, as Kafka holds it back. After an answer that
@@ -232,14 +225,14 @@ class Connection:
                 answer = self._answer(header, ctx, body, step.response)
             await sender.submit([answer])
         if step.close is not None:
-            log.warning("closing connection from %s: %s", peer, safe(step.close))
+            log.warning("closing connection from %s: %s", self.peer, safe(step.close))
             if step.response is not None:
                 with trio.move_on_after(_LINGER_S):
                     await sender.drained()
                     await inbound.until_closed()
             return False
         if step.user is not None:
-            log.info("connection from %s authenticated as %s (%s)", peer, session.principal, session.mechanism)
+            log.info("connection from %s authenticated as %s (%s)", self.peer, session.principal, session.mechanism)
         return True
 
     def _decode(self, frame: bytes):
@@ -293,6 +286,27 @@ class Connection:
             # a data-plane answer we cannot encode is a bug of ours: Kafka's UNKNOWN_SERVER_ERROR
             return encoded(header, whole_request_error(header.api_key, header.api_version, body,
                                                        ErrorCode.UNKNOWN_SERVER_ERROR))
+
+
+class _Pipelined:
+    """Pipelined requests handed to their shards, not yet answered: answered together, once
+    no more are buffered, before any other request, or at :data:`_BATCH` of them."""
+
+    def __init__(self, connection: Connection, sender: OrderedSender):
+        self.connection, self.sender, self.started = connection, sender, []
+
+    def __bool__(self) -> bool:
+        return bool(self.started)
+
+    def add(self, header, ctx: Call, body, began) -> bool:
+        """Take one more; whether there is room for another."""
+        self.started.append((header, ctx, body, *began))
+        return len(self.started) < _BATCH
+
+    async def answer(self) -> None:
+        if self.started:
+            started, self.started = self.started, []
+            await self.sender.submit(await self.connection._finish(started))
 
 
 def peer_of(stream: trio.SocketStream) -> str:

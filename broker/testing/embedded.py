@@ -13,7 +13,6 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import threading
-from functools import partial
 from pathlib import Path
 
 import trio

@@ -5,7 +5,6 @@ import pytest
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
-from protocol.registry import API_TABLE
 from tests.oracle.steps import create_topic, join_body, req, stable_member, sub, unique, versions
 from tests.support.differential import Alias
 

@@ -25,7 +25,6 @@ import random
 import pytest
 import trio
 
-from broker.client.trio_stream import TrioClient
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from tests.oracle.steps import create_topic, join_body, req, sub
