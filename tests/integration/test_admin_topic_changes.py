@@ -14,7 +14,7 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from tests.integration.test_data_plane_hostile import create, fetch, produce
 from tests.unit.topic_log.test_batches import batch, values_of
-from broker.client.trio_stream import TrioClient
+from tests.support.trio_client import TrioClient
 
 ck = import_client("confluent_kafka")
 kafka = import_client("kafka")

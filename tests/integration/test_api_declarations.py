@@ -13,7 +13,7 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.header import encode_response
 from broker.api_spec import Runs
-from broker.client.trio_stream import TrioClient
+from tests.support.trio_client import TrioClient
 from broker.dispatch.served import API_SPECS, INJECTABLE_APIS, SERVED_APIS
 from broker.faults.rules import FaultError
 

@@ -12,7 +12,7 @@ import time
 import pytest
 import trio
 
-from broker.client.trio_stream import TrioClient
+from tests.support.trio_client import TrioClient
 from broker.config import BrokerConfig
 from broker.server.broker import Broker
 from coordinator.routing import shard_for

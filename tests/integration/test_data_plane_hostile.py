@@ -17,7 +17,7 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.records import read_batches
 from tests.unit.topic_log.test_batches import batch, values_of
-from broker.client.trio_stream import TrioClient
+from tests.support.trio_client import TrioClient
 from tests.support.wire import header
 
 Fetch, Produce, Metadata = REQUESTS[ApiKey.FETCH].cls, REQUESTS[ApiKey.PRODUCE].cls, REQUESTS[ApiKey.METADATA].cls

@@ -21,7 +21,7 @@ from offsets_log import tools
 from protocol import REQUESTS
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
-from broker.client.trio_stream import TrioClient
+from tests.support.trio_client import TrioClient
 from tests.support.consumer_wire import Member, create_topic, describe, group_state, heartbeat as cg_heartbeat
 from tests.support.processes import wait_until
 from tests.support.wire import join_stable_member

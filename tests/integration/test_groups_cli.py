@@ -20,7 +20,7 @@ from protocol.frames import FrameBuffer
 from protocol.header import decode_request_header, encode_response
 from protocol.messages import DATA, RESPONSES
 from protocol.payloads import encode_payload
-from broker.client.trio_stream import TrioClient
+from tests.support.trio_client import TrioClient
 from tests.support.consumer_wire import Member as ConsumerMember, create_topic
 from tests.support.wire import join_stable_member
 

@@ -26,7 +26,7 @@ from protocol import REQUESTS
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.header import encode_request
-from broker.client.trio_stream import TrioClient
+from tests.support.trio_client import TrioClient
 from tests.support.wire import join_stable_member
 
 JoinGroup, SyncGroup, Heartbeat = REQUESTS[ApiKey.JOIN_GROUP].cls, REQUESTS[ApiKey.SYNC_GROUP].cls, REQUESTS[ApiKey.HEARTBEAT].cls

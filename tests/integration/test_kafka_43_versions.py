@@ -14,7 +14,7 @@ import uuid
 import pytest
 import trio
 
-from broker.client.trio_stream import TrioClient
+from tests.support.trio_client import TrioClient
 from protocol import REQUESTS
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode as E

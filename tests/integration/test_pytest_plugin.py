@@ -10,7 +10,7 @@ from tests.support.processes import import_client
 from protocol import REQUESTS
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
-from broker.client.trio_stream import TrioClient
+from tests.support.trio_client import TrioClient
 from tests.support.wire import join_stable_member
 
 kafka = import_client("kafka")

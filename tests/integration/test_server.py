@@ -16,7 +16,7 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.registry import API_TABLE
 from protocol.header import RequestHeader, decode_response, encode_request, encode_response
-from broker.client.trio_stream import TrioClient
+from tests.support.trio_client import TrioClient
 from tests.support.wire import header, join_stable_member
 
 GROUP = "healthy-group"

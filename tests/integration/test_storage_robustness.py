@@ -15,7 +15,7 @@ from protocol import REQUESTS
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from tests.unit.topic_log.test_batches import batch, values_of
-from broker.client.trio_stream import TrioClient
+from tests.support.trio_client import TrioClient
 from tests.support.wire import join_stable_member
 
 CreateTopics, Produce, Fetch = REQUESTS[ApiKey.CREATE_TOPICS].cls, REQUESTS[ApiKey.PRODUCE].cls, REQUESTS[ApiKey.FETCH].cls

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import trio
 
-from broker.client.trio_stream import TrioClient
+from tests.support.trio_client import TrioClient
 from protocol.api_keys import ApiKey
 from protocol.record_batch import records_of
 from protocol.records import HEADER

@@ -1,4 +1,4 @@
-"""Group steps and raw headers the server tests share (the client is broker/client/trio_stream.py)."""
+"""Group steps and raw headers the server tests share (the client is tests/support/trio_client.py)."""
 
 from __future__ import annotations
 
