@@ -10,14 +10,14 @@ from operator import attrgetter
 import trio
 
 from broker.api_spec import Runs
-from broker.cluster.topology import Topology
 from broker.config import BrokerConfig
 from broker.data.errors import answering_errors
 from broker.data.plane import DataPlane
 from broker.dispatch.connection_apis import ConnectionApis
-from broker.dispatch.served import API_SPECS, SERVED_APIS, whole_request_error
+from broker.dispatch.served import API_SPECS, whole_request_error
 from broker.faults.rules import ConnectionDropped, Faults
 from broker.group_runtime.router import GroupRouter
+from broker.txn_runtime.apis import TransactionApis
 from security.acls import authorizer_of
 from security.authorization import Authorization
 from security.credentials import CredentialStore
@@ -43,9 +43,13 @@ class Call:
 
 
 class Handlers:
-    def __init__(self, config: BrokerConfig, topology: Topology, on_topics_deleted, faults: Faults):
-        self.config, self.faults = config, faults
-        self.data = DataPlane(config, topology, on_topics_deleted)
+    """Every request to the part that answers it (the data plane ``data``, the group router
+    ``groups``, the transaction coordinator's ``transactions``, or the connection's own APIs,
+    made here), after the fault rules and, where ACLs are enforced, its authorization check."""
+
+    def __init__(self, config: BrokerConfig, faults: Faults, data: DataPlane, groups: GroupRouter,
+                 transactions: TransactionApis):
+        self.config, self.faults, self.data, self._groups = config, faults, data, groups
         self.credentials = CredentialStore(config.data_dir)
         #: Kafka's StandardAuthorizer when authorizer.class.name names it; else everything is allowed
         self.authorizer = authorizer_of(config)
@@ -55,29 +59,14 @@ class Handlers:
             whole_request_error)
         if self.authorization is not None:
             self.data.may_read = self.authorization.may_read
-        self._groups: GroupRouter | None = None
         #: the part of the broker that answers each kind of API (``ApiSpec.runs``)
-        self.parts: dict[Runs, object] = {}
-        #: API key -> the coroutine function that answers it (the group and transaction APIs
-        #: from :meth:`serve_coordinators` on)
+        self.parts = {Runs.CONNECTION: self.connection, Runs.DATA_PLANE: data,
+                      Runs.GROUP_COORDINATOR: groups, Runs.TRANSACTION_COORDINATOR: transactions}
+        #: API key -> the coroutine function that answers it: its declared handler
         self.routes: dict[int, Callable] = {}
-        self._served: frozenset[tuple[int, int]] = frozenset()      # (API key, version) bound
-        self._bind({Runs.CONNECTION: self.connection, Runs.DATA_PLANE: self.data})
-
-    def serve_coordinators(self, groups: GroupRouter, transactions) -> None:
-        """Add the group and transaction APIs (once their coordinators exist)."""
-        self._groups = groups
-        self._bind({Runs.GROUP_COORDINATOR: groups, Runs.TRANSACTION_COORDINATOR: transactions})
-        if set(self.routes) != SERVED_APIS:
-            raise RuntimeError(f"declared but not bound: {sorted(SERVED_APIS - set(self.routes))}")
-
-    def _bind(self, parts: dict) -> None:
-        """Route each API that one of ``parts`` answers to its declared handler."""
-        self.parts.update(parts)
         for spec in API_SPECS.values():
-            if spec.runs in parts:
-                handler = attrgetter(spec.handler)(parts[spec.runs])
-                self.routes[spec.key] = answering_errors(handler, spec.failed) if spec.answers_refusals else handler
+            handler = attrgetter(spec.handler)(self.parts[spec.runs])
+            self.routes[spec.key] = answering_errors(handler, spec.failed) if spec.answers_refusals else handler
         self._served = frozenset((key, v) for key in self.routes for v in API_SPECS[key].versions)
 
     def serves(self, api_key: int, version: int) -> bool:
@@ -101,7 +90,7 @@ class Handlers:
         """Start a request that may be pipelined (its declaration says which) without waiting:
         its shard ticket and the function that completes its response; else None (also while
         fault rules are armed, or ACLs enforced: they apply in :meth:`handle`)."""
-        if self._groups is None or self.faults.rules or self.authorization is not None \
+        if self.faults.rules or self.authorization is not None \
                 or not API_SPECS[ctx.api_key].pipelined(ctx.version):
             return None
         return self._groups.begin(ctx, body)

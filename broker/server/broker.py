@@ -30,6 +30,7 @@ from broker.cluster.log_homes import log_home, open_log
 from broker.cluster.moves import ClusterMoves
 from broker.cluster.topology import GROUP_TOPIC, Topology
 from broker.config import BrokerConfig
+from broker.data.plane import DataPlane
 from broker.dispatch.handlers import Handlers
 from broker.dispatch.served import INJECTABLE_APIS
 from broker.faults.control import BrokerControl
@@ -67,8 +68,7 @@ class Broker:
         if config.log_flush_interval_ms is not None and not config.flush_policy.periodic:
             log.warning("log.flush.interval.ms=%d flushes nothing unless log.flush.scheduler.interval.ms "
                         "is set too (its default is never), as in Kafka", config.log_flush_interval_ms)
-        self.handlers = Handlers(config, self.topology, self._forget_topics, self.faults)
-        data = self.handlers.data
+        data = DataPlane(config, self.topology, self._forget_topics)
         self.runners = [ShardRunner(Shard(i, config.coordinator, journal=self.journal is not None),
                                     partial(open_log, config.data_dir, self.topology, GROUP_TOPIC, i),
                                     journal=self.journal, flusher=self.flusher, metadata=data.store.metadata_image,
@@ -84,7 +84,7 @@ class Broker:
         # the data plane and the group router check transactional writes with the transaction
         # coordinator, which writes its markers through the data plane: the one cycle, closed here
         data.verify_transaction = groups.verify_transaction = self.transactions.verify
-        self.handlers.serve_coordinators(groups, TransactionApis(
+        self.handlers = Handlers(config, self.faults, data, groups, TransactionApis(
             self.transactions, data.store.producer_ids.allocate, data.has_partition,
             partial(group_partition, offsets_partitions=len(self.runners)), self.topology))
         moves = ClusterMoves(self.topology, data, self.runners, self.transactions, txn_partitions, self.nodes)
