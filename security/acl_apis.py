@@ -10,7 +10,7 @@ from protocol.messages import RESPONSES
 from protocol.registry import API_TABLE
 
 from security.acls import (CLUSTER_NAME, Acl, AclFilter, Authorizer, Operation, PatternType, Permission,
-                                  ResourceType, host_of)
+                           ResourceType, host_of)
 
 CreateAcls = RESPONSES[ApiKey.CREATE_ACLS].cls
 DescribeAcls = RESPONSES[ApiKey.DESCRIBE_ACLS].cls

@@ -2,11 +2,12 @@
 
 import pytest
 
+from apache_kafka.artefacts import KafkaUnavailable
+from apache_kafka.process import KafkaProcess
+
 from broker.config import BrokerConfig
 from broker.dispatch.served import SERVED_APIS
 from broker.server.broker import Broker
-from apache_kafka.artefacts import KafkaUnavailable
-from apache_kafka.process import KafkaProcess
 from broker.testing.launcher import TEST_DEFAULTS, BrokerProcess
 from protocol.api_keys import ApiKey
 from tests.support.processes import missing

@@ -6,9 +6,10 @@ from __future__ import annotations
 from protocol import error_answers
 from protocol.api_keys import ApiKey
 
-from broker.api_spec import ApiSpec, Runs
 from security.acls import Operation
 from security.authorization import Authorization, cluster, configs, topics_of
+
+from broker.api_spec import ApiSpec, Runs
 
 
 def _data(key: ApiKey, handler: str, failed, authorize, **more) -> ApiSpec:

@@ -16,10 +16,11 @@ from protocol.error_messages import default_message
 from protocol.errors import ErrorCode
 from protocol.messages import RESPONSES
 
+from topic_log import TopicStore, UnknownTopicOrPartition
+
 from broker.cluster.topology import NO_LEADER, Topology
 from broker.config import BrokerConfig
 from broker.data.errors import Refused, error_message
-from topic_log import TopicStore, UnknownTopicOrPartition
 
 log = logging.getLogger("groupbroker.data")
 E = ErrorCode

@@ -21,14 +21,15 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages import RESPONSES
 
-from broker.config import BrokerConfig
-from broker.data.errors import cut
 from topic_log import TopicStore, UnknownTopicOrPartition
 from topic_log import configs as topic_configs
 from topic_log.configs import DEFAULT_CONFIG, STATIC_BROKER_CONFIG, InvalidConfig
 from topic_log.store import validate_topic_name
 from topic_log.errors import InvalidTopic
 from log_store.files import atomic_write
+
+from broker.config import BrokerConfig
+from broker.data.errors import cut
 
 log = logging.getLogger("groupbroker.data")
 E = ErrorCode

@@ -29,6 +29,13 @@ from protocol.records import BatchHeader, read_batches
 from protocol.exceptions import DecodeError
 from protocol.wire import ZERO_UUID
 
+from topic_log import (CorruptRecords, FencedLeaderEpoch, InvalidTopic, MessageTooLarge, NotLeader,
+                       StorageError, TopicsError, TopicStore, UnknownLeaderEpoch,
+                       UnknownTopicOrPartition, validate_topic_name)
+from topic_log import configs as topic_configs
+from topic_log.compaction import LogCleaner
+from topic_log.configs import InvalidConfig
+
 from broker.cluster.topology import GROUP_TOPIC, NO_LEADER, TXN_TOPIC, Topology
 from broker.data.cluster_admin import CLUSTER_OPERATIONS, ClusterAdmin
 from broker.config import BrokerConfig
@@ -39,12 +46,6 @@ from broker.data.errors import Refused as _Refused
 from broker.data.fetch_sessions import FetchSessions
 from broker.data.parked_fetches import ParkedFetches
 from broker.data.topic_admin import TopicAdmin
-from topic_log import (CorruptRecords, FencedLeaderEpoch, InvalidTopic, MessageTooLarge, NotLeader,
-                                StorageError, TopicsError, TopicStore, UnknownLeaderEpoch,
-                                UnknownTopicOrPartition, validate_topic_name)
-from topic_log import configs as topic_configs
-from topic_log.compaction import LogCleaner
-from topic_log.configs import InvalidConfig
 
 log = logging.getLogger("groupbroker.data")
 E = ErrorCode

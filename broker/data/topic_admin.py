@@ -19,9 +19,10 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages import RESPONSES
 
+from topic_log import StorageError, TopicsError, TopicStore, UnknownTopicOrPartition
+
 from broker.config import BrokerConfig
 from broker.data.errors import EXCESSIVE_BATCH, MAX_RECORDS_PER_USER_OP, Refused, error_message
-from topic_log import StorageError, TopicsError, TopicStore, UnknownTopicOrPartition
 
 log = logging.getLogger("groupbroker.data")
 E = ErrorCode

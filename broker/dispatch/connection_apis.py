@@ -11,12 +11,13 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages import RESPONSES
 
-from broker.api_spec import ApiSpec, Runs
-from broker.dispatch.api_versions import api_versions_answer
 from security import acl_apis, scram_apis
 from security.acls import Authorizer, Operation
 from security.authorization import cluster
 from security.credentials import CredentialStore
+
+from broker.api_spec import ApiSpec, Runs
+from broker.dispatch.api_versions import api_versions_answer
 
 
 def _own(key: ApiKey, handler: str, failed, authorize=None) -> ApiSpec:

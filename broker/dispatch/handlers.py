@@ -9,6 +9,10 @@ from operator import attrgetter
 
 import trio
 
+from security.acls import authorizer_of
+from security.authorization import Authorization
+from security.credentials import CredentialStore
+
 from broker.api_spec import Runs
 from broker.config import BrokerConfig
 from broker.data.errors import answering_errors
@@ -18,9 +22,6 @@ from broker.dispatch.served import API_SPECS, whole_request_error
 from broker.faults.rules import ConnectionDropped, Faults
 from broker.group_runtime.router import GroupRouter
 from broker.txn_runtime.apis import TransactionApis
-from security.acls import authorizer_of
-from security.authorization import Authorization
-from security.credentials import CredentialStore
 
 
 @dataclass(slots=True)

@@ -18,10 +18,11 @@ from coordinator import interventions
 from coordinator.routing import shard_for
 from protocol.errors import ErrorCode
 
+from security.acls import AclFilter, Operation, PatternType, Permission, ResourceType
+
 from broker.cluster.moves import ClusterMoves
 from broker.cluster.topology import TXN_TOPIC, TopologyError
 from broker.faults.rules import FaultError, error_code
-from security.acls import AclFilter, Operation, PatternType, Permission, ResourceType
 
 log = logging.getLogger("groupbroker.faults")
 

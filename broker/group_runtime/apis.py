@@ -7,9 +7,10 @@ from coordinator.responses import error_response
 from protocol import error_answers
 from protocol.api_keys import ApiKey
 
+from security.authorization import Authorization
+
 from broker.api_spec import ApiSpec, Runs, always, never
 from broker.group_runtime.router import SINGLE_GROUP_OFFSET_FETCH
-from security.authorization import Authorization
 
 
 def _group_failed(key: ApiKey):

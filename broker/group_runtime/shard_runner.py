@@ -162,7 +162,7 @@ _TRANSITIONS = {
     Lifecycle.SERVING: {Lifecycle.LOADING, Lifecycle.BROKEN, Lifecycle.MOVING, Lifecycle.FAILED},
     Lifecycle.BROKEN: {Lifecycle.LOADING, Lifecycle.MOVING, Lifecycle.FAILED},
     Lifecycle.MOVING: {Lifecycle.LOADING, Lifecycle.FAILED},
-    Lifecycle.FAILED: {Lifecycle.LOADING, Lifecycle.MOVING, Lifecycle.FAILED},
+    Lifecycle.FAILED: {Lifecycle.LOADING, Lifecycle.MOVING},
 }
 
 

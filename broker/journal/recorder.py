@@ -29,8 +29,9 @@ from coordinator.actions import Journal
 from coordinator.events import Event
 from offsets_log.journal import JournalWriter, journal_dir
 
-from broker.config import BrokerConfig
 from topic_log import TopicStore
+
+from broker.config import BrokerConfig
 
 log = logging.getLogger("groupbroker.journal")
 

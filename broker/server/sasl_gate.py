@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from protocol.api_keys import ApiKey
 
-from broker.dispatch.served import whole_request_error
 from security.sasl.session import SaslSession, State, Step
+
+from broker.dispatch.served import whole_request_error
 
 
 def gate(session: SaslSession, frame: bytes, decode, unknown_api_versions, now_ms: float):

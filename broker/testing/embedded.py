@@ -17,14 +17,15 @@ from pathlib import Path
 
 import trio
 
+from security.listeners import for_nodes
+from apache_kafka.properties import kafka_props
+
 from broker.config import BrokerConfig
 from broker.dispatch.served import INJECTABLE_APIS
 from broker.faults.control import ControlProxy
 from broker.faults.rules import Faults, RecordedRequest
 from broker.server.broker import Broker
-from security.listeners import for_nodes
 from broker.server.listen import bind
-from apache_kafka.properties import kafka_props
 from broker.testing.launcher import TEST_DEFAULTS, wait_until_answering
 
 log = logging.getLogger("groupbroker.embedded")

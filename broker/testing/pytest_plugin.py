@@ -26,10 +26,11 @@ from __future__ import annotations
 
 import pytest
 
-from broker.testing.embedded import EmbeddedBroker
 from apache_kafka.artefacts import KafkaUnavailable
 from apache_kafka.process import KafkaProcess
 from apache_kafka.properties import kafka_props
+
+from broker.testing.embedded import EmbeddedBroker
 from broker.testing.launcher import TEST_DEFAULTS
 
 BACKENDS = ("groupbroker", "kafka")

@@ -15,10 +15,11 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages import RESPONSES
 
+from security.authorization import Authorization
+
 from broker.api_spec import ApiSpec, Runs
 from broker.cluster.topology import Topology
 from broker.data.errors import Refused
-from security.authorization import Authorization
 from broker.txn_runtime.service import TransactionService
 
 E = ErrorCode

@@ -36,9 +36,10 @@ from offsets_log.log import ShardLog
 from protocol.errors import ErrorCode
 from protocol.logtext import safe
 
+from topic_log import TopicsError
+
 from broker.cluster.log_homes import exists, open_log
 from broker.cluster.topology import GROUP_TOPIC, TXN_TOPIC, Node, Topology
-from topic_log import TopicsError
 from broker.faults.rules import FaultError
 
 log = logging.getLogger("groupbroker.transactions")

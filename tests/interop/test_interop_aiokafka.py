@@ -19,7 +19,7 @@ import time
 
 
 from tests.support.processes import (BatchRecorder, check_exactly_once, committed_records, import_client,
-                            settled_generation, state_changes)
+                                     settled_generation, state_changes)
 
 import_client("aiokafka")          # CI: fail, not skip, when it is missing
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition  # noqa: E402

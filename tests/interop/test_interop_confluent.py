@@ -29,7 +29,7 @@ import time
 import pytest
 
 from tests.support.processes import (BatchRecorder, check_exactly_once, committed_records, import_client,
-                            settled_generation, state_changes, wait_until)
+                                     settled_generation, state_changes, wait_until)
 
 ck = import_client("confluent_kafka")
 from confluent_kafka.admin import AdminClient  # noqa: E402

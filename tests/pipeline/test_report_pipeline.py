@@ -39,11 +39,12 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka.admin import NewTopic
 from kafka.errors import CommitFailedError, IllegalGenerationError
 
+from log_store.fs import RealFS
+
 from broker.testing.launcher import BrokerProcess
 from offsets_log.journal import journal_dir, segments
 from tests.support.processes import REPO, require_tool, wait_until
 from offsets_log.compaction import compact
-from log_store.fs import RealFS
 from offsets_log.log import ShardLog, shard_dir
 from offsets_log.records import Record
 from offsets_log.tools import records, shards

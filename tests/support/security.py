@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from broker.cli.certs import write_certificates
 from security.credentials import CredentialStore, new_credential
+
+from broker.cli.certs import write_certificates
 
 USERS = {"alice": "alice-secret", "bob": "bob-secret"}
 PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '

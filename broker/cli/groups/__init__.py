@@ -15,7 +15,7 @@ import sys
 from broker.cli.version import groupbroker_version
 
 from kafka_client.admin import (Cluster, Connection, GroupsError, KafkaError, describe_group, fetch_offsets,
-                     find_coordinator, list_offsets, parse_address)
+                                find_coordinator, list_offsets, parse_address)
 from .commands import COMMANDS
 from .options import HELP, UsageError, parse
 from .render import Output

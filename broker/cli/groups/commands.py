@@ -13,8 +13,8 @@ import time
 from protocol.errors import ErrorCode
 
 from kafka_client.admin import (EARLIEST, LATEST, Cluster, Connection, Group, GroupsError, commit_offsets,
-                     delete_groups, delete_offsets, describe_group, fetch_committed,
-                     find_coordinator, list_groups, list_offsets, topic_partitions)
+                                delete_groups, delete_offsets, describe_group, fetch_committed,
+                                find_coordinator, list_groups, list_offsets, topic_partitions)
 from .options import NO_EXECUTE_WARNING, Options, UsageError, warn
 from .render import Output, dash, error_message, exception_text, widest
 from .times import parse_datetime, parse_duration

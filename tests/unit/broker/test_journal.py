@@ -8,11 +8,12 @@ import os
 
 import pytest
 
+from log_store.fs import FakeFS
+
 from broker.config import BrokerConfig, ConfigError
 from broker.journal.recorder import BrokerJournal
 from coordinator.actions import Journal
 from tests.support.coordinator_harness import Harness
-from log_store.fs import FakeFS
 from offsets_log.journal import JournalWriter, journal_dir, read_journal, segments
 from offsets_log.records import OffsetCommit
 

@@ -14,17 +14,18 @@ import logging
 import pytest
 import trio
 
+from log_store.fs import FakeFS
+
 from broker.group_runtime.shard_runner import RETRY_MAX_S, ShardRunner
 from coordinator.result import StepFailed
 from coordinator.shard import Shard
-from log_store.fs import FakeFS
 from offsets_log.journal import JournalWriter, read_journal
 from offsets_log.log import ShardLog, shard_dir
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 from tests.unit.broker.test_shard_runner import (GROUP, PROTOCOL, SHARD, Heartbeat, JoinGroup, OffsetCommitReq,
-                               OffsetFetch, describe, join_and_sync)
+                                                 OffsetFetch, describe, join_and_sync)
 
 BOOM = "boom-group"
 

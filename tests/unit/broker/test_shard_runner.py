@@ -7,11 +7,12 @@ import time
 import pytest
 import trio
 
+from log_store.fs import FakeFS
+
 from broker.group_runtime.flusher import Flusher
 from broker.group_runtime.shard_runner import ShardRunner
 from coordinator.routing import shard_for
 from coordinator.shard import Shard
-from log_store.fs import FakeFS
 from offsets_log.flush import FlushPolicy
 from offsets_log.log import ShardLog, segment_bases, shard_dir
 from offsets_log.records import OffsetCommit, decode_record

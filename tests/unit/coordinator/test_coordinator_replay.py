@@ -24,7 +24,7 @@ from offsets_log.records import GroupMetadata, GroupMetadataTombstone, Record, d
 from tests.support.coordinator_harness import Harness
 from tests.unit.coordinator.test_coordinator_admin import delete, describe
 from tests.unit.coordinator.test_coordinator_offsets import (BIG_SESSION, commit, config, fetch, in_state, offset_delete,
-                                     subscription)
+                                                             subscription)
 
 GROUPS = ("g1", "g2")
 

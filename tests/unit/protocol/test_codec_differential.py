@@ -16,7 +16,7 @@ from protocol.api_keys import ApiKey
 from protocol.exceptions import DecodeError, EncodeError
 from protocol.messages import REQUESTS
 from tests.support.strategies import (all_cases, case_id, field_strategy, is_nullable, is_present, replace_at,
-                        struct_levels, values_for)
+                                      struct_levels, values_for)
 
 CASES = all_cases()
 

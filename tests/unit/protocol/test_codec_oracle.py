@@ -42,7 +42,7 @@ from protocol.api_keys import ApiKey
 from protocol.exceptions import DecodeError, EncodeError
 from protocol.messages import REQUESTS, RESPONSES
 from tests.support.strategies import (ZERO_UUID, all_cases, case_id, is_nullable, is_present, struct_class,
-                        values_for)
+                                      values_for)
 
 
 # --- kafka-python's classes by Kafka message name ----------------------------------------

@@ -5,7 +5,7 @@ authorized-operation bits, filters, and the ACL file surviving a reopen."""
 from __future__ import annotations
 
 from security.acls import (Acl, AclFilter, Authorizer, Operation as O, PatternType as P,
-                                  Permission as A, ResourceType as R)
+                           Permission as A, ResourceType as R)
 
 LIT, PRE = P.LITERAL, P.PREFIXED
 

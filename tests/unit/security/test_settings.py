@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from broker.config import BrokerConfig, ConfigError
 from security.jaas import parse_jaas
 from security.listeners import build_listeners
 from security.settings import SettingsError
 from security.setup import build_security
 from security.tls import PrincipalMapper
+
+from broker.config import BrokerConfig, ConfigError
 
 
 def test_default_is_one_plaintext_listener_on_localhost_9092():

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from topic_log import (CorruptRecords, InvalidRecord, MessageTooLarge, OffsetOutOfRange,
-                           PartitionLog, TimestampOffset, UnknownTopicOrPartition)
+                       PartitionLog, TimestampOffset, UnknownTopicOrPartition)
 from protocol.errors import ErrorCode
 from protocol.records import read_batches
 from tests.unit.topic_log.test_batches import batch, values_of

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from topic_log import (InvalidProducerEpoch, OffsetOutOfRange, OutOfOrderSequence, PartitionLog, ProducerIds,
-                           InvalidTxnState)
+                       InvalidTxnState)
 from topic_log.producer_state import INT32_MAX, last_sequence
 from protocol.errors import ErrorCode
 from tests.unit.topic_log.test_batches import batch, values_of

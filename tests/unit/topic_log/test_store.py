@@ -7,7 +7,7 @@ import os
 import pytest
 
 from topic_log import (InvalidPartitions, InvalidTopic, TopicAlreadyExists, TopicStore,
-                           UnknownTopicOrPartition)
+                       UnknownTopicOrPartition)
 from protocol.errors import ErrorCode
 from tests.unit.topic_log.test_batches import batch, values_of
 
