@@ -478,7 +478,7 @@ class ShardRunner:
             try:
                 shard = self.shard.fresh()
                 return shard_log, shard, load_shard(shard, shard_log, now).actions
-            except BaseException:
+            except BaseException:           # a log opened here and not kept is closed, then the failure goes on
                 if shard_log is not old:
                     shard_log.close()
                 raise
