@@ -42,7 +42,7 @@ from crc32c import crc32c
 from protocol.control_records import control_batch
 from protocol.exceptions import DecodeError
 from protocol.record_batch import records_of
-from protocol.records import BatchHeader, check_crc, read_batches, with_base_offset
+from protocol.records import HEADER, BatchHeader, check_crc, read_batches, with_base_offset
 
 from .batches import check_batch
 from .errors import (CorruptRecords, InvalidRecord, InvalidTimestamp, MessageTooLarge, OffsetOutOfRange,
@@ -440,6 +440,12 @@ class PartitionLog:
         OffsetOutOfRange. An offset in a gap (a lost or unreadable stretch of a sealed
         segment) reads from the next batch after it. ``upto`` (a read_committed fetch's last
         stable offset) leaves out the batches that start at or after it.
+
+        With ``one_segment``, a segment whose batches read are all empty (what compaction
+        leaves of a fully superseded group) does not end the read: a client answered only
+        empty batches takes it for a record too large for its fetch size (librdkafka doubles
+        its size, then fails after ten such answers), and Kafka, which keeps fewer empty
+        batches, would have gone on to the next segment.
         """
         self._check_open()
         if offset == self.high_watermark:
@@ -449,7 +455,7 @@ class PartitionLog:
                                    f"{self.high_watermark}] of {self.directory}")
         if upto is not None and offset >= upto:
             return b""
-        parts, budget = [], max_bytes
+        parts, budget, records_yet = [], max_bytes, False
         first = self._segment_index(offset)
         for seg in self._segments[first:]:
             i = bisect.bisect_left(seg.lasts, offset) if seg is self._segments[first] else 0
@@ -457,12 +463,13 @@ class PartitionLog:
                 continue
             start = seg.positions[i]
             end = start
-            stopped = False
+            stopped, only_empty = False, True
             for j in range(i, len(seg.positions)):
                 nxt = seg.positions[j + 1] if j + 1 < len(seg.positions) else seg.size
                 stopped = upto is not None and seg.bases[j] >= upto
-                if stopped or (nxt - start > budget and not (min_one and not parts and j == i)):
+                if stopped or (nxt - start > budget and not (min_one and not records_yet and j == i)):
                     break
+                only_empty = only_empty and nxt - seg.positions[j] == HEADER.size
                 end = nxt
             if end == start:
                 break
@@ -471,7 +478,8 @@ class PartitionLog:
             except OSError as exc:
                 raise StorageError(f"reading {seg.path} failed: {exc}") from exc
             budget -= end - start
-            if end < seg.size or stopped or one_segment:
+            records_yet = records_yet or not only_empty
+            if end < seg.size or stopped or (one_segment and not only_empty):
                 break
         return b"".join(parts)
 

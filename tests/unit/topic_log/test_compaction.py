@@ -217,6 +217,29 @@ def test_the_last_batch_of_each_group_stays_so_segments_end_where_the_next_begin
     assert any(h.record_count == 0 for h in headers_of(plog))
 
 
+def test_a_fetch_never_answers_only_the_empty_batches_of_superseded_groups(store, tmp_path):
+    plog = compacted(store)
+    fill(plog, 16, 4)
+    seal(plog)
+    plog.append(keyed([(b"k0", b"last")]), 1_000)
+    assert clean(store, LogCleaner(str(tmp_path))) is True
+    only_empty = [s for s in plog.segments()[:-1]
+                  if all(h.record_count == 0 for h in headers_of_segment(plog, s))]
+    assert len(only_empty) >= 3                  # groups whose every record was superseded
+    offset, answers = plog.log_start_offset, 0
+    while offset < plog.high_watermark:          # as a consumer fetches, a segment at a time
+        batches = read_batches(plog.read(offset, 1 << 20, one_segment=True), verify_crc=True)
+        assert any(b.record_count for b in batches), f"only empty batches at offset {offset}"
+        offset = batches[-1].base_offset + batches[-1].last_offset_delta + 1
+        answers += 1
+    assert answers < len(plog.segments())
+
+
+def headers_of_segment(plog, seg):
+    with open(seg.path, "rb") as f:
+        return read_batches(f.read(), verify_crc=False)
+
+
 def test_min_compaction_lag_keeps_recent_segments_out(store, tmp_path):
     plog = compacted(store, min_compaction_lag_ms=1_000)
     fill(plog, 4, 4, now=10_000)                 # timestamps 10_000..10_006
