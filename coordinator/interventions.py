@@ -4,20 +4,29 @@ Each one does exactly what the coordinator does when the real cause happens, so 
 what they would see against Kafka: a forced rebalance is a rebalance (for a consumer group, a
 group epoch bump), an expired member is a session expiry, a fenced static member is a new
 incarnation taking its group.instance.id. Two exist for consumer groups only: a fenced member
-is removed as a missed rebalance timeout removes it, and its next heartbeat is answered
-FENCED_MEMBER_EPOCH (Kafka would say UNKNOWN_MEMBER_ID to a member it removed; both make the
-client give up its partitions and rejoin); held revocations keep members that must revoke
-partitions from completing it, so the new owners wait and the rebalance timeout can fire.
+is removed as a missed rebalance timeout removes it; held revocations keep members that must
+revoke partitions from completing it, so the new owners wait and the rebalance timeout can fire.
 Each checks everything before it changes anything, and raises :class:`InterventionError`
 (with the reason) instead of half-applying. Each takes the shard (coordinator/shard.py).
+
+What lasts beyond the operation is the runtime's to keep, never a condition in the protocol
+logic: it answers a fenced member's next heartbeat FENCED_MEMBER_EPOCH (Kafka would say
+UNKNOWN_MEMBER_ID to a member it removed; both make the client give up its partitions and
+rejoin), and it passes a held group's heartbeats through :func:`as_unrevoked`.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from typing import NamedTuple
+
+from protocol.api_keys import ApiKey
+from protocol.messages import REQUESTS
+
 from coordinator.classic.group import ClassicGroup
 from coordinator.consumer import records as rec
 from coordinator.consumer.group import ConsumerGroup
-from coordinator.consumer.member import ConsumerGroupMember, new_member_id
+from coordinator.consumer.member import ConsumerGroupMember, MemberState, new_member_id
 from coordinator.events import Cause, Event, Expiry
 from coordinator.classic.manager import S, ClassicGroupManager
 from coordinator.classic.membership import fence_static_member
@@ -124,24 +133,49 @@ def _fence_consumer_instance(shard, out: CoordinatorResult, now: int, group_id: 
     return f"static member {instance_id} of group {group_id}: {old.member_id} fenced, now {new.member_id}"
 
 
-def fence_member(shard, out: CoordinatorResult, now: int, group_id: str, member_id: str) -> str:
-    """Remove a consumer-group member as a missed rebalance timeout does; its next heartbeat
-    is answered FENCED_MEMBER_EPOCH, and it rejoins."""
+class FencedMember(NamedTuple):
+    outcome: str
+    epoch: int          # the member epoch it had
+
+
+def fence_member(shard, out: CoordinatorResult, now: int, group_id: str, member_id: str) -> FencedMember:
+    """Remove a consumer-group member as a missed rebalance timeout does."""
     group, member = _consumer_member(shard, group_id, member_id)
-    shard.consumer.fenced_once[(group_id, member_id)] = member.member_epoch
     shard.consumer.fence(out, now, group, member, Expiry.REVOCATION)
-    return (f"member {member_id} of group {group_id} fenced at epoch {member.member_epoch}; "
-            "its next heartbeat gets FENCED_MEMBER_EPOCH")
+    return FencedMember(f"member {member_id} of group {group_id} fenced at epoch {member.member_epoch}; "
+                        "its next heartbeat gets FENCED_MEMBER_EPOCH", member.member_epoch)
+
+
+def fenced_member_error(epoch: int, received: int) -> str:
+    """What a fenced member's next heartbeat is told: Kafka's message for an epoch it has
+    moved past (the member's ``epoch`` was bumped when it was fenced)."""
+    return (f"The consumer group member has a smaller member epoch ({received}) than the one known "
+            f"by the group coordinator ({epoch + 1}). The member must abandon all its partitions "
+            "and rejoin.")
 
 
 def hold_revocations(shard, out: CoordinatorResult, now: int, group_id: str, hold: bool = True) -> str:
-    """Hold (or release) a consumer group's revocations: members that must give up partitions
-    stay in UNREVOKED_PARTITIONS whatever they report, so the new owners wait and each
-    holder is fenced when its rebalance timeout expires."""
+    """Check that a group's revocations can be held (or released): it must be a consumer group.
+    While they are held the runtime passes its heartbeats through :func:`as_unrevoked`, so
+    members that must give up partitions stay in UNREVOKED_PARTITIONS, the new owners wait
+    and each holder is fenced when its rebalance timeout expires."""
     _consumer_group(shard, group_id)
-    held = shard.consumer.held_revocations
-    if hold:
-        held.add(group_id)
-        return f"group {group_id}: revocations held"
-    held.discard(group_id)
-    return f"group {group_id}: revocations released"
+    return f"group {group_id}: revocations {'held' if hold else 'released'}"
+
+
+_OwnedPartitions = REQUESTS[ApiKey.CONSUMER_GROUP_HEARTBEAT].cls.TopicPartitions
+
+
+def as_unrevoked(shard, req):
+    """The ConsumerGroupHeartbeat ``req`` as its member would send it had it not revoked
+    anything yet: a member that must revoke reports every partition it holds (a slow client).
+    Any other heartbeat is returned as it is."""
+    group = shard.consumer.groups.get(req.group_id)
+    member = group.members.get(req.member_id) if group is not None else None
+    if member is None or member.state != MemberState.UNREVOKED_PARTITIONS or req.topic_partitions is None:
+        return req
+    held = {}
+    for topic_id, partition in member.owned_partitions():
+        held.setdefault(topic_id, []).append(partition)
+    owned = tuple(_OwnedPartitions(topic_id=t, partitions=tuple(sorted(ps))) for t, ps in held.items())
+    return dataclasses.replace(req, topic_partitions=owned)

@@ -109,9 +109,8 @@ class BrokerControl:
             self._set_unavailable(shard, None)
         released = []
         for runner in self.runners:
-            for group in sorted(runner.shard.consumer.held_revocations):
-                await runner.intervene(interventions.hold_revocations, group, False)
-                released.append(group)
+            released += sorted(runner.lasting_faults.held)
+            runner.lasting_faults.held.clear()
         held = f"; revocations released: {released}" if released else ""
         if self.transactions.markers_held:
             self.transactions.hold_markers(False)
@@ -138,17 +137,26 @@ class BrokerControl:
     async def op_fence_member(self, group: str, member: str) -> str:
         """Fence consumer-group MEMBER as a missed rebalance timeout does: it is removed, its
         next heartbeat is answered FENCED_MEMBER_EPOCH and it rejoins (consumer groups only)."""
-        return await self._runner(group).intervene(interventions.fence_member, group, member)
+        runner = self._runner(group)
+        fenced = await runner.intervene(interventions.fence_member, group, member)
+        runner.lasting_faults.fenced[(group, member)] = fenced.epoch
+        return fenced.outcome
 
     async def op_hold_revocations(self, group: str) -> str:
         """Hold GROUP's revocations: a member that must give up partitions stays revoking
         whatever it reports, so their new owners wait and its rebalance timeout can fence it
         (consumer groups only; undone by release-revocations or clear)."""
-        return await self._runner(group).intervene(interventions.hold_revocations, group, True)
+        return await self._hold_revocations(group, True)
 
     async def op_release_revocations(self, group: str) -> str:
         """Let GROUP's members complete their revocations again (undoes hold-revocations)."""
-        return await self._runner(group).intervene(interventions.hold_revocations, group, False)
+        return await self._hold_revocations(group, False)
+
+    async def _hold_revocations(self, group: str, hold: bool) -> str:
+        runner = self._runner(group)
+        outcome = await runner.intervene(interventions.hold_revocations, group, hold)
+        (runner.lasting_faults.held.add if hold else runner.lasting_faults.held.discard)(group)
+        return outcome
 
     async def op_shard_unavailable(self, group: str | None = None, shard: int | None = None,
                                    error="COORDINATOR_LOAD_IN_PROGRESS") -> str:

@@ -51,6 +51,7 @@ from protocol.errors import ErrorCode
 from protocol.logtext import safe
 
 from broker.group_runtime.flusher import Flusher
+from broker.group_runtime.lasting_faults import LastingFaults
 
 log = logging.getLogger("groupbroker.shards")
 _NO_CONFIGS: Mapping = MappingProxyType({})
@@ -188,6 +189,7 @@ class ShardRunner:
         self.state = Lifecycle.LOADING
         self._retry_s = RETRY_MIN_S                  # the wait before the next reopening
         self.unavailable: ErrorCode | None = None    # fault injection (see set_unavailable)
+        self.lasting_faults = LastingFaults()         # fault injection: fenced members, held groups
         self._appended = self._flushed = -1          # log offsets: last written, last fsynced
         self._must_flush = -1                        # replies after this offset wait for its fsync
         self.last_flush = 0.0                        # trio time of the last fsync
@@ -245,7 +247,11 @@ class ShardRunner:
         return ticket
 
     def _handle(self, ctx: RequestContext, request, now: int) -> CoordinatorResult:
-        return self.shard.handle(now, ctx, request)
+        faults = self.lasting_faults
+        request = faults.before(self.shard, ctx.api_key, request)
+        out = self.shard.handle(now, ctx, request)
+        faults.after(ctx.token, ctx.api_key, request, out.actions)
+        return out
 
     def _idle(self) -> bool:
         """The shard task sleeps with nothing queued: a request may be decided right here."""
@@ -274,7 +280,7 @@ class ShardRunner:
             return ErrorCode.NONE if api_key == ApiKey.HEARTBEAT else ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
         return None
 
-    async def intervene(self, fault, *args) -> str:
+    async def intervene(self, fault, *args):
         """Apply a fault from coordinator/interventions.py in the shard task; its outcome."""
         outcome: list = []
         done = trio.Event()
@@ -486,6 +492,7 @@ class ShardRunner:
         if sync_first:
             self.flushed(old, self._appended)       # what waited for that fsync may go now
         self.log, self.shard, self._image, self._configs = shard_log, shard, None, None
+        self.lasting_faults.clear()                 # soft state, as the groups' own
         if reopen:
             self._opened(shard_log)
         if self.state is not Lifecycle.MOVING:      # moved again meanwhile: the loop moves on

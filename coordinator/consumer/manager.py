@@ -149,9 +149,6 @@ class ConsumerGroupManager:
         self.image: MetadataImage = EMPTY_IMAGE
         #: group id -> its dynamic group configs (IncrementalAlterConfigs on GROUP resources)
         self.group_configs: Mapping[str, Mapping[str, str]] = {}
-        # fault injection (coordinator/interventions.py); soft state, gone on reload
-        self.fenced_once: dict[tuple[str, str], int] = {}   # (group, member) -> epoch it had
-        self.held_revocations: set[str] = set()             # groups whose revocations are held
 
     def owns(self, group_id: str) -> bool:
         return shard_for(group_id, self.config.offsets_topic_num_partitions) == self.shard_id
@@ -279,12 +276,6 @@ class ConsumerGroupManager:
         if req.instance_id is None:
             member = group.members.get(member_id)
             if member is None:
-                epoch = self.fenced_once.pop((req.group_id, member_id), None)
-                if epoch is not None and not joining:
-                    raise GroupError(E.FENCED_MEMBER_EPOCH, "The consumer group member has a smaller "
-                                     f"member epoch ({req.member_epoch}) than the one known by the group "
-                                     f"coordinator ({epoch + 1}). The member must abandon all its "
-                                     "partitions and rejoin.")
                 if not joining:
                     raise GroupError(E.UNKNOWN_MEMBER_ID,
                                      f"Member {member_id} is not a member of group {req.group_id}.")
@@ -413,8 +404,6 @@ class ConsumerGroupManager:
         member_id = updated.member_id
         if not subscription_changed and updated.is_reconciled_to(target_epoch):
             return updated
-        if group.group_id in self.held_revocations and updated.state == MemberState.UNREVOKED_PARTITIONS:
-            owned = None            # fault injection: its revocation is not taken
         reconciled = reconcile(updated, target_epoch, target, group.current_partition_epoch, owned,
                                subscribed=self.subscribed_ids(updated, resolved),
                                subscription_changed=subscription_changed)
@@ -777,7 +766,5 @@ class ConsumerGroupManager:
 
     def unload(self) -> None:
         self.groups.clear()
-        self.fenced_once.clear()
-        self.held_revocations.clear()
 
 
