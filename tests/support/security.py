@@ -11,7 +11,7 @@ from pathlib import Path
 
 from security.credentials import CredentialStore, new_credential
 
-from broker.cli.certs import write_certificates
+from security.certificates import write_certificates
 
 USERS = {"alice": "alice-secret", "bob": "bob-secret"}
 PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
