@@ -12,6 +12,8 @@ import posixpath
 import threading
 from typing import Protocol
 
+from .disk import Disk
+
 
 class SimulatedCrash(Exception):
     """Raised by :class:`FakeFS` when a test asks it to crash at an operation."""
@@ -157,7 +159,8 @@ class FakeFS:
 
     * ``fail_next_write`` / ``fail_next_fsync``: the next append / fsync raises ``OSError``
       (a failed append writes ``fail_partial`` bytes first, a torn write).
-    * ``disk_full``: while set, every append fails with ENOSPC (after ``fail_partial`` bytes).
+    * ``disk``: the :class:`~log_store.disk.Disk` switch; while it fails, every append (after
+      ``fail_partial`` bytes) and fsync raises its error, as the topic logs' writes do.
     * ``crash_after_ops = n``: the (n+1)-th mutating operation raises :class:`SimulatedCrash`
       without taking effect; then call :meth:`crash` to lose everything not made durable.
     """
@@ -169,7 +172,7 @@ class FakeFS:
         self.fail_next_write = False
         self.fail_partial = 0
         self.fail_next_fsync = False
-        self.disk_full = False                      # while set, every append fails with ENOSPC
+        self.disk = Disk()
         self.crash_after_ops: int | None = None
         self.ops = 0
 
@@ -214,9 +217,11 @@ class FakeFS:
             self.fail_next_write = False
             node.data += data[:self.fail_partial]
             raise _eio(f"write {path}")
-        if self.disk_full:
+        try:
+            self.disk.check(path)
+        except OSError:
             node.data += data[:self.fail_partial]
-            raise OSError(errno.ENOSPC, f"injected: no space left on device for {path}")
+            raise
         node.data += data
 
     def read(self, path: str) -> bytes:
@@ -236,6 +241,7 @@ class FakeFS:
         if self.fail_next_fsync:
             self.fail_next_fsync = False
             raise _eio(f"fsync {path}")
+        self.disk.check(path)
         node.durable = bytes(node.data)
 
     def rename(self, src: str, dst: str) -> None:
@@ -254,6 +260,7 @@ class FakeFS:
         if self.fail_next_fsync:
             self.fail_next_fsync = False
             raise _eio(f"fsync_dir {path}")
+        self.disk.check(path)
         kept = {p: n for p, n in self.durable_entries.items() if posixpath.dirname(p) != path}
         kept.update({p: n for p, n in self.entries.items() if posixpath.dirname(p) == path})
         self.durable_entries = kept

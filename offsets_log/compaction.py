@@ -7,13 +7,8 @@ would otherwise replace (the transaction may yet abort).
 
 The active segment is never touched (Kafka's cleaner). Every inactive segment is rewritten
 into one cleaned segment named after the first; it ends with an end marker naming the next
-offset it covers. The swap follows Kafka's ``LogLoader`` protocol so a crash at any step
-leaves either the old or the new segment set (see :func:`offsets_log.log.finish_swaps`):
-
-1. write ``<name>.cleaned``, fsync it;       crash -> leftover deleted, old set intact
-2. rename to ``<name>.swap``, fsync dir;     crash -> swap completed on open
-3. delete the old segments;                  crash -> swap completed on open
-4. rename swap to ``<name>``, fsync dir.
+offset it covers. The swap is log_store/segments.py's, so a crash at any step leaves either the
+old or the new segment set.
 """
 
 from __future__ import annotations
@@ -22,7 +17,9 @@ import logging
 import os
 from dataclasses import dataclass
 
-from .log import CLEANED_SUFFIX, SWAP_SUFFIX, ShardLog, segment_name
+from log_store.segments import cleaned_path, install, promote, segment_name
+
+from .log import ShardLog
 from .segment import PREFIX, Frame, encode_marker, encode_record, scan
 
 log = logging.getLogger(__name__)
@@ -65,9 +62,7 @@ def compact(shard_log: ShardLog, now_ms: int,
     data = b"".join(_framed(f, buf) for f, buf in kept)
     data += encode_marker(end)
 
-    final = os.path.join(directory, segment_name(bases[0]))
-    cleaned = os.path.join(directory, f"{bases[0]:020d}{CLEANED_SUFFIX}")
-    swap = os.path.join(directory, f"{bases[0]:020d}{SWAP_SUFFIX}")
+    cleaned = cleaned_path(directory, bases[0])
     try:
         fs.create(cleaned)
         fs.append(cleaned, data)
@@ -79,13 +74,8 @@ def compact(shard_log: ShardLog, now_ms: int,
     # does. Readers of the whole log wait for it (they would find files half swapped).
     with shard_log.swap_lock:
         try:
-            fs.rename(cleaned, swap)
-            fs.fsync_dir(directory)
-            for b in bases:
-                fs.remove(os.path.join(directory, segment_name(b)))
-            fs.fsync_dir(directory)
-            fs.rename(swap, final)
-            fs.fsync_dir(directory)
+            promote(fs, directory, bases[0])
+            install(fs, directory, bases[0], bases)
         except OSError as e:
             # The segment set on disk is now between two states: only recovery sorts it out.
             with shard_log.lock:

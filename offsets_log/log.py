@@ -15,16 +15,15 @@ import threading
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
-from .errors import LogFailedError, RecordTooLargeError
 from log_store.fs import FS, RealFS
+from log_store.segments import finish_interrupted, segment_bases, segment_name
+
+from .errors import LogFailedError, RecordTooLargeError
 from .records import Record
 from .segment import MAX_FRAME, PREFIX, Frame, check_frame, encode_record, scan
 
 log = logging.getLogger(__name__)
 
-LOG_SUFFIX = ".log"
-SWAP_SUFFIX = ".log.swap"
-CLEANED_SUFFIX = ".log.cleaned"
 DISCARDED_SUFFIX = ".log.discarded"
 LEFTOVER_SUFFIXES = (".tmp", ".cleaned")
 DEFAULT_SEGMENT_BYTES = 104_857_600     # Kafka's offsets.topic.segment.bytes
@@ -55,21 +54,6 @@ def locate(data_dir: str, folder: str, fs: FS) -> str | None:
     return next((d for home in homes(data_dir, fs) if fs.exists(d := os.path.join(home, folder))), None)
 
 
-def segment_name(base_offset: int) -> str:
-    return f"{base_offset:020d}{LOG_SUFFIX}"
-
-
-def parse_base(name: str, suffix: str = LOG_SUFFIX) -> int | None:
-    stem = name[:-len(suffix)] if name.endswith(suffix) else None
-    if stem is None or len(stem) != 20 or not stem.isdigit():
-        return None
-    return int(stem)
-
-
-def segment_bases(fs: FS, directory: str, suffix: str = LOG_SUFFIX) -> list[int]:
-    return sorted(b for b in (parse_base(n, suffix) for n in fs.listdir(directory)) if b is not None)
-
-
 @dataclass(frozen=True)
 class Problem:
     """One finding of :func:`verify`: which file, at which byte, and what is wrong."""
@@ -82,38 +66,16 @@ class Problem:
 
 
 def finish_swaps(fs: FS, directory: str) -> None:
-    """Complete every interrupted compaction whose ``.swap`` file exists; drop other leftovers.
+    """Complete every interrupted compaction (log_store/segments.py); drop other leftovers.
 
-    A ``.cleaned`` file may be incomplete, so it is deleted (the old segments are intact: roll
-    back). A ``.swap`` was fsynced before its rename, so it is complete: delete the old
-    segments it covers, from its base up to its end marker, then rename it (roll forward).
+    A swap ends with an end marker naming the offset after the last it covers. Nothing but
+    compaction deletes segments here, so a swap is completed even if its first segment is gone.
     """
-    names = fs.listdir(directory)
-    changed = False
-    for name in names:
-        if name.endswith(LEFTOVER_SUFFIXES):
-            log.info("removing leftover %s", name)
-            fs.remove(os.path.join(directory, name))
-            changed = True
-    for base in segment_bases(fs, directory, SWAP_SUFFIX):
-        swap = os.path.join(directory, segment_name(base) + ".swap")
+    def end_marker(swap: str, _base: int) -> int | None:
         frames, _ = scan(fs.read(swap))
-        if not frames or not frames[-1].is_marker:
-            # Cannot happen with our write order; keep the old segments rather than guess.
-            log.error("swap %s has no end marker; discarding it", swap)
-            fs.remove(swap)
-            changed = True
-            continue
-        end = frames[-1].offset
-        for old in segment_bases(fs, directory):
-            if base <= old < end:
-                fs.remove(os.path.join(directory, segment_name(old)))
-        fs.fsync_dir(directory)
-        fs.rename(swap, os.path.join(directory, segment_name(base)))
-        log.info("finished interrupted compaction of %s (offsets %d..%d)", directory, base, end)
-        changed = True
-    if changed:
-        fs.fsync_dir(directory)
+        return frames[-1].offset if frames and frames[-1].is_marker else None
+
+    finish_interrupted(fs, directory, end_marker, retention=False, leftovers=LEFTOVER_SUFFIXES)
 
 
 def verify(directory: str, fs: FS | None = None) -> list[Problem]:

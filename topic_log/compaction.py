@@ -21,7 +21,7 @@ what it replaces). Control batches are kept as they are. Offsets never move: rea
 the gaps.
 
 Segments are grouped up to ``segment.bytes`` and each group is replaced by one cleaned
-segment named after its first (topic_log/segment_swap.py has the crash-safe steps). The
+segment named after its first (log_store/segments.py has the crash-safe steps). The
 reading and writing run in a worker thread (:meth:`LogCleaner.clean`); only each group's
 swap, a few renames and directory fsyncs, runs in the log's own task
 (:meth:`LogCleaner.swap_group`), so appends and reads go on meanwhile and never see a
@@ -44,11 +44,11 @@ from crc32c import crc32c
 from protocol.exceptions import DecodeError
 from protocol.record_batch import Record, build_batch, delete_horizon_of, records_of
 from protocol.records import HEADER, BatchHeader, read_batches
+from log_store.files import atomic_write
+from log_store.segments import cleaned_path, discard, install, promote, segment_path
 
 from .errors import StorageError, TopicsError
-from log_store.files import atomic_write
-from .partition_log import PartitionLog
-from .segment_swap import cleaned_path, discard, install, promote, segment_path
+from .partition_log import FILES, PartitionLog
 
 log = logging.getLogger(__name__)
 
@@ -215,7 +215,7 @@ class LogCleaner:
                      result.bytes_in, result.bytes_out, result.end_offset)
             return result
         for group in result.groups if result is not None else ():
-            discard(job.plog.directory, group.old[0].base_offset)
+            discard(FILES, job.plog.directory, group.old[0].base_offset)
         return None
 
     def _build_offset_map(self, job: CleaningJob) -> tuple[dict[bytes, int], int]:
@@ -277,7 +277,7 @@ class LogCleaner:
             return None
         mtime = os.stat(group[-1].path).st_mtime_ns          # Kafka keeps the last one's
         os.utime(path, ns=(mtime, mtime))
-        promote(directory, base)
+        promote(FILES, directory, base)
         result.bytes_out += position
         return CleanedGroup(list(group), batches)
 
@@ -335,10 +335,10 @@ class LogCleaner:
         except TopicsError:
             current = []
         if not _holds(current[:-1], group.old):
-            discard(directory, base)
+            discard(FILES, directory, base)
             return False
         try:
-            install(directory, base, [s.base_offset for s in group.old])
+            install(FILES, directory, base, [s.base_offset for s in group.old])
         except OSError as exc:
             log.error("%s: swapping in cleaned segment %d failed (%s); reopening the log, which "
                       "completes the swap", job.name, base, exc)

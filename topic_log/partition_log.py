@@ -43,20 +43,22 @@ from protocol.control_records import control_batch
 from protocol.exceptions import DecodeError
 from protocol.record_batch import records_of
 from protocol.records import HEADER, BatchHeader, check_crc, read_batches, with_base_offset
+from log_store.disk import Disk
+from log_store.files import atomic_write, fsync_dir
+from log_store.fs import RealFS
+from log_store.segments import SUFFIX, finish_interrupted, segment_name
 
 from .batches import check_batch
 from .errors import (CorruptRecords, InvalidRecord, InvalidTimestamp, MessageTooLarge, OffsetOutOfRange,
                      StorageError, TopicsError, InvalidTxnState, UnknownTopicOrPartition)
-from log_store.files import atomic_write, fsync_dir
-
-from .disk import Disk
 from .producer_state import ProducerStateTable
 from .transactions import PartitionTransactions
-from .segment_swap import finish_interrupted
 
 log = logging.getLogger(__name__)
 
-SUFFIX = ".log"
+#: the file operations of the compaction swap (log_store/segments.py); writes go through ``disk``
+FILES = RealFS()
+
 #: DeleteRecords' log start offset, durable before it is answered (Kafka checkpoints every
 #: partition's in one log-start-offset-checkpoint file per log dir, lazily)
 LOG_START_FILE = "log-start-offset"
@@ -77,10 +79,6 @@ class TimestampOffset(NamedTuple):
     """ListOffsets' answer for a timestamp: (-1, -1) when no batch is that recent."""
     offset: int
     timestamp: int
-
-
-def segment_name(base_offset: int) -> str:
-    return f"{base_offset:020d}{SUFFIX}"
 
 
 class _Segment:
@@ -748,7 +746,7 @@ class PartitionLog:
 
     def _recover(self, clean_shutdown: bool) -> tuple[list[_Segment], ProducerStateTable]:
         """Rebuild the index and producer state (see the module docstring for the rules)."""
-        finish_interrupted(self.directory)
+        finish_interrupted(FILES, self.directory, _swap_end, retention=True)
         bases = sorted(int(n[:-len(SUFFIX)]) for n in os.listdir(self.directory)
                        if n.endswith(SUFFIX) and n[:-len(SUFFIX)].isdigit())
         producers = ProducerStateTable()
@@ -855,3 +853,21 @@ def _stamp_log_append_time(batch: bytes, now_ms: int) -> bytes:
     struct.pack_into(">q", out, _MAX_TIMESTAMP_AT, now_ms)
     struct.pack_into(">I", out, _CRC_AT, crc32c(memoryview(out)[_ATTRIBUTES_AT:]))
     return bytes(out)
+
+
+def _swap_end(path: str, base: int) -> int:
+    """The offset after the last whole batch of a swap file (it was fsynced before it got its name)."""
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size == 0:
+            return base
+        with mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ) as mm:
+            pos, expected = 0, base
+            while pos < size:
+                header, why = check_batch(mm, pos, size, expected, verify_crc=False, gaps=True)
+                if header is None:
+                    log.error("%s does not parse from byte %d (%s)", path, pos, why)
+                    break
+                expected = header.base_offset + header.last_offset_delta + 1
+                pos += header.size
+    return expected

@@ -28,13 +28,12 @@ from typing import Any
 
 from coordinator.metadata import EMPTY_IMAGE, MetadataImage, TopicImage
 from protocol.uuids import kafka_uuid
+from log_store.disk import Disk
+from log_store.files import atomic_write, fsync_dir
 
 from .errors import (InvalidPartitions, InvalidTopic, StorageError, TopicAlreadyExists,
                      UnknownTopicOrPartition)
 from . import configs as topic_configs
-from log_store.files import atomic_write, fsync_dir
-
-from .disk import Disk
 from .partition_log import PartitionLog
 from .producer_state import ProducerIds
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 import mmap
 import os
 
+from log_store.segments import SUFFIX, segment_name
 from offsets_log.log import Problem
 
 from .batches import check_batch
-from .partition_log import SUFFIX, segment_name
 from .store import METADATA_FILE, OFFSETS_TOPIC, PARTITION_DIR, read_metadata
 
 

@@ -9,6 +9,7 @@ failed write it reopens the log by itself, with backoff, once writes work again.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import logging
 
 import pytest
@@ -117,7 +118,7 @@ async def test_a_full_disk_turns_the_shard_away_until_it_has_room_again(nursery,
     runner = await start(nursery, fs)
     member = await join_and_sync(runner)
     assert commit_error(await runner.call(ApiKey.OFFSET_COMMIT, 8, commit_request(1, member, 1))) == ErrorCode.NONE
-    fs.disk_full = True
+    fs.disk.fail(errno.ENOSPC)
     assert commit_error(await runner.call(ApiKey.OFFSET_COMMIT, 8, commit_request(2, member, 1))) == ErrorCode.NOT_COORDINATOR
     assert await heartbeat(runner, member) == ErrorCode.NOT_COORDINATOR
     # Still full: the shard reopens its log (reading works) and serves what needs no write ...
@@ -128,7 +129,7 @@ async def test_a_full_disk_turns_the_shard_away_until_it_has_room_again(nursery,
     assert await committed(runner) == 1
     # ... and a write fails again, with the same answer.
     assert commit_error(await runner.call(ApiKey.OFFSET_COMMIT, 8, commit_request(3, member, 1))) == ErrorCode.NOT_COORDINATOR
-    fs.disk_full = False
+    fs.disk.heal()
     started = trio.current_time()
     while commit_error(await runner.call(ApiKey.OFFSET_COMMIT, 8, commit_request(4, member, 1))) != ErrorCode.NONE:
         assert trio.current_time() - started <= RETRY_MAX_S
@@ -144,7 +145,7 @@ async def test_every_acknowledged_commit_survives_a_full_disk_and_a_restart(cloc
     async with trio.open_nursery() as nursery:
         runner = await start(nursery, fs)
         for offset in range(1, 40):
-            fs.disk_full = offset % 7 in (3, 4)               # full now and then
+            fs.disk.fail(errno.ENOSPC) if offset % 7 in (3, 4) else fs.disk.heal()   # full now and then
             fs.fail_partial = offset % 5                       # with torn writes
             response = await runner.call(ApiKey.OFFSET_COMMIT, 8, commit_request(offset))
             if commit_error(response) == ErrorCode.NONE:
@@ -154,7 +155,7 @@ async def test_every_acknowledged_commit_survives_a_full_disk_and_a_restart(cloc
         nursery.cancel_scope.cancel()
     assert len(acknowledged) > 10
     async with trio.open_nursery() as nursery:
-        fs.disk_full = False
+        fs.disk.heal()
         runner = await start(nursery, fs)
         assert await committed(runner) == last
         nursery.cancel_scope.cancel()
@@ -164,11 +165,12 @@ def test_the_journal_drops_events_with_one_warning_and_resumes(caplog):
     fs = FakeFS()
     writer = JournalWriter("/data/journal", 1_000, fs=fs, buffer_bytes=1)
     writer.append({"t": 1_000, "event": "a"})
-    fs.disk_full, fs.fail_partial = True, 5                  # torn writes too
+    fs.disk.fail(errno.ENOSPC)
+    fs.fail_partial = 5                                      # torn writes too
     with caplog.at_level(logging.WARNING):
         for i in range(5):
             writer.append({"t": 1_001 + i, "event": "lost"})
-        fs.disk_full = False
+        fs.disk.heal()
         writer.append({"t": 2_000, "event": "b"})
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 2 and "dropping events" in warnings[0] and "5 events" in warnings[1]

@@ -403,6 +403,23 @@ def test_a_crash_while_finishing_a_swap_is_finished_on_the_next_open():
         assert replay(ShardLog(DIR, trial).read_all()) == expected, step
 
 
+def test_a_swap_left_by_the_former_order_without_its_first_segment_is_completed():
+    """Before the swap was shared with the topic log, step 3 removed the first segment too."""
+    fs, log = build(workload(), segment_bytes=250)
+    done = copy.deepcopy(fs)
+    compact(ShardLog(DIR, done, segment_bytes=250), now_ms=0)
+    first = os.path.join(DIR, f"{log.bases[0]:020d}.log")
+    fs.crash_after_ops = fs.ops + 5                   # after cleaned->swap rename + dir fsync
+    with pytest.raises(SimulatedCrash):
+        compact(log, now_ms=0)
+    fs.crash()
+    fs.remove(first)                                  # the former step 3, then a crash again
+    fs.fsync_dir(DIR)
+    fs.crash()
+    assert ShardLog(DIR, fs).read_all() == ShardLog(DIR, done).read_all()
+    assert verify(DIR, fs) == []
+
+
 def test_real_fs_recovery_truncates_before_appending(tmp_path):
     directory = shard_dir(str(tmp_path), 0)
     log = ShardLog(directory, RealFS())

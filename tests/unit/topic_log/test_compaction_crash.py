@@ -7,9 +7,10 @@ import os
 
 import pytest
 
+from log_store import segments
 from topic_log import TopicStore
-from topic_log import segment_swap
 from topic_log.compaction import LogCleaner
+from topic_log.partition_log import FILES
 from topic_log.verify import verify_partition
 from tests.unit.topic_log.test_compaction import NOW, compacted, fill, latest, records, seal, swap_in
 
@@ -18,7 +19,7 @@ STEPS = ["cleaned file torn", "cleaned file whole", "swap file made", "one old s
 
 
 def leftovers(directory) -> list[str]:
-    return [n for n in os.listdir(directory) if n.endswith((segment_swap.CLEANED, segment_swap.SWAP))]
+    return [n for n in os.listdir(directory) if n.endswith((segments.CLEANED, segments.SWAP))]
 
 
 def prepared(tmp_path):
@@ -38,7 +39,7 @@ def prepared(tmp_path):
 
 def crash_at(step: str, directory: str, group) -> None:
     base = group.old[0].base_offset
-    swap, cleaned = segment_swap.swap_path(directory, base), segment_swap.cleaned_path(directory, base)
+    swap, cleaned = segments.swap_path(directory, base), segments.cleaned_path(directory, base)
     if step.startswith("cleaned file"):
         os.replace(swap, cleaned)
         if step == "cleaned file torn":
@@ -47,7 +48,7 @@ def crash_at(step: str, directory: str, group) -> None:
         for old in group.old[1:] if step.startswith("all") else group.old[1:2]:
             os.remove(old.path)
     elif step == "swap renamed":
-        segment_swap.install(directory, base, [s.base_offset for s in group.old])
+        segments.install(FILES, directory, base, [s.base_offset for s in group.old])
 
 
 @pytest.mark.parametrize("step", STEPS)
@@ -86,7 +87,7 @@ def test_a_swap_whose_segments_retention_deleted_is_discarded(tmp_path):
 def test_a_failing_swap_reopens_the_log_which_completes_it(tmp_path, monkeypatch):
     store, plog, cleaner, job, cleaned = prepared(tmp_path)
     original = records(plog)
-    real_fsync_dir, calls = segment_swap.fsync_dir, []
+    real_fsync_dir, calls = FILES.fsync_dir, []
 
     def failing_once(path):
         calls.append(path)
@@ -94,7 +95,7 @@ def test_a_failing_swap_reopens_the_log_which_completes_it(tmp_path, monkeypatch
             raise OSError(5, "injected EIO")
         real_fsync_dir(path)
 
-    monkeypatch.setattr(segment_swap, "fsync_dir", failing_once)
+    monkeypatch.setattr(FILES, "fsync_dir", failing_once)
     assert swap_in(cleaner, job, cleaned) is False              # abandoned: cleaned again later
     assert leftovers(plog.directory) == []
     assert latest(records(plog)) == latest(original)

@@ -14,7 +14,7 @@ import os
 import pytest
 
 from topic_log import PartitionLog, StorageError, TopicStore
-from topic_log.disk import Disk
+from log_store.disk import Disk
 from topic_log.producer_state import ProducerIds
 from topic_log.store import CLEAN_SHUTDOWN_FILE
 from protocol.errors import ErrorCode
