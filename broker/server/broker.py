@@ -91,7 +91,6 @@ class Broker:
         data.cluster_admin.elect = moves.move_leader
         self.control = BrokerControl(self.faults, self.runners, self.transactions, self.topology, txn_partitions,
                                      moves, self.handlers.connection)
-        self.admin_port: int | None = None
         self._stop = trio.Event()
         self._everything: trio.CancelScope | None = None
         self._crashed = False
@@ -137,10 +136,6 @@ class Broker:
                 shards.start_soon(data.cleaner_loop)
             if self.journal is not None:
                 shards.start_soon(self.journal.run, data.store)
-            if cfg.admin_port is not None:
-                from broker.faults.endpoint import serve_admin     # imported only when it is on
-                self.admin_port = await shards.start(serve_admin, self.control, cfg.admin_host, cfg.admin_port,
-                                                     cfg.data_dir)
             try:
                 async with trio.open_nursery() as listening:
                     await listening.start(self.nodes.serve, self._connection)

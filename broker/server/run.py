@@ -24,16 +24,20 @@ def run_until_signalled(config: BrokerConfig, sockets: list, held: HeldSignals, 
     async def main() -> None:
         broker = Broker(config, security=security, sockets=sockets)
         with trio.open_signal_receiver(*HeldSignals.NAMES) as signals:
-            async with trio.open_nursery() as nursery:
+            async with trio.open_nursery() as nursery, trio.open_nursery() as admin:
+                if config.admin_port is not None:        # first, so it is up once the broker answers
+                    from broker.faults.endpoint import serve_admin     # imported only when it is on
+                    await admin.start(serve_admin, broker.control, config.admin_host, config.admin_port,
+                                      config.data_dir)
                 await nursery.start(broker.serve)
                 if held.caught:                 # asked to stop while it was starting
                     log.info("received %s while starting: stopping", signal.Signals(held.caught[0]).name)
-                    broker.stop()
-                    return
-                async for signum in signals:
-                    log.info("received %s: stopping", signal.Signals(signum).name)
-                    broker.stop()
-                    break
+                else:
+                    async for signum in signals:
+                        log.info("received %s: stopping", signal.Signals(signum).name)
+                        break
+                admin.cancel_scope.cancel()
+                broker.stop()
     trio.run(main)
     log.info("stopped")
     return 0
