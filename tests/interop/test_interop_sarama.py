@@ -1,55 +1,38 @@
-"""Issue 5 interop matrix: Sarama 1.22.1 (Go, Debian's golang-github-shopify-sarama-dev) at
-``sarama.V2_1_0_0`` against ``groupbroker serve``, through the shared consumer-group lifecycle
-(group_lifecycle.py).
+"""Issue 5 interop matrix, issue 27 part 6: Sarama (IBM/sarama v1.61.1, from the Go module
+proxy) at ``sarama.V4_3_1_0`` through the shared consumer-group lifecycle (group_lifecycle.py),
+against ``groupbroker serve`` and, compared step by step, against Apache Kafka 4.3.1.
 
-The client side is tests/interop/clients/sarama/main.go, built once per test session, offline, in
-GOPATH mode against Debian's Go sources (/usr/share/gocode). Pinned at V2_1_0_0, Sarama sends
-old versions throughout: JoinGroup v1, SyncGroup v0, Heartbeat v0, LeaveGroup v0,
-OffsetFetch v1, OffsetCommit v2, Metadata v5, ListOffsets v1, Fetch v4, Produce v3. It marks
-each record and commits every 100 ms and when a generation ends; ``Close()`` sends LeaveGroup.
+The client side is tests/interop/clients/sarama/ (main.go, go.mod, go.sum), built once per
+source and Go version into ~/.cache/groupbroker/go-clients/ (tests/support/go_clients.py;
+.ci/setup/go-clients.sh builds it before the tests in CI). Sarama uses the range strategy,
+marks each record, commits every 100 ms and when a generation ends; ``Close()`` sends
+LeaveGroup.
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
-from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from tests.support.processes import REPO, missing, require_tool
-from tests.support.group_lifecycle import PARTITIONS, Client, ClientProcess, run_lifecycle, run_parallel
-
-INSTALL = "apt-get install golang-go golang-github-shopify-sarama-dev"
-GOCODE = Path("/usr/share/gocode")
-SOURCE = REPO / "tests" / "interop" / "clients" / "sarama"
+from tests.support.go_drivers import go_driver
+from tests.support.group_lifecycle import (PARTITIONS, BrokerView, Client, ClientProcess, Lifecycle,
+                                           create_topic, run_lifecycle, run_parallel)
+from tests.support.processes import state_changes, wait_until
 
 
 @pytest.fixture(scope="session")
-def sarama_driver(tmp_path_factory) -> str:
-    """The driver binary, built with Debian's Go and Sarama, nothing downloaded (GOPROXY=off)."""
-    go = require_tool("go", INSTALL)
-    if not (GOCODE / "src" / "github.com" / "Shopify" / "sarama").is_dir():
-        missing(f"Sarama's Go sources are not in {GOCODE} (install: {INSTALL})")
-    out = tmp_path_factory.mktemp("sarama")
-    env = dict(os.environ, GO111MODULE="off", GOPATH=f"{out / 'gopath'}:{GOCODE}", GOPROXY="off",
-               GOFLAGS="", CGO_CFLAGS="-O2 -Wno-deprecated-declarations")
-    if not (env.get("HOME") or env.get("XDG_CACHE_HOME") or env.get("GOCACHE")):
-        env["GOCACHE"] = str(out / "gocache")
-    binary = out / "sarama-driver"
-    done = subprocess.run([go, "build", "-o", str(binary), "."], cwd=SOURCE, env=env,
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, f"go build failed:\n{done.stderr[-4000:]}"
-    return str(binary)
+def sarama_driver() -> str:
+    return go_driver("sarama")
 
 
-def sarama_client(driver: str, bootstrap: str, tmp_path) -> Client:
+def sarama_client(driver: str, bootstrap: str, tmp_path, prefix: str = "") -> Client:
     def produce(topic: str, start: int, count: int) -> None:
         run_parallel([[driver, "produce", bootstrap, topic, str(start), str(count), str(PARTITIONS)]])
 
     def consume(name: str, group: str, topic: str) -> ClientProcess:
         return ClientProcess(name, [driver, "consume", bootstrap, topic, group, name],
-                             tmp_path / f"{name}.log")
+                             tmp_path / f"{prefix}{name}.log")
 
     return Client("sarama", produce, consume)
 
@@ -58,3 +41,57 @@ def test_group_lifecycle_sarama(broker, sarama_driver, tmp_path):
     """produce -> 3 members consume and commit all -> a 4th joins -> one leaves -> offsets read
     back with the groups CLI; every record read exactly once, by its partition's owner."""
     run_lifecycle(broker, sarama_client(sarama_driver, broker.bootstrap, tmp_path))
+
+
+def observed_lifecycle(broker, client: Client, group_log: bool) -> dict:
+    """The lifecycle's steps (group_lifecycle._steps) on a broker of the run, on a topic and group
+    of their own, returning what was observed at each step: the partitions each member holds
+    (the range strategy's are the same whatever the member ids), the committed offsets. Without
+    ``group_log`` (Kafka) the checks that read groupbroker's log of state changes are left out."""
+    run = Lifecycle(broker, client)
+    run.topic = run.group = "sarama-compared"
+    run.view = BrokerView(broker.bootstrap, run.group, run.topic)
+    create_topic(broker.bootstrap, run.topic)
+    seen = {}
+    try:
+        try:
+            run.join("c1", "c2", "c3")
+            seen["3 members"] = sorted(sorted(ps) for ps in run.stable(["c1", "c2", "c3"]).values())
+            run.phase(run.stable(["c1", "c2", "c3"]))
+            run.join("c4")
+            seen["4 members"] = sorted(sorted(ps) for ps in run.stable(["c1", "c2", "c3", "c4"]).values())
+            run.phase(run.stable(["c1", "c2", "c3", "c4"]))
+            seen["c2 exit"] = run.members["c2"].leave()
+            owners = run.stable(["c1", "c3", "c4"])
+            seen["after c2 left"] = sorted(sorted(ps) for ps in owners.values())
+            if group_log:
+                assert any(c["reason"] == "members left the group"
+                           for c in state_changes(broker.log_text(), run.group))
+            run.phase(owners)
+            run.read_back()
+            seen["committed"] = run.view.committed()
+            seen["others exit"] = [run.members[n].leave() for n in ("c1", "c3", "c4")]
+            wait_until(lambda: run.view.owners() == ("Empty", {}), 15, "the group to become Empty", 0.1)
+            seen["records"] = len(run.consumed())
+        except AssertionError as e:
+            raise AssertionError(f"{e}\n{run.diagnostics()}") from None
+    finally:
+        for m in run.members.values():
+            m.close()
+    return seen
+
+
+def test_lifecycle_same_on_kafka_sarama(oracle_twin, kafka_oracle, sarama_driver, tmp_path):
+    """The lifecycle on groupbroker (the run's oracle twin) and on Apache Kafka with the same
+    settings: each passes, and the assignments and offsets seen at each step are the same."""
+    kafka = SimpleNamespace(bootstrap=kafka_oracle.bootstrap_servers, log_text=lambda: "")
+    seen, failed = {}, []
+    for name, broker, group_log in (("groupbroker", oracle_twin, True), ("kafka", kafka, False)):
+        try:
+            seen[name] = observed_lifecycle(
+                broker, sarama_client(sarama_driver, broker.bootstrap, tmp_path, f"{name}-"), group_log)
+        except AssertionError as e:
+            failed.append(f"on {name}: {e}")
+    assert not failed, "\n\n".join(failed)
+    assert seen["groupbroker"] == seen["kafka"], f"groupbroker and Kafka differ: {seen}"
+    assert seen["kafka"]["3 members"] == [[0, 1], [2, 3], [4, 5]]

@@ -1,12 +1,13 @@
-// Command sarama-driver is the Sarama (Debian's golang-github-shopify-sarama-dev) side of
-// tests/test_interop_sarama.py: it produces to, or consumes in a group from, a groupbroker.
+// Command sarama-driver is the Sarama (IBM/sarama, from the Go module proxy, go.mod) side of
+// tests/interop/test_interop_sarama.py: it produces to, or consumes in a group from, a
+// groupbroker or an Apache Kafka.
 //
 //	sarama-driver produce BOOTSTRAP TOPIC START COUNT PARTITIONS
 //	sarama-driver consume BOOTSTRAP TOPIC GROUP CLIENT_ID
 //
 // produce sends the values m<START>..m<START+COUNT-1>, value m<i> to partition i%PARTITIONS,
 // and exits 0 once the broker acknowledged all of them (acks=all). consume joins GROUP at
-// sarama.V2_1_0_0 and prints each record as "partition offset value" on stdout, marking it
+// sarama.V4_3_1_0 (the oracle's version) with the range strategy and prints each record as "partition offset value" on stdout, marking it
 // for Sarama's periodic offset commit; SIGTERM closes the group (LeaveGroup) and exits 0.
 // Sarama's own log goes to stderr.
 package main
@@ -21,12 +22,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/Shopify/sarama"
+	"github.com/IBM/sarama"
 )
 
 func config(clientID string) *sarama.Config {
 	c := sarama.NewConfig()
-	c.Version = sarama.V2_1_0_0
+	c.Version = sarama.V4_3_1_0
 	c.ClientID = clientID
 	c.Metadata.Retry.Backoff = 100 * time.Millisecond
 	return c
@@ -81,9 +82,6 @@ func consume(bootstrap, topic, group, clientID string) error {
 	c.Consumer.Return.Errors = true
 	c.Consumer.Offsets.Initial = sarama.OffsetOldest
 	c.Consumer.Offsets.CommitInterval = 100 * time.Millisecond
-	// Without a retention Sarama 1.22 commits with OffsetCommit v1, which Kafka 4 (KIP-896)
-	// and groupbroker no longer serve; with one it sends v2.
-	c.Consumer.Offsets.Retention = 24 * time.Hour
 	c.Consumer.MaxWaitTime = 100 * time.Millisecond
 	c.Consumer.Group.Session.Timeout = 10 * time.Second
 	c.Consumer.Group.Heartbeat.Interval = 300 * time.Millisecond
