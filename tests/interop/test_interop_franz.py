@@ -167,6 +167,12 @@ def _group_steps(run: GroupRun) -> dict:
     seen["moved to c4"] = run.revoked(["c1", "c2", "c3"]) - before
     assert seen["moved to c4"] == len(owners["c4"]), (
         f"cooperative-sticky revoked {seen['moved to c4']} partitions to give c4 {owners['c4']} ({owners})")
+    if run.protocol == "consumer":
+        # The broker's uniform assignor gives the 2 extra partitions of 6 / 4 to the first two
+        # members in Java HashMap order of their (random) member ids, on Kafka as on groupbroker
+        # (coordinator/consumer/assignors/uniform_homogeneous.py): c4 gets 1 or 2, run by run.
+        # kgo's client-side balancer (classic) moves the fewest, always 1.
+        assert seen.pop("c4 got") in (1, 2) and seen.pop("moved to c4") in (1, 2)
     run.caught_up()
 
     # c2 leaves (SIGTERM: it commits, revokes and leaves the group) while records come in;
@@ -189,7 +195,6 @@ def _group_steps(run: GroupRun) -> dict:
     seen["records"] = len(records)
     seen["lost callbacks"] = sum(len(m.events("lost")) for m in run.members.values())
     assert seen["lost callbacks"] == 0
-    seen["failed commits"] = sum(not e["ok"] for m in run.members.values() for e in m.events("commit"))
 
     # the committed offsets as kadm reads them back
     [offsets] = run_driver([run.franz, "offsets", run.bootstrap, run.group, run.topic])
