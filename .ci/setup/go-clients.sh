@@ -6,5 +6,6 @@
 # `make test`; a missing or too old Go fails here and, in CI, in the tests.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+export PATH="$PATH:/usr/local/go/bin"      # where the machine image puts Go, if PATH lacks it
 command -v go >/dev/null || { echo "go-clients.sh: no 'go' on PATH (Go 1.26+ needed)" >&2; exit 1; }
 python3 tests/support/go_clients.py

@@ -52,8 +52,8 @@ def _version(text: str) -> tuple[int, ...]:
 
 
 def go_tool() -> tuple[str, str]:
-    """The ``go`` on PATH and its version (``go1.26.8``)."""
-    go = shutil.which("go")
+    """The ``go`` on PATH (else where the machine image puts it) and its version (``go1.26.8``)."""
+    go = shutil.which("go") or shutil.which("go", path="/usr/local/go/bin")
     if go is None:
         raise GoMissing(f"the program 'go' is not on PATH (install: {INSTALL})")
     done = subprocess.run([go, "env", "GOVERSION"], capture_output=True, text=True, timeout=60,
