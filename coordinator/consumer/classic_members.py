@@ -127,7 +127,7 @@ def join(mgr, out: CoordinatorResult, now: int, ctx: RequestContext, req, group:
         replaced = group.static_members.get(req.group_instance_id) \
             if req.group_instance_id is not None else None
         downgrade = replaced is not None and replaced != member_id and \
-            downgrade_allowed(mgr, group, replaced, leaving=False)
+            downgrade_allowed(mgr, group, replaced)
         reconciled = mgr.step(out, now, group, member, updated,
                               owned_partitions(subscription, mgr.image), records, downgrading=downgrade)
         mgr.apply(out, records)
@@ -235,36 +235,33 @@ def _waiting_on_unreleased(group: ConsumerGroup, member: ConsumerGroupMember) ->
 
 
 def leave(mgr, out: CoordinatorResult, now: int, ctx: RequestContext, req, group: ConsumerGroup) -> None:
-    """Kafka's classicGroupLeaveToConsumerGroup: the members leave, the group epoch grows once."""
+    """Kafka's classicGroupLeaveToConsumerGroup: every member named leaves, whichever protocol
+    it uses (the Admin's removeMembersFromConsumerGroup names consumer-protocol members too),
+    all fenced together: the group epoch grows once. Each answer echoes the identity named."""
     v = ctx.version
     leaving = [(req.member_id, None)] if v < 3 else [(m.member_id, m.group_instance_id) for m in req.members]
-    results, records, gone = [], [], []
+    results, gone = [], {}
     for member_id, instance_id in leaving:
         try:
             if instance_id is None:
-                member = _classic_member(group, member_id, None)
+                member = group.members.get(member_id)
+                if member is None:
+                    raise GroupError(E.UNKNOWN_MEMBER_ID,
+                                     f"Member {member_id} is not a member of group {group.group_id}.")
             else:
                 member = group.static_member(instance_id)
                 if member is None:
                     raise GroupError(E.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
+                # an administrative removal names the instance alone, with no member id
                 if member_id != "" and member.member_id != member_id:
                     raise GroupError(E.FENCED_INSTANCE_ID)
-                if not member.uses_classic:
-                    raise GroupError(E.UNKNOWN_MEMBER_ID)
-            log.info("group %s: classic member %s left the consumer group", safe(group.group_id),
-                     safe(member.member_id))
-            records += rec.member_tombstones(group.group_id, member.member_id)
-            mgr.cancel_timers(group.group_id, member.member_id)
-            gone.append(member)
-            results.append((member.member_id, instance_id, E.NONE))
+            log.info("group %s: member %s (instance %s) left the consumer group through LeaveGroup",
+                     safe(group.group_id), safe(member.member_id), safe(instance_id))
+            gone[member.member_id] = member
+            results.append((member_id, instance_id, E.NONE))
         except GroupError as e:
             results.append((member_id, instance_id, e.code))
-    if records:
-        metadata = mgr.subscription_metadata(group.subscribed_topic_names(*gone))
-        if metadata != group.subscription_metadata:
-            records.append(rec.partition_metadata(group.group_id, metadata))
-        records.append(rec.group_epoch(group.group_id, group.group_epoch + 1))
-        mgr.apply(out, records)
+    mgr.fence_members(out, now, group, list(gone.values()))
     out.reply(ctx.token, ApiKey.LEAVE_GROUP, v, r.leave(v, results))
 
 
@@ -365,33 +362,45 @@ def to_consumer(mgr, out: CoordinatorResult, now: int, classic: ClassicGroup,
     return group
 
 
-def downgrade_allowed(mgr, group: ConsumerGroup, member_id: str, *, leaving: bool) -> bool:
-    """Kafka's validateOnlineDowngradeWith{FencedMember,ReplacedMemberId}: every other member
-    uses the classic protocol, and the policy and group.max.size allow it."""
+def downgrade_allowed(mgr, group: ConsumerGroup, member_id: str) -> bool:
+    """Kafka's validateOnlineDowngradeWithReplacedMember: every other member uses the classic
+    protocol (the replaced one does not), and the policy and group.max.size allow it."""
     others_classic = sum(1 for m in group.members.values() if m.uses_classic) == len(group.members) - 1
     member = group.members.get(member_id)
     if not others_classic or member is None or member.uses_classic:
         return False
-    if leaving and len(group.members) <= 1:
+    return _downgrade_permitted(mgr, group, len(group.members))
+
+
+def downgrade_allowed_fencing(mgr, group: ConsumerGroup, fenced: set[str]) -> bool:
+    """Kafka's validateOnlineDowngradeWithFencedMembers: every member but the ``fenced`` uses
+    the classic protocol (whichever protocol the fenced use), one at least remains, and the
+    policy and group.max.size allow it."""
+    remaining = [m for member_id, m in group.members.items() if member_id not in fenced]
+    if not all(m.uses_classic for m in remaining) or not remaining:
         return False
+    return _downgrade_permitted(mgr, group, len(remaining))
+
+
+def _downgrade_permitted(mgr, group: ConsumerGroup, size: int) -> bool:
     gid = safe(group.group_id)
     if not mgr.config.downgrade_enabled:
         log.info("group %s: cannot become a classic group: the online downgrade is disabled", gid)
         return False
-    if len(group.members) - (1 if leaving else 0) > mgr.config.group_max_size:
+    if size > mgr.config.group_max_size:
         log.info("group %s: cannot become a classic group: it has more members than "
                  "group.max.size", gid)
         return False
     return True
 
 
-def classic_group_from(group: ConsumerGroup, leaving: str | None, image, now: int) -> ClassicGroup:
-    """Kafka's ClassicGroup.fromConsumerGroup: the classic members, Stable at the group epoch,
-    each with its target assignment in consumer-protocol bytes."""
+def classic_group_from(group: ConsumerGroup, leaving: set[str] | None, image, now: int) -> ClassicGroup:
+    """Kafka's ClassicGroup.fromConsumerGroup: the classic members (but those ``leaving``),
+    Stable at the group epoch, each with its target assignment in consumer-protocol bytes."""
     classic = ClassicGroup(group.group_id, state=ClassicState.STABLE, generation=group.group_epoch,
                            protocol_type=PROTOCOL_TYPE, current_state_ts=now)
     for member_id, m in group.members.items():
-        if member_id == leaving:
+        if leaving and member_id in leaving:
             continue
         classic.add(Member(member_id, m.instance_id, m.client_id, m.client_host,
                            m.rebalance_timeout_ms, m.classic.session_timeout_ms, PROTOCOL_TYPE,

@@ -127,13 +127,12 @@ def _epoch_error(member: ConsumerGroupMember, epoch: int) -> ErrorCode:
     return E.ILLEGAL_GENERATION if member.uses_classic else E.STALE_MEMBER_EPOCH
 
 
-def _unused_regexes(group: ConsumerGroup, member: ConsumerGroupMember, still_used: set) -> list:
-    """The tombstone of the resolved regex ``member`` leaves behind if no one else uses it
+def _unused_regexes(group: ConsumerGroup, members, still_used: set) -> list:
+    """The tombstones of the resolved regexes ``members`` leave behind if no one else uses them
     (Kafka removes a regex's record with its last subscriber)."""
-    regex = member.subscribed_topic_regex
-    if regex and regex in group.resolved and regex not in still_used:
-        return [rec.tombstone(rec.REGEX, group.group_id, regex)]
-    return []
+    regexes = dict.fromkeys(m.subscribed_topic_regex for m in members if m.subscribed_topic_regex)
+    return [rec.tombstone(rec.REGEX, group.group_id, regex) for regex in regexes
+            if regex in group.resolved and regex not in still_used]
 
 
 #: why a member's removal bumped the group epoch, by the timer that removed it
@@ -353,7 +352,7 @@ class ConsumerGroupManager:
                    if m.subscribed_topic_regex and m.member_id != member.member_id}
         if updated.subscribed_topic_regex:
             regexes.add(updated.subscribed_topic_regex)
-        records += _unused_regexes(group, member, regexes)
+        records += _unused_regexes(group, [member], regexes)
         resolved = group.resolved
         if regexes and (bump or group.metadata_expired(now)):
             changed, resolved = self._resolve(group, regexes, now, records)
@@ -532,32 +531,42 @@ class ConsumerGroupManager:
 
     def fence(self, out: CoordinatorResult, now: int, group: ConsumerGroup,
               member: ConsumerGroupMember, why: Expiry | None = None) -> None:
-        """Kafka's consumerGroupFenceMember: the member's records go, the group epoch grows;
-        if only classic members remain, the group may become a classic group again."""
-        if classic_members.downgrade_allowed(self, group, member.member_id, leaving=True):
+        """Kafka's consumerGroupFenceMember: consumerGroupFenceMembers of one member."""
+        self.fence_members(out, now, group, [member], why)
+
+    def fence_members(self, out: CoordinatorResult, now: int, group: ConsumerGroup,
+                      members: list[ConsumerGroupMember], why: Expiry | None = None) -> None:
+        """Kafka's consumerGroupFenceMembers: the (distinct) members' records go and the group
+        epoch grows once; if only classic members remain, the group may become a classic group
+        again. No members: nothing happens."""
+        if not members:
+            return
+        gone = {m.member_id for m in members}
+        for member in members:
             if why:
                 out.note(now, Event.MEMBER_EXPIRED, group, member.member_id, reason=why)
             else:
                 out.note(now, Event.MEMBER_LEFT, group, member.member_id)
-            self.cancel_timers(group.group_id, member.member_id)
-            self.to_classic(out, now, group, leaving=member.member_id, rebalance=True,
+        if classic_members.downgrade_allowed_fencing(self, group, gone):
+            for member_id in gone:
+                self.cancel_timers(group.group_id, member_id)
+            self.to_classic(out, now, group, leaving=gone, rebalance=True,
                             reason=f"Downgrade group {group.group_id} from consumer to classic for "
                                    "member leaving.")
             return
-        records = rec.member_tombstones(group.group_id, member.member_id)
-        records += _unused_regexes(group, member, {m.subscribed_topic_regex for m in group.members.values()
-                                                   if m.member_id != member.member_id})
-        metadata = self.subscription_metadata(group.subscribed_topic_names(member))
+        records = []
+        for member in members:
+            records += rec.member_tombstones(group.group_id, member.member_id)
+        records += _unused_regexes(group, members, {m.subscribed_topic_regex for m in group.members.values()
+                                                    if m.member_id not in gone})
+        metadata = self.subscription_metadata(group.subscribed_topic_names(*members))
         if metadata != group.subscription_metadata:
             records.append(rec.partition_metadata(group.group_id, metadata))
         records.append(rec.group_epoch(group.group_id, group.group_epoch + 1))
-        self.cancel_timers(group.group_id, member.member_id)
-        if why:
-            out.note(now, Event.MEMBER_EXPIRED, group, member.member_id, reason=why)
-        else:
-            out.note(now, Event.MEMBER_LEFT, group, member.member_id)
-        out.note(now, Event.GROUP_EPOCH_BUMPED, group, member.member_id, epoch=group.group_epoch + 1,
-                 cause=Cause.MEMBER_LEFT if why is None else EXPIRY_CAUSES[why])
+        for member_id in gone:
+            self.cancel_timers(group.group_id, member_id)
+        out.note(now, Event.GROUP_EPOCH_BUMPED, group, members[0].member_id if len(members) == 1 else None,
+                 epoch=group.group_epoch + 1, cause=Cause.MEMBER_LEFT if why is None else EXPIRY_CAUSES[why])
         self.apply(out, records)
 
     # --- timers -------------------------------------------------------------------------------
@@ -599,11 +608,11 @@ class ConsumerGroupManager:
 
     # --- converting to a classic group ----------------------------------------------------------
     def to_classic(self, out: CoordinatorResult, now: int, group: ConsumerGroup, *,
-                   leaving: str | None, rebalance: bool, reason: str = "") -> None:
+                   leaving: set[str] | None, rebalance: bool, reason: str = "") -> None:
         """Kafka's convertToClassicGroup: the consumer group's tombstones, then the classic
-        group's record; its members get classic sessions, and a rebalance starts (for
-        ``reason``) if a member left or the target assignment is behind the group epoch (a
-        static replacement otherwise keeps the assignment)."""
+        group's record (without the members ``leaving``); its members get classic sessions,
+        and a rebalance starts (for ``reason``) if a member left or the target assignment is
+        behind the group epoch (a static replacement otherwise keeps the assignment)."""
         classic = classic_members.classic_group_from(group, leaving, self.image, now)
         for member_id in group.members:
             self.cancel_timers(group.group_id, member_id)

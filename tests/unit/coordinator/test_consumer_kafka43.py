@@ -30,8 +30,9 @@ from protocol.errors import ErrorCode as E
 from protocol.messages import DATA
 from protocol.payloads import encode_payload
 
-from tests.support.consumer_harness import (CURRENT, TARGET_EPOCH, ConsumerHarness, owned,
-                                            parts, replayed, response_assignment, topic_id)
+from tests.support.consumer_harness import (CURRENT, TARGET_EPOCH, ConsumerHarness, consumer_state,
+                                            owned, parts, record_kinds, replayed, response_assignment,
+                                            topic_id)
 from tests.support.coordinator_harness import Harness
 
 G = "g"
@@ -332,3 +333,71 @@ def test_a_downgrade_while_the_next_assignment_waits_rebalances():
 def test_a_downgrade_with_a_new_subscription_rebalances():
     h = harness(config(group_consumer_assignment_interval_ms=0), foo=4, bar=2)
     assert downgrade_by_static_replacement(h, ("foo", "bar")).state.value == "PreparingRebalance"
+
+
+# --- LeaveGroup naming members of a consumer group (the Admin's removeMembersFromConsumerGroup) -----
+
+def leave_answers(h: ConsumerHarness, *members) -> list[tuple]:
+    return [(m.member_id, m.group_instance_id, m.error_code) for m in h.replies[h.leave(*members)].members]
+
+
+def test_leave_group_removes_members_of_both_protocols_at_one_epoch():
+    """Kafka's classicGroupLeaveToConsumerGroup: any member leaves (consumer protocol or
+    classic, by member id or instance id), each answer echoes the identity named, and
+    consumerGroupFenceMembers removes them all with one group epoch bump."""
+    h = harness()
+    first_member(h)
+    h.hb("m2", 0, topics=["foo"], instance="i2")
+    classic_id = classic_join(h).member_id
+    assert classic_join(h, classic_id).error_code == E.NONE
+    epoch, start = h.cgroup().group_epoch, len(h.persisted)
+    assert leave_answers(h, "m1", "nobody", ("other", "i2"), ("", "i2"), ("", "i9"), classic_id, "m1") == [
+        ("m1", None, E.NONE), ("nobody", None, E.UNKNOWN_MEMBER_ID), ("other", "i2", E.FENCED_INSTANCE_ID),
+        ("", "i2", E.NONE), ("", "i9", E.UNKNOWN_MEMBER_ID), (classic_id, None, E.NONE), ("m1", None, E.NONE)]
+    group = h.cgroup()
+    assert (group.members, group.group_epoch, group.state) == ({}, epoch + 1, GroupState.EMPTY)
+    kinds = record_kinds(h.records(start))
+    assert kinds.count((rec.GROUP_EPOCH, None, False)) == 1 and kinds[-1][0] == rec.GROUP_EPOCH
+    assert kinds[:3] == [(rec.CURRENT, "m1", True), (rec.TARGET_MEMBER, "m1", True), (rec.MEMBER, "m1", True)]
+    assert ("consumer-session", G, "m1") not in h.shard.timers
+    assert consumer_state(replayed(h)) == consumer_state(h.shard)
+    assert leave_answers(h, "m1") == [("m1", None, E.UNKNOWN_MEMBER_ID)]
+    assert h.cgroup().group_epoch == epoch + 1                  # nothing left: no bump
+
+
+def test_leave_group_before_v3_removes_a_consumer_protocol_member():
+    h = harness()
+    first_member(h)
+    h.hb("m2", 0, topics=["foo"])
+    assert h.replies[h.leave("m2", version=0)].error_code == E.NONE
+    assert set(h.cgroup().members) == {"m1"}
+
+
+def test_consumer_protocol_members_leaving_together_downgrade_the_group():
+    """validateOnlineDowngradeWithFencedMembers: only classic members would remain."""
+    h = harness()
+    first_member(h)
+    h.hb("m2", 0, topics=["foo"])
+    classic_id = classic_join(h).member_id
+    assert classic_join(h, classic_id).error_code == E.NONE
+    assert [e for *_, e in leave_answers(h, "m1", "m2")] == [E.NONE, E.NONE]
+    assert G not in h.shard.consumer.groups
+    classic = h.group_state()
+    assert (list(classic.members), classic.state.value) == ([classic_id], "PreparingRebalance")
+
+
+def test_a_classic_member_leaving_a_group_of_classic_members_downgrades_it():
+    """Kafka 4.3 asks only that every member but the fenced ones use the classic protocol: a
+    consumer group left with classic members only (too many to downgrade when the last
+    consumer-protocol member left) becomes a classic group once few enough remain."""
+    h = harness(config(group_max_size=2))
+    first_member(h)
+    ids = []
+    for _ in range(3):
+        ids.append(classic_join(h).member_id)
+        assert classic_join(h, ids[-1]).error_code == E.NONE
+    assert [e for *_, e in leave_answers(h, "m1")] == [E.NONE]
+    assert set(h.cgroup().members) == set(ids)                  # 3 > group.max.size
+    assert [e for *_, e in leave_answers(h, ids[0])] == [E.NONE]
+    assert G not in h.shard.consumer.groups
+    assert set(h.group_state().members) == set(ids[1:])
