@@ -177,6 +177,16 @@ class AdminScenario {
             done.beginTransaction();
             done.send(new ProducerRecord<>(topicA, 2, "t", "done")).get();
             done.commitTransaction();
+            // Kafka answers EndTxn before its markers are written, groupbroker after
+            // (docs/kafka-differences.md): wait until the commit is complete on either
+            JavaScenarios.waitFor("the commit to complete", 10000, () -> {
+                try {
+                    return admin.describeTransactions(List.of(p + "-tx-done")).all().get()
+                            .get(p + "-tx-done").state() == TransactionState.COMPLETE_COMMIT;
+                } catch (Exception e) {
+                    throw new IllegalStateException(e);
+                }
+            });
             r.put("list_transactions", JavaScenarios.attempt(() -> {
                 Map<String, Object> out = new TreeMap<>();
                 for (TransactionListing t : admin.listTransactions().all().get())
