@@ -167,10 +167,11 @@ def _describe_members(group: Group, opts: Options, out: Output) -> int:
               widest(15, (m.host for m in members)), widest(15, (m.client_id for m in members)), 15]
     if opts.verbose:                        # a classic group's members have no epochs or targets
         current = [_assignment(m.partitions) for m in members]
+        targets = [_assignment(m.target or []) for m in members]
         header += ["CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT"]
-        rows = [r + [dash(m.member_epoch), a, dash(group.assignment_epoch), _assignment(m.target or [])]
-                for r, m, a in zip(rows, members, current)]
-        widths += [15, widest(20, current), 15, 20]
+        rows = [r + [dash(m.member_epoch), a, dash(group.assignment_epoch), t]
+                for r, m, a, t in zip(rows, members, current, targets)]
+        widths += [15, widest(20, current), 15, widest(20, targets)]
         if any(m.upgraded is False for m in members):     # a consumer group with classic members
             header.append("UPGRADED")
             rows = [r + [dash(None if m.upgraded is None else str(m.upgraded).lower())]
