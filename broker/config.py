@@ -93,6 +93,8 @@ class BrokerConfig:
     log_retention_ms: int = 7 * 24 * 3_600_000
     log_retention_bytes: int = -1
     log_cleanup_policy: frozenset[str] = frozenset({"delete"})
+    log_retention_check_interval_ms: int = 300_000
+    log_initial_task_delay_ms: int = 30_000   # when the first retention check runs after start
     log_cleaner_enable: bool = True
     log_cleaner_backoff_ms: int = 15_000
     log_cleaner_delete_retention_ms: int = 86_400_000
@@ -136,6 +138,8 @@ class BrokerConfig:
         "log.retention.hours": ("log_retention_ms", lambda v: int(v) * 3_600_000),
         "log.retention.bytes": ("log_retention_bytes", int),
         "log.cleanup.policy": ("log_cleanup_policy", _cleanup_policy),
+        "log.retention.check.interval.ms": ("log_retention_check_interval_ms", _at_least(1)),
+        "log.initial.task.delay.ms": ("log_initial_task_delay_ms", _at_least(0)),
         "log.cleaner.enable": ("log_cleaner_enable", _bool),
         "log.cleaner.backoff.ms": ("log_cleaner_backoff_ms", _at_least(0)),
         "log.cleaner.delete.retention.ms": ("log_cleaner_delete_retention_ms", _at_least(0)),

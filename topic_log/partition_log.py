@@ -354,6 +354,11 @@ class PartitionLog:
         waited = (newest_timestamp if active.rolls_by_record_time else now_ms) - active.roll_timestamp
         if active.size + incoming <= self.segment_bytes and waited <= segment_ms:
             return
+        self._roll()
+
+    def _roll(self) -> None:
+        """Seal the active segment (fsynced) and start a new, empty one at the log end."""
+        active = self._segments[-1]
         new = _Segment(os.path.join(self.directory, segment_name(active.next_offset)),
                        active.next_offset)
         try:
@@ -532,17 +537,19 @@ class PartitionLog:
     # -- retention -------------------------------------------------------------------------
 
     def apply_retention(self, now_ms: int) -> int:
-        """Delete the oldest whole segments (never the active one) past retention; return how many.
+        """Delete the oldest whole segments past retention; return how many.
 
         By bytes, a segment goes while the log stays at least ``retention_bytes`` without it;
         by time, while its newest timestamp is more than ``retention_ms`` old. Both stop at
-        the first segment that must stay, as Kafka's do. Raises StorageError if a file
-        cannot be removed (the segments removed before it are gone from the log too).
+        the first segment that must stay, as Kafka's do. As in Kafka (deletableSegments), the
+        active segment goes too unless it is empty; when every segment goes, a new active
+        one is rolled first, at the log end, where the log then starts. Raises StorageError
+        if a file cannot be removed (the segments removed before it are gone from the log too).
         """
         self._check_open()
         if "delete" not in self.cleanup_policy:      # Kafka: a compact-only topic keeps everything
             return 0
-        old = self._segments[:-1]
+        old = self._segments if self._segments[-1].size else self._segments[:-1]
         by_time = 0
         try:
             if self.retention_ms >= 0:
@@ -559,6 +566,8 @@ class PartitionLog:
         doomed = max(by_time, by_bytes)
         if not doomed:
             return 0
+        if doomed == len(self._segments):
+            self._roll()
         try:
             return self._delete_oldest(doomed, "retention")
         except OSError as exc:

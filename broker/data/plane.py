@@ -727,13 +727,15 @@ class DataPlane:
         return floor, min(start for e, start in epochs if e > asked)
 
     # --- housekeeping ------------------------------------------------------------------------
-    async def retention_loop(self, interval_s: float = 300.0) -> None:
-        """Kafka's log.retention.check.interval.ms (5 minutes)."""
+    async def retention_loop(self) -> None:
+        """Kafka's retention task: first ``log.initial.task.delay.ms`` after the start, then
+        every ``log.retention.check.interval.ms``."""
+        await trio.sleep(self.config.log_initial_task_delay_ms / 1000)
         while True:
-            await trio.sleep(interval_s)
             deleted = self.store.apply_retention(_now_ms())
             if deleted:
                 log.info("retention deleted %d segment(s)", deleted)
+            await trio.sleep(self.config.log_retention_check_interval_ms / 1000)
 
     async def cleaner_loop(self) -> None:
         """Kafka's log cleaner thread: clean the filthiest compacted partition, then the next;

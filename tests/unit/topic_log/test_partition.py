@@ -129,7 +129,9 @@ def test_bad_crc_in_a_sealed_segment_keeps_it_and_every_later_segment(tmp_path):
     assert reopened.append(batch([b"6"]), 0).base_offset == 6
 
 
-def test_retention_by_bytes_deletes_oldest_segments_but_never_the_active_one(tmp_path):
+def test_retention_by_bytes_deletes_oldest_segments_the_active_one_too(tmp_path):
+    """As Kafka's deletableSegments: the active segment goes too once it breaches (a new one is
+    rolled at the log end first), and an empty active segment never goes."""
     one = len(batch([b"v"]))
     plog = PartitionLog(tmp_path / "t-0", segment_bytes=one, retention_bytes=2 * one)
     for i in range(5):
@@ -141,10 +143,13 @@ def test_retention_by_bytes_deletes_oldest_segments_but_never_the_active_one(tmp
     with pytest.raises(OffsetOutOfRange):
         plog.read(2, 100)
     plog.retention_bytes = 0
-    assert plog.apply_retention(0) == 1
-    assert segments(tmp_path / "t-0") == [f"{4:020d}.log"]
+    assert plog.apply_retention(0) == 2
+    assert segments(tmp_path / "t-0") == [f"{5:020d}.log"]
+    assert (plog.log_start_offset, plog.high_watermark) == (5, 5)
+    assert plog.apply_retention(0) == 0                              # the empty active one stays
+    assert plog.append(batch([b"5"]), 0).base_offset == 5
     plog.close()
-    assert PartitionLog(tmp_path / "t-0").log_start_offset == 4
+    assert PartitionLog(tmp_path / "t-0").log_start_offset == 5
 
 
 def test_retention_by_time_uses_each_segments_newest_timestamp(tmp_path):
@@ -154,8 +159,8 @@ def test_retention_by_time_uses_each_segments_newest_timestamp(tmp_path):
         plog.append(batch([b"v"], timestamp=ts), ts)
     assert plog.apply_retention(2_000) == 0                          # exactly 1000 ms: kept
     assert plog.apply_retention(3_001) == 2                          # 1000 and 2000 expired
-    assert plog.apply_retention(60_000) == 1                         # the active one stays
-    assert (plog.log_start_offset, plog.high_watermark) == (3, 4)
+    assert plog.apply_retention(60_000) == 2                         # the active one too
+    assert (plog.log_start_offset, plog.high_watermark) == (4, 4)
 
 
 def test_offset_for_timestamp_finds_the_first_record_at_or_after(tmp_path):

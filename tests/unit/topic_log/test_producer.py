@@ -85,7 +85,7 @@ def test_sequence_state_is_rebuilt_from_the_log_on_reopen(tmp_path):
 
 def test_state_of_producers_gone_with_retention_is_forgotten(tmp_path):
     one = len(idem([b"v"], 0))
-    plog = PartitionLog(tmp_path / "t-0", segment_bytes=one, retention_bytes=0)
+    plog = PartitionLog(tmp_path / "t-0", segment_bytes=one, retention_bytes=one)
     plog.append(idem([b"a"], 0, pid=1), 0)
     plog.append(idem([b"b"], 0, pid=2), 0)
     plog.apply_retention(0)

@@ -107,7 +107,7 @@ def test_recovery_ignores_offsets_topic_finishes_deletes_and_completes_creates(t
 
 def test_retention_runs_over_every_partition(tmp_path):
     one = len(batch([b"v"]))
-    store = TopicStore(tmp_path, num_partitions=2, segment_bytes=one, retention_bytes=0)
+    store = TopicStore(tmp_path, num_partitions=2, segment_bytes=one, retention_bytes=one)
     store.create_topic("t")
     for p in (0, 1):
         for _ in range(3):
