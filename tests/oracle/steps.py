@@ -3,6 +3,7 @@ record batches built by a real client's code (kafka-python's), a classic member 
 
 from __future__ import annotations
 
+import contextlib
 import re
 
 import trio
@@ -13,7 +14,40 @@ from protocol.errors import ErrorCode
 from protocol.messages import DATA, REQUESTS
 from protocol.payloads import encode_payload
 from protocol.registry import API_TABLE
+from apache_kafka.artefacts import KafkaUnavailable
+from apache_kafka.process import KafkaProcess
+from broker.testing.launcher import BrokerProcess
 from tests.support.differential import Alias, Differential, diff, sort_lists
+from tests.support.processes import missing
+
+
+@contextlib.contextmanager
+def own_pair(home, settings: dict):
+    """A groupbroker and a Kafka both started with ``settings``, for a module that needs its
+    own pair (the session's ``oracle`` pair runs ORACLE_SETTINGS): (ours, kafka)."""
+    try:
+        kafka = KafkaProcess(home / "kafka", settings).start()
+    except KafkaUnavailable as e:
+        missing(str(e))
+    try:
+        ours = BrokerProcess(home / "ours", home / "ours.log", settings).start()
+        try:
+            yield ours, kafka
+        finally:
+            ours.stop()
+    finally:
+        kafka.stop()
+
+
+@contextlib.asynccontextmanager
+async def connected(pair):
+    """A Differential over one of :func:`own_pair`'s pairs."""
+    ours, kafka = pair
+    oracle = await Differential.open(ours.port, kafka.port)
+    try:
+        yield oracle
+    finally:
+        await oracle.aclose()
 
 
 def req(api: ApiKey, **fields):

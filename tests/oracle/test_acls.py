@@ -7,15 +7,11 @@ deny User:ANONYMOUS (a plaintext connection's principal) on their own resources 
 import pytest
 import trio
 
-from apache_kafka.artefacts import KafkaUnavailable
-from apache_kafka.process import KafkaProcess
-from broker.testing.launcher import BrokerProcess
 from protocol.api_keys import ApiKey
 from protocol.registry import API_TABLE
 from tests.conftest import ORACLE_SETTINGS
-from tests.oracle.steps import create_topic, req, stable_member, sub, unique, versions
+from tests.oracle.steps import connected, create_topic, own_pair, req, stable_member, sub, unique, versions
 from tests.support.differential import Differential
-from tests.support.processes import missing
 
 AUTHORIZED = {**ORACLE_SETTINGS, "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
               "allow.everyone.if.no.acl.found": "true"}
@@ -32,23 +28,14 @@ HASHED = ("resources", "acls", "matching_acls")
 @pytest.fixture(scope="module")
 def authorizing_brokers(tmp_path_factory):
     """A Kafka and a groupbroker, each enforcing ACLs (started once for this module)."""
-    home = tmp_path_factory.mktemp("acl-oracle")
-    try:
-        kafka = KafkaProcess(home / "kafka", AUTHORIZED).start()
-    except KafkaUnavailable as e:
-        missing(str(e))
-    ours = BrokerProcess(home / "ours", home / "ours.log", AUTHORIZED).start()
-    yield ours, kafka
-    ours.stop()
-    kafka.stop()
+    with own_pair(tmp_path_factory.mktemp("acl-oracle"), AUTHORIZED) as pair:
+        yield pair
 
 
 @pytest.fixture
 async def acl_oracle(authorizing_brokers):
-    ours, kafka = authorizing_brokers
-    pair = await Differential.open(ours.port, kafka.port)
-    yield pair
-    await pair.aclose()
+    async with connected(authorizing_brokers) as oracle:
+        yield oracle
 
 
 def creation(name: str, *, resource=TOPIC, pattern=LITERAL, principal=ME, host="*", operation=READ,

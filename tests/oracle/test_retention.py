@@ -7,14 +7,10 @@ Both brokers run their retention check at once and every 200 ms (``log.initial.t
 import pytest
 import trio
 
-from apache_kafka.artefacts import KafkaUnavailable
-from apache_kafka.process import KafkaProcess
-from broker.testing.launcher import BrokerProcess
 from protocol.api_keys import ApiKey
 from tests.conftest import ORACLE_SETTINGS
-from tests.oracle.steps import batch, create_topic, req, sub, unique
+from tests.oracle.steps import batch, connected, create_topic, own_pair, req, sub, unique
 from tests.support.differential import Differential
-from tests.support.processes import missing
 
 P, LO = ApiKey.PRODUCE, ApiKey.LIST_OFFSETS
 RETAINING = {**ORACLE_SETTINGS, "log.initial.task.delay.ms": "0", "log.retention.check.interval.ms": "200"}
@@ -23,23 +19,14 @@ LONG_AGO = 86_400_000                              # 1970-01-02: past any retent
 
 @pytest.fixture(scope="module")
 def retaining_brokers(tmp_path_factory):
-    home = tmp_path_factory.mktemp("retention-oracle")
-    try:
-        kafka = KafkaProcess(home / "kafka", RETAINING).start()
-    except KafkaUnavailable as e:
-        missing(str(e))
-    ours = BrokerProcess(home / "ours", home / "ours.log", RETAINING).start()
-    yield ours, kafka
-    ours.stop()
-    kafka.stop()
+    with own_pair(tmp_path_factory.mktemp("retention-oracle"), RETAINING) as pair:
+        yield pair
 
 
 @pytest.fixture
 async def retention_oracle(retaining_brokers):
-    ours, kafka = retaining_brokers
-    pair = await Differential.open(ours.port, kafka.port)
-    yield pair
-    await pair.aclose()
+    async with connected(retaining_brokers) as oracle:
+        yield oracle
 
 
 def produce(name: str, records: bytes):
