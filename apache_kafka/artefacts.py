@@ -9,6 +9,7 @@ renamed into the cache, so an interrupted fetch never leaves half a classpath be
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -17,6 +18,8 @@ from pathlib import Path
 
 KAFKA_VERSION = "4.3.1"
 POM = Path(__file__).with_name("pom.xml")
+#: the file in the jar folder that names the pom it was filled from
+STAMP = ".pom-sha256"
 
 
 class KafkaUnavailable(RuntimeError):
@@ -40,11 +43,19 @@ def java() -> str:
 
 
 def kafka_classpath() -> str:
-    """The classpath of the pinned Kafka, fetched with Maven first if this machine has none."""
+    """The classpath of the pinned Kafka, fetched with Maven first if this machine has none.
+
+    The folder carries the digest of the pom it was filled from, so a cache filled before the
+    pom named more artefacts is filled again rather than used without them."""
     lib = cache_dir() / "lib"
-    if not (lib / f"kafka_2.13-{KAFKA_VERSION}.jar").exists():
+    stamp = lib / STAMP
+    if not stamp.exists() or stamp.read_text() != pom_digest():
         fetch(lib)
     return str(lib / "*")
+
+
+def pom_digest() -> str:
+    return hashlib.sha256(POM.read_bytes()).hexdigest()
 
 
 def fetch(lib: Path) -> None:
@@ -60,6 +71,7 @@ def fetch(lib: Path) -> None:
         if done.returncode != 0:
             raise KafkaUnavailable(f"Maven could not fetch Apache Kafka {KAFKA_VERSION}:\n"
                                    f"{(done.stdout + done.stderr)[-3000:]}")
+        (staging / STAMP).write_text(pom_digest())
         shutil.rmtree(lib, ignore_errors=True)
         staging.rename(lib)
     finally:
