@@ -47,21 +47,32 @@ def client_jars() -> list[Path]:
     return jars
 
 
-def compiled() -> str:
-    """The classpath to run JavaScenarios with, compiling it first if this source is new."""
+def all_jars() -> list[Path]:
+    """Every jar of the pinned Kafka: broker, tools, Streams and Connect (a JVM that needs more
+    than the client takes them all, as Kafka's own scripts do with its libs/ folder)."""
+    try:
+        return sorted(Path(kafka_classpath()).parent.glob("*.jar"))
+    except KafkaUnavailable as e:
+        missing(str(e))
+
+
+def compiled(source: Path = SOURCE, main: str = "JavaScenarios", jars: list[Path] | None = None) -> str:
+    """The classpath to run ``main`` of ``source``/src with, compiling it first if this source is
+    new: against ``jars`` (the client's by default), into a cache folder named by the sources'
+    digest."""
     javac = shutil.which("javac")
     if javac is None:
         missing("the Java client's tests need a JDK 17: no `javac` on PATH")
-    jars = client_jars()
-    sources = sorted((SOURCE / "src").glob("*.java"))
+    jars = client_jars() if jars is None else jars
+    sources = sorted((source / "src").glob("*.java"))
     digest = hashlib.sha256()
-    for path in sources + [SOURCE / "log4j2.properties"]:
+    for path in sources + sorted(source.glob("*.properties")):
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     digest.update(" ".join(j.name for j in jars).encode())
     home = cache_dir().parent / "java-interop"
-    out = home / digest.hexdigest()[:16]
+    out = home / f"{source.name}-{digest.hexdigest()[:16]}"
     classpath = os.pathsep.join([str(out)] + [str(j) for j in jars])
-    if (out / "JavaScenarios.class").exists():
+    if (out / f"{main}.class").exists():
         return classpath
     home.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix="build-", dir=home))
@@ -73,7 +84,7 @@ def compiled() -> str:
         try:
             staging.rename(out)
         except OSError:                     # another session compiled the same source meanwhile
-            if not (out / "JavaScenarios.class").exists():
+            if not (out / f"{main}.class").exists():
                 raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
