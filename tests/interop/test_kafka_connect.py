@@ -475,6 +475,14 @@ def check_run(doc: dict, broker: str, prefix: str) -> None:
     assert DELAY <= killed["moved_after_s"] <= SESSION + DELAY + LATE, (
         f"{broker}: w3's items moved {killed['moved_after_s']} s after the kill (delay {DELAY} s, session {SESSION} s)")
 
+    # incremental: while lost work waits, the survivors' connectors and tasks keep running where they are
+    for stage, previous, survivors in (("killed", formed, ("w1", "w2")), ("returned", held, ("w1",))):
+        for t, items in doc[stage]["timeline"]:
+            for role in survivors:
+                for item in previous[role]:
+                    assert items.get(item) == ["RUNNING", role], (
+                        f"{broker}, {stage}, {t} s after the stop: {role}'s {item} is {items.get(item)}")
+
     returned = doc["returned"]
     joined = returned["w2b_healthy_after_s"]
     assert returned["held"]["w2b"] == returned["w2_held"], (
@@ -490,6 +498,12 @@ def check_run(doc: dict, broker: str, prefix: str) -> None:
     assert doc["internal_topics_after"] == doc["internal_topics"], f"{broker}: the internal topics' configs changed"
 
 
+def waiting(stage: dict) -> list:
+    """The statuses a stopped worker's connectors and tasks showed before they moved."""
+    lost = stage["w3_held"]
+    return sorted({tuple(items[i]) for t, items in stage["timeline"] for i in lost if t < stage["first_seen_elsewhere_s"]})
+
+
 def shape(doc: dict) -> dict:
     """What both brokers must agree on exactly."""
     return {"group": doc["group"], "group_after": doc["group_after"],
@@ -498,6 +512,7 @@ def shape(doc: dict) -> dict:
             "active_topics": {k.split("-")[-1]: [t.split("-")[-1] for t in v["topics"]]
                               for k, v in doc["active_topics"].items()},
             "formed": sizes(doc["formed"]["held"]), "killed": sizes(doc["killed"]["held"]),
+            "killed_waiting": waiting(doc["killed"]),
             "returned": sizes(doc["returned"]["held"]),
             "flows": [{k: v for k, v in doc[s]["flow"].items() if k != "partitions_with_records"}
                       for s in ("formed", "killed", "returned")]}
