@@ -1,0 +1,546 @@
+// Issue 27, part 4: a Kafka Streams application (kafka-streams 4.3.1, classic group protocol) run
+// against one broker, groupbroker or Apache Kafka. tests/interop/test_kafka_streams.py compiles this
+// file, runs it against both at once and compares what it prints.
+//
+//   java -cp <classes>:<Kafka's jars> StreamsScenarios <scenario> <bootstrap> <prefix> <state dir>
+//
+// The application is a word count: lines -> words -> repartition by word -> count (a RocksDB store
+// with its changelog) -> an output topic of (word, count). The store's cache is off, so every count
+// update is one changelog record and one output record: a word's outputs read with read_committed
+// must be exactly 1, 2, ..., n. Words are chosen so that each line holds one word of each
+// repartition partition: every partition of the store gets LINES updates per batch, which makes the
+// records a restore reads known in advance.
+//
+// Scenarios (one JSON document on stdout, the last line):
+//   failover     two KafkaStreams instances (a, b) in this JVM, at_least_once; b leaves, a takes
+//                its tasks over and restores them from the changelog
+//   eos-crash    one instance, exactly_once_v2; halts the JVM (Runtime.halt: no close, no shutdown
+//                hook) while a transaction is open, once its first output is in the topic
+//   eos-restart  the same application and state dir again: it resumes and finishes the input
+
+import java.io.File;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.*;
+import java.util.concurrent.*;
+import java.util.function.BooleanSupplier;
+
+import org.apache.kafka.clients.admin.*;
+import org.apache.kafka.clients.consumer.*;
+import org.apache.kafka.clients.producer.*;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.serialization.*;
+import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.common.utils.Utils;
+import org.apache.kafka.streams.*;
+import org.apache.kafka.streams.CloseOptions;
+import org.apache.kafka.streams.kstream.*;
+import org.apache.kafka.streams.processor.StateRestoreListener;
+import org.apache.kafka.streams.state.KeyValueStore;
+
+public class StreamsScenarios {
+    static final int PARTITIONS = 4;
+    static final int WORDS_PER_PARTITION = 3;
+    static final int LINES = 40;                 // per batch; each line one word per store partition
+    static final long WAIT_MS = 45000;
+
+    static String bootstrap, prefix;
+    static File stateRoot;
+    static final long T0 = System.currentTimeMillis();
+    static volatile String stage = "start";
+
+    static String input() { return prefix + "-lines"; }
+    static String output() { return prefix + "-counts"; }
+    static String appId() { return prefix + "-app"; }
+
+    public static void main(String[] args) throws Exception {
+        String scenario = args[0];
+        bootstrap = args[1];
+        prefix = args[2];
+        stateRoot = new File(args[3]);
+        Map<String, Object> doc = switch (scenario) {
+            case "failover" -> failover();
+            case "eos-crash" -> eosCrash();
+            case "eos-restart" -> eosRestart();
+            default -> throw new IllegalArgumentException(scenario);
+        };
+        System.out.println(json(doc));
+        System.out.flush();
+        System.exit(0);
+    }
+
+    // ---- the words and the input -------------------------------------------------------------
+
+    /** WORDS_PER_PARTITION words for each partition of the repartition topic (its default partitioner). */
+    static List<List<String>> words() {
+        List<List<String>> byPartition = new ArrayList<>();
+        for (int p = 0; p < PARTITIONS; p++) byPartition.add(new ArrayList<>());
+        for (int i = 0; byPartition.stream().anyMatch(l -> l.size() < WORDS_PER_PARTITION); i++) {
+            String w = "w" + i;
+            int p = Utils.toPositive(Utils.murmur2(w.getBytes(StandardCharsets.UTF_8))) % PARTITIONS;
+            if (byPartition.get(p).size() < WORDS_PER_PARTITION) byPartition.get(p).add(w);
+        }
+        return byPartition;
+    }
+
+    /** Batch ``batch``'s lines: line i goes to input partition i % PARTITIONS. */
+    static void produceBatch(int batch) throws Exception {
+        List<List<String>> words = words();
+        try (KafkaProducer<String, String> p = new KafkaProducer<>(props(
+                ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap, ProducerConfig.ACKS_CONFIG, "all",
+                ProducerConfig.LINGER_MS_CONFIG, 5), new StringSerializer(), new StringSerializer())) {
+            List<Future<RecordMetadata>> sent = new ArrayList<>();
+            for (int i = 0; i < LINES; i++) {
+                StringJoiner line = new StringJoiner(" ");
+                for (int part = 0; part < PARTITIONS; part++)
+                    line.add(words.get(part).get((i / (part + 1) + batch) % WORDS_PER_PARTITION));
+                sent.add(p.send(new ProducerRecord<>(input(), i % PARTITIONS, "b" + batch + "-" + i, line.toString())));
+            }
+            for (Future<RecordMetadata> f : sent) f.get();
+        }
+    }
+
+    /** Every word's count in the input topic as it is now, read by a plain consumer. */
+    static Map<String, Long> expectedCounts() {
+        Map<String, Long> counts = new TreeMap<>();
+        for (String value : readAll(input(), "read_committed", new StringDeserializer()).values().stream()
+                .flatMap(List::stream).map(ConsumerRecord::value).toList())
+            for (String w : value.split(" ")) counts.merge(w, 1L, Long::sum);
+        return counts;
+    }
+
+    // ---- the application ---------------------------------------------------------------------
+
+    static volatile boolean armed = false;
+    static final CompletableFuture<List<Object>> fired = new CompletableFuture<>();
+
+    /** Once armed: the first count update after it blocks its stream thread for good, after its
+     *  output record was handed to the producer (the sink comes first among the node's children). */
+    static void trigger(String word, Long count) {
+        if (!armed) return;
+        armed = false;
+        fired.complete(List.of(word, count));
+        while (true) {
+            try { Thread.sleep(60000); } catch (InterruptedException e) { /* stay */ }
+        }
+    }
+
+    static Topology topology() {
+        StreamsBuilder builder = new StreamsBuilder();
+        KTable<String, Long> counts = builder.stream(input(), Consumed.with(Serdes.String(), Serdes.String()))
+                .flatMapValues(line -> Arrays.asList(line.split(" ")))
+                .groupBy((key, word) -> word, Grouped.with("words", Serdes.String(), Serdes.String()))
+                .count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("counts")
+                        .withKeySerde(Serdes.String()).withValueSerde(Serdes.Long()));
+        KStream<String, Long> updates = counts.toStream();
+        updates.to(output(), Produced.with(Serdes.String(), Serdes.Long()));
+        updates.foreach(StreamsScenarios::trigger);
+        return builder.build();
+    }
+
+    /** One KafkaStreams instance and what it reported: its state transitions and restores. */
+    static class Instance {
+        final String name;
+        final KafkaStreams streams;
+        final List<List<Object>> transitions = Collections.synchronizedList(new ArrayList<>());
+        final List<Map<String, Object>> restores = Collections.synchronizedList(new ArrayList<>());
+
+        Instance(String name, boolean eos) {
+            this.name = name;
+            Properties p = props(
+                    StreamsConfig.APPLICATION_ID_CONFIG, appId(),
+                    StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap,
+                    StreamsConfig.CLIENT_ID_CONFIG, prefix + "-" + name,
+                    StreamsConfig.GROUP_PROTOCOL_CONFIG, "classic",
+                    StreamsConfig.STATE_DIR_CONFIG, new File(stateRoot, name).getPath(),
+                    StreamsConfig.PROCESSING_GUARANTEE_CONFIG, eos ? StreamsConfig.EXACTLY_ONCE_V2 : StreamsConfig.AT_LEAST_ONCE,
+                    StreamsConfig.REPLICATION_FACTOR_CONFIG, 1,
+                    StreamsConfig.NUM_STREAM_THREADS_CONFIG, 1,
+                    StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 100,
+                    StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0,
+                    StreamsConfig.REPARTITION_PURGE_INTERVAL_MS_CONFIG, 100,
+                    StreamsConfig.POLL_MS_CONFIG, 20,
+                    StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), 2000,
+                    StreamsConfig.consumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), 300,
+                    StreamsConfig.consumerPrefix(ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG), 20000,
+                    StreamsConfig.consumerPrefix(ConsumerConfig.FETCH_MAX_WAIT_MS_CONFIG), 50,
+                    StreamsConfig.producerPrefix(ProducerConfig.LINGER_MS_CONFIG), 5);
+            streams = new KafkaStreams(topology(), p);
+            streams.setStateListener((now, before) -> transitions.add(List.of(stage, before.name(), now.name())));
+            streams.setGlobalStateRestoreListener(new StateRestoreListener() {
+                public void onRestoreStart(TopicPartition tp, String store, long start, long end) {}
+                public void onBatchRestored(TopicPartition tp, String store, long batchEnd, long n) {}
+                public void onRestoreEnd(TopicPartition tp, String store, long total) {
+                    restores.add(obj("stage", stage, "topic", tp.topic().substring(appId().length() + 1),
+                            "partition", tp.partition(), "store", store, "restored", total));
+                }
+            });
+        }
+
+        /** The active tasks of this instance: "subtopology_partition", sorted. */
+        List<String> tasks() {
+            List<String> out = new ArrayList<>();
+            for (ThreadMetadata t : streams.metadataForLocalThreads())
+                for (TaskMetadata task : t.activeTasks()) out.add(task.taskId().toString());
+            Collections.sort(out);
+            return out;
+        }
+
+        boolean runningWith(int tasks) {
+            return streams.state() == KafkaStreams.State.RUNNING && tasks().size() == tasks;
+        }
+    }
+
+    // ---- scenarios ---------------------------------------------------------------------------
+
+    static Map<String, Object> failover() throws Exception {
+        Map<String, Object> doc = new LinkedHashMap<>();
+        try (Admin admin = Admin.create(props(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
+            createTopics(admin);
+            Instance a = new Instance("a", false), b = new Instance("b", false);
+            List<Map<String, Object>> stages = new ArrayList<>();
+
+            stage = "a_alone";
+            a.streams.start();
+            waitFor("a running with every task", () -> a.runningWith(2 * PARTITIONS));
+            stages.add(obj("stage", stage, "tasks", obj("a", a.tasks())));
+
+            stage = "both";
+            b.streams.start();
+            waitFor("a and b running, sharing the tasks", () -> stable(() ->
+                    a.streams.state() == KafkaStreams.State.RUNNING && b.streams.state() == KafkaStreams.State.RUNNING
+                    && a.tasks().size() > 0 && b.tasks().size() > 0 && a.tasks().size() + b.tasks().size() == 2 * PARTITIONS));
+            stages.add(obj("stage", stage, "tasks", obj("a", a.tasks(), "b", b.tasks()), "group", group(admin)));
+
+            OutputReader committed = new OutputReader("read_committed");
+            produceBatch(0);
+            Map<String, Long> first = expectedCounts();
+            committed.waitForCounts(first);
+
+            stage = "b_left";
+            b.streams.close(CloseOptions.groupMembershipOperation(CloseOptions.GroupMembershipOperation.LEAVE_GROUP)
+                    .withTimeout(Duration.ofSeconds(30)));
+            waitFor("a running with every task again", () -> stable(() -> a.runningWith(2 * PARTITIONS)));
+            stages.add(obj("stage", stage, "tasks", obj("a", a.tasks()), "group", group(admin)));
+
+            stage = "a_alone_again";
+            produceBatch(1);
+            Map<String, Long> expected = expectedCounts();
+            committed.waitForCounts(expected);
+
+            doc.put("stages", stages);
+            doc.put("expected", expected);
+            doc.put("counts", committed.lastCounts());
+            doc.put("outputs", committed.values);
+            doc.put("purged_repartition", waitPurged(admin));
+            doc.put("committed_input", committed(admin, input()));
+            doc.put("input_ends", ends(admin, input()));
+            doc.put("committed_repartition", committed(admin, appId() + "-words-repartition"));
+            doc.put("internal_topics", internalTopics(admin));
+            committed.close();
+
+            stage = "close";
+            a.streams.close(Duration.ofSeconds(30));
+            doc.put("transitions", obj("a", a.transitions, "b", b.transitions));
+            doc.put("restores", obj("a", a.restores, "b", b.restores));
+        }
+        return doc;
+    }
+
+    static Map<String, Object> eosCrash() throws Exception {
+        Map<String, Object> doc = new LinkedHashMap<>();
+        try (Admin admin = Admin.create(props(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
+            createTopics(admin);
+            Instance s = new Instance("s", true);
+            stage = "first";
+            s.streams.start();
+            waitFor("running with every task", () -> s.runningWith(2 * PARTITIONS));
+            doc.put("tasks", s.tasks());
+
+            OutputReader committed = new OutputReader("read_committed");
+            produceBatch(0);
+            Map<String, Long> first = expectedCounts();
+            committed.waitForCounts(first);
+            doc.put("first_batch", first);
+
+            stage = "second";
+            armed = true;
+            produceBatch(1);
+            List<Object> update = fired.get(WAIT_MS, TimeUnit.MILLISECONDS);
+            String word = (String) update.get(0);
+            long count = (Long) update.get(1);
+            // the update's output record is in the topic, inside the transaction still open
+            try (OutputReader uncommitted = new OutputReader("read_uncommitted")) {
+                uncommitted.waitFor("the open transaction's output", () -> uncommitted.values.getOrDefault(word, List.of()).contains(count));
+            }
+            committed.pollFor(Duration.ofMillis(300));
+            doc.put("open_update", obj("word", word, "count", count));
+            doc.put("open_update_committed", committed.values.getOrDefault(word, List.of()).contains(count));
+            doc.put("transitions", s.transitions);
+            doc.put("restores", s.restores);
+        }
+        System.out.println(json(doc));
+        System.out.flush();
+        Runtime.getRuntime().halt(99);
+        return doc;
+    }
+
+    static Map<String, Object> eosRestart() throws Exception {
+        Map<String, Object> doc = new LinkedHashMap<>();
+        try (Admin admin = Admin.create(props(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
+            Instance s = new Instance("s", true);
+            stage = "restart";
+            s.streams.start();
+            Map<String, Long> expected = expectedCounts();
+            try (OutputReader committed = new OutputReader("read_committed")) {
+                committed.waitForCounts(expected);
+                waitFor("running with every task", () -> s.runningWith(2 * PARTITIONS));
+                doc.put("tasks", s.tasks());
+                doc.put("expected", expected);
+                doc.put("counts", committed.lastCounts());
+                doc.put("outputs", committed.values);
+                doc.put("output_records", committed.records);
+            }
+            try (OutputReader uncommitted = new OutputReader("read_uncommitted")) {
+                uncommitted.readToEnd();
+                doc.put("output_records_uncommitted", uncommitted.records);
+            }
+            doc.put("committed_input", committed(admin, input()));
+            doc.put("input_ends", ends(admin, input()));
+            stage = "close";
+            s.streams.close(Duration.ofSeconds(30));
+            doc.put("transitions", s.transitions);
+            doc.put("restores", s.restores);
+        }
+        return doc;
+    }
+
+    // ---- observing -----------------------------------------------------------------------------
+
+    static void createTopics(Admin admin) throws Exception {
+        admin.createTopics(List.of(new NewTopic(input(), PARTITIONS, (short) 1),
+                new NewTopic(output(), PARTITIONS, (short) 1))).all().get();
+        waitFor("the topics' leaders", () -> {
+            try {
+                return admin.describeTopics(List.of(input(), output())).allTopicNames().get().values().stream()
+                        .allMatch(d -> d.partitions().size() == PARTITIONS && d.partitions().stream().allMatch(x -> x.leader() != null));
+            } catch (Exception e) {
+                return false;
+            }
+        });
+    }
+
+    /** The output topic read from its start by a plain consumer: each word's values in order. */
+    static class OutputReader implements AutoCloseable {
+        final KafkaConsumer<String, Long> consumer;
+        final Map<String, List<Long>> values = new TreeMap<>();
+        int records = 0;
+
+        OutputReader(String isolation) {
+            consumer = new KafkaConsumer<>(props(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap,
+                    ConsumerConfig.ISOLATION_LEVEL_CONFIG, isolation, ConsumerConfig.FETCH_MAX_WAIT_MS_CONFIG, 50),
+                    new StringDeserializer(), new LongDeserializer());
+            List<TopicPartition> tps = new ArrayList<>();
+            for (int p = 0; p < PARTITIONS; p++) tps.add(new TopicPartition(output(), p));
+            consumer.assign(tps);
+            consumer.seekToBeginning(tps);
+        }
+
+        void pollFor(Duration d) {
+            long until = System.currentTimeMillis() + d.toMillis();
+            do {
+                for (ConsumerRecord<String, Long> r : consumer.poll(Duration.ofMillis(50))) {
+                    values.computeIfAbsent(r.key(), k -> new ArrayList<>()).add(r.value());
+                    records++;
+                }
+            } while (System.currentTimeMillis() < until);
+        }
+
+        /** Reads on until the end offsets of now (the high watermark, or for read_committed the
+         *  last stable offset). */
+        void readToEnd() {
+            Map<TopicPartition, Long> end = consumer.endOffsets(consumer.assignment());
+            waitFor("the end of the output", () -> end.entrySet().stream().allMatch(e -> consumer.position(e.getKey()) >= e.getValue()));
+        }
+
+        Map<String, Long> lastCounts() {
+            Map<String, Long> out = new TreeMap<>();
+            values.forEach((w, l) -> out.put(w, l.get(l.size() - 1)));
+            return out;
+        }
+
+        void waitFor(String what, BooleanSupplier cond) {
+            StreamsScenarios.waitFor(what, () -> { pollFor(Duration.ZERO); return cond.getAsBoolean(); });
+        }
+
+        void waitForCounts(Map<String, Long> expected) {
+            waitFor("the counts " + expected, () -> lastCounts().equals(expected));
+        }
+
+        public void close() { consumer.close(); }
+    }
+
+    /** Every record of ``topic`` from its start to its end offsets, per partition. */
+    static <V> Map<Integer, List<ConsumerRecord<String, V>>> readAll(String topic, String isolation, Deserializer<V> values) {
+        Map<Integer, List<ConsumerRecord<String, V>>> out = new TreeMap<>();
+        try (KafkaConsumer<String, V> c = new KafkaConsumer<>(props(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap,
+                ConsumerConfig.ISOLATION_LEVEL_CONFIG, isolation), new StringDeserializer(), values)) {
+            List<TopicPartition> tps = new ArrayList<>();
+            for (int p = 0; p < PARTITIONS; p++) tps.add(new TopicPartition(topic, p));
+            c.assign(tps);
+            c.seekToBeginning(tps);
+            Map<TopicPartition, Long> end = c.endOffsets(tps);
+            waitFor("the end of " + topic, () -> {
+                for (ConsumerRecord<String, V> r : c.poll(Duration.ofMillis(50)))
+                    out.computeIfAbsent(r.partition(), k -> new ArrayList<>()).add(r);
+                return tps.stream().allMatch(tp -> c.position(tp) >= end.get(tp));
+            });
+        }
+        return out;
+    }
+
+    static Map<String, Long> ends(Admin admin, String topic) throws Exception {
+        Map<TopicPartition, OffsetSpec> ask = new HashMap<>();
+        for (int p = 0; p < PARTITIONS; p++) ask.put(new TopicPartition(topic, p), OffsetSpec.latest());
+        Map<String, Long> out = new TreeMap<>();
+        admin.listOffsets(ask).all().get().forEach((tp, info) -> out.put(String.valueOf(tp.partition()), info.offset()));
+        return out;
+    }
+
+    /** The application's consumer group as Admin describes it: state, type, assignor, and each
+     *  member's partitions of the input and of the repartition topic (how many), sorted. */
+    static Map<String, Object> group(Admin admin) throws Exception {
+        ConsumerGroupDescription g = admin.describeConsumerGroups(List.of(appId())).describedGroups().get(appId()).get();
+        List<List<Long>> members = new ArrayList<>();
+        for (MemberDescription m : g.members()) {
+            Set<TopicPartition> held = m.assignment().topicPartitions();
+            members.add(List.of(held.stream().filter(tp -> tp.topic().equals(input())).count(),
+                    held.stream().filter(tp -> tp.topic().endsWith("-words-repartition")).count(), (long) held.size()));
+        }
+        members.sort(Comparator.comparing(Object::toString));
+        return obj("state", g.groupState().toString(), "type", g.type().toString(), "assignor", g.partitionAssignor(),
+                "simple", g.isSimpleConsumerGroup(), "members", members);
+    }
+
+    /** The application's committed offsets of ``topic``, by partition. */
+    static Map<String, Long> committed(Admin admin, String topic) throws Exception {
+        Map<String, Long> out = new TreeMap<>();
+        admin.listConsumerGroupOffsets(appId()).partitionsToOffsetAndMetadata().get().forEach((tp, om) -> {
+            if (tp.topic().equals(topic)) out.put(String.valueOf(tp.partition()), om.offset());
+        });
+        return out;
+    }
+
+    /** Whether the repartition topic's records were all deleted (Streams' DeleteRecords up to its
+     *  committed offsets) within the wait, and its start and end offsets then. */
+    static Map<String, Object> waitPurged(Admin admin) throws Exception {
+        String topic = appId() + "-words-repartition";
+        Map<TopicPartition, OffsetSpec> earliest = new HashMap<>(), latest = new HashMap<>();
+        for (int p = 0; p < PARTITIONS; p++) {
+            earliest.put(new TopicPartition(topic, p), OffsetSpec.earliest());
+            latest.put(new TopicPartition(topic, p), OffsetSpec.latest());
+        }
+        Map<String, Long> start = new TreeMap<>(), end = new TreeMap<>();
+        boolean purged = false;
+        long deadline = System.currentTimeMillis() + 15000;
+        while (!purged && System.currentTimeMillis() < deadline) {
+            admin.listOffsets(earliest).all().get().forEach((tp, i) -> start.put(String.valueOf(tp.partition()), i.offset()));
+            admin.listOffsets(latest).all().get().forEach((tp, i) -> end.put(String.valueOf(tp.partition()), i.offset()));
+            purged = start.equals(end);
+            if (!purged) Thread.sleep(100);
+        }
+        return obj("purged", purged, "start", start, "end", end);
+    }
+
+    /** The internal topics Streams created: partitions and the configs it set on them. */
+    static Map<String, Object> internalTopics(Admin admin) throws Exception {
+        Map<String, Object> out = new TreeMap<>();
+        List<String> names = admin.listTopics().names().get().stream().filter(n -> n.startsWith(appId() + "-")).sorted().toList();
+        Map<String, TopicDescription> described = admin.describeTopics(names).allTopicNames().get();
+        List<ConfigResource> resources = names.stream().map(n -> new ConfigResource(ConfigResource.Type.TOPIC, n)).toList();
+        Map<ConfigResource, Config> configs = admin.describeConfigs(resources).all().get();
+        for (String name : names) {
+            Map<String, String> set = new TreeMap<>();
+            for (ConfigEntry e : configs.get(new ConfigResource(ConfigResource.Type.TOPIC, name)).entries())
+                if (e.source() == ConfigEntry.ConfigSource.DYNAMIC_TOPIC_CONFIG) set.put(e.name(), e.value());
+            out.put(name.substring(appId().length() + 1), obj("partitions", described.get(name).partitions().size(),
+                    "internal", described.get(name).isInternal(), "configs", set));
+        }
+        return out;
+    }
+
+    // ---- helpers -----------------------------------------------------------------------------
+
+    static Properties props(Object... kv) {
+        Properties p = new Properties();
+        for (int i = 0; i < kv.length; i += 2) p.put(kv[i], kv[i + 1]);
+        return p;
+    }
+
+    static Map<String, Object> obj(Object... kv) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        for (int i = 0; i < kv.length; i += 2) m.put((String) kv[i], kv[i + 1]);
+        return m;
+    }
+
+    static void waitFor(String what, BooleanSupplier cond) {
+        long deadline = System.currentTimeMillis() + WAIT_MS;
+        while (!cond.getAsBoolean()) {
+            if (System.currentTimeMillis() > deadline)
+                throw new IllegalStateException("timed out after " + WAIT_MS + " ms waiting for " + what + " (stage " + stage + ")");
+            try { Thread.sleep(20); } catch (InterruptedException e) { throw new RuntimeException(e); }
+        }
+    }
+
+    /** ``cond`` holds now and still holds 500 ms later (a follow-up rebalance would break it). */
+    static boolean stable(BooleanSupplier cond) {
+        if (!cond.getAsBoolean()) return false;
+        try { Thread.sleep(500); } catch (InterruptedException e) { throw new RuntimeException(e); }
+        return cond.getAsBoolean();
+    }
+
+    static String json(Object o) {
+        StringBuilder sb = new StringBuilder();
+        write(sb, o);
+        return sb.toString();
+    }
+
+    static void write(StringBuilder sb, Object o) {
+        if (o == null) {
+            sb.append("null");
+        } else if (o instanceof Map<?, ?> m) {
+            StringJoiner j = new StringJoiner(",", "{", "}");
+            synchronized (m) {
+                for (Map.Entry<?, ?> e : m.entrySet()) {
+                    StringBuilder item = new StringBuilder();
+                    write(item, String.valueOf(e.getKey()));
+                    item.append(':');
+                    write(item, e.getValue());
+                    j.add(item);
+                }
+            }
+            sb.append(j);
+        } else if (o instanceof Collection<?> c) {
+            StringJoiner j = new StringJoiner(",", "[", "]");
+            synchronized (c) {
+                for (Object x : c) {
+                    StringBuilder item = new StringBuilder();
+                    write(item, x);
+                    j.add(item);
+                }
+            }
+            sb.append(j);
+        } else if (o instanceof Number || o instanceof Boolean) {
+            sb.append(o);
+        } else {
+            sb.append('"');
+            o.toString().chars().forEach(ch -> {
+                if (ch == '"' || ch == '\\') sb.append('\\').append((char) ch);
+                else if (ch < 0x20) sb.append(String.format("\\u%04x", ch));
+                else sb.append((char) ch);
+            });
+            sb.append('"');
+        }
+    }
+}
