@@ -9,7 +9,7 @@ What a broker must give Connect: a group of protocol type "connect" whose assign
 writes itself, its three compacted internal topics read to their end, and for the connectors'
 own clients the usual produce, consume and commit.
 
-The scenario, observed through the workers' REST API only, times relative to each stop:
+The scenario, its stages observed through the workers' REST API, times relative to each stop:
 
 * formed: w1 starts first (it leads the group), then w2 and w3; the connectors and their tasks
   are spread over the three, the lines of a first batch reach the output file exactly once;
@@ -456,9 +456,9 @@ def check_run(doc: dict, broker: str, prefix: str) -> None:
     assert group["members"] == ["w1", "w2", "w3"] and group["leader"] == ["w1"], f"{broker}: {group}"
     for name, described in doc["internal_topics"].items():
         assert described["set"].get("cleanup.policy") == "compact", f"{broker}: {name} is not compacted: {described}"
-    assert doc["internal_topics"][f"{prefix}-configs"]["partitions"] == 1
-    assert doc["internal_topics"][f"{prefix}-offsets"]["partitions"] == 5
-    assert doc["internal_topics"][f"{prefix}-status"]["partitions"] == 3
+    assert doc["internal_topics"][f"{prefix}-configs"]["partitions"] == 1       # as Connect requires
+    assert doc["internal_topics"][f"{prefix}-offsets"]["partitions"] == setting("offset.storage.partitions")
+    assert doc["internal_topics"][f"{prefix}-status"]["partitions"] == setting("status.storage.partitions")
     assert doc["topic"][f"{prefix}-lines"]["partitions"] == PARTITIONS, f"{broker}: {doc['topic']}"
 
     formed = doc["formed"]["held"]
