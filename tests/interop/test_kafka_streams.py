@@ -211,3 +211,35 @@ def test_exactly_once_across_a_kill(on_both):
                     **{k: doc[k] for k in ("expected", "counts", "outputs", "output_records",
                                            "output_records_uncommitted", "committed_input")}}}
     assert_same(view(crash, ours), view(kafka_crash, kafka), "exactly once")
+
+
+def test_exactly_once_takeover_from_a_killed_instance(on_both):
+    """exactly_once_v2 with two instances: a in the test's JVM, b in a child JVM that halts with a
+    transaction open (its first update of the second batch already in the output). a takes b's
+    tasks over once b's session expires, restoring b's store partitions up to b's last commit, and
+    reads past b's records once the broker has aborted b's transaction for its timeout (a new
+    transactional id cannot fence it: only the coordinator's timeout ends it). Counts exact, each
+    word's outputs exactly 1..n."""
+    [ours], [kafka] = on_both(("eos-takeover", 0))
+    for doc, broker in ((ours, "groupbroker"), (kafka, "Kafka")):
+        assert doc["b_exit"] == HALTED, f"{broker}: b exited {doc['b_exit']}"
+        check_counts(doc, 2, broker)
+        assert doc["output_records"] == sum(doc["expected"].values()), broker
+        assert doc["output_records_uncommitted"] > doc["output_records"], (
+            f"{broker}: no aborted record in the output ({doc['output_records_uncommitted']} records)")
+        both, killed = doc["stages"]
+        a, b = both["tasks"]["a"], both["tasks"]["b"]
+        every = {f"{sub}_{p}" for sub in (0, 1) for p in range(PARTITIONS)}
+        assert a and b and not set(a) & set(b) and set(a) | set(b) == every, f"{broker}: the tasks split {a} / {b}"
+        assert set(killed["tasks"]["a"]) == every, f"{broker}: {killed}"
+        # b's store partitions, restored by a: b's committed updates, the first batch's
+        taken = sorted(int(t.split("_")[1]) for t in b if t.startswith("1_"))
+        took = sorted(r["partition"] for r in doc["restores"] if r["stage"] == "b_killed" and r["restored"])
+        assert took == taken, f"{broker}: a restored {doc['restores']}, b held {b}"
+        assert all(r["restored"] in (0, LINES) for r in doc["restores"]), f"{broker}: {doc['restores']}"
+        check_states(doc["transitions"], broker)
+    view = lambda doc: {                                                            # noqa: E731
+        "sizes": [[s["stage"], {k: task_sizes(v) for k, v in s["tasks"].items()}, s["group"]] for s in doc["stages"]],
+        "states": states(doc["transitions"]), "restored": restored(doc["restores"]),
+        **{k: doc[k] for k in ("expected", "counts", "outputs", "output_records", "committed_input")}}
+    assert_same(view(ours), view(kafka), "takeover")

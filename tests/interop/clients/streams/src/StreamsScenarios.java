@@ -17,8 +17,16 @@
 //   eos-crash    one instance, exactly_once_v2; halts the JVM (Runtime.halt: no close, no shutdown
 //                hook) while a transaction is open, once its first output is in the topic
 //   eos-restart  the same application and state dir again: it resumes and finishes the input
+//   eos-takeover exactly_once_v2 with two instances: a in this JVM, b in a child JVM (eos-member)
+//                that halts with a transaction open; a takes b's tasks over once b's session has
+//                expired, and their records once the broker has aborted b's transaction (timed out)
 
+import java.io.BufferedReader;
 import java.io.File;
+import java.io.InputStreamReader;
+import java.io.OutputStreamWriter;
+import java.io.Writer;
+import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.*;
@@ -63,6 +71,8 @@ public class StreamsScenarios {
             case "failover" -> failover();
             case "eos-crash" -> eosCrash();
             case "eos-restart" -> eosRestart();
+            case "eos-takeover" -> eosTakeover();
+            case "eos-member" -> eosMember();
             default -> throw new IllegalArgumentException(scenario);
         };
         System.out.println(json(doc));
@@ -165,7 +175,10 @@ public class StreamsScenarios {
                     StreamsConfig.consumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), 300,
                     StreamsConfig.consumerPrefix(ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG), 20000,
                     StreamsConfig.consumerPrefix(ConsumerConfig.FETCH_MAX_WAIT_MS_CONFIG), 50,
-                    StreamsConfig.producerPrefix(ProducerConfig.LINGER_MS_CONFIG), 5);
+                    StreamsConfig.producerPrefix(ProducerConfig.LINGER_MS_CONFIG), 5,
+                    // a killed instance's open transaction holds its partitions' readers back until
+                    // the broker aborts it: 5 s after it began, at the broker's next check
+                    StreamsConfig.producerPrefix(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG), 5000);
             streams = new KafkaStreams(topology(), p);
             streams.setStateListener((now, before) -> transitions.add(List.of(stage, before.name(), now.name())));
             streams.setGlobalStateRestoreListener(new StateRestoreListener() {
@@ -314,6 +327,115 @@ public class StreamsScenarios {
             doc.put("restores", s.restores);
         }
         return doc;
+    }
+
+    static Map<String, Object> eosTakeover() throws Exception {
+        Map<String, Object> doc = new LinkedHashMap<>();
+        try (Admin admin = Admin.create(props(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
+            createTopics(admin);
+            Instance a = new Instance("a", true);
+            List<Map<String, Object>> stages = new ArrayList<>();
+            stage = "a_alone";
+            a.streams.start();
+            waitFor("a running with every task", () -> a.runningWith(2 * PARTITIONS));
+
+            stage = "both";
+            List<String> cmd = new ArrayList<>();
+            cmd.add(ProcessHandle.current().info().command().orElse("java"));
+            cmd.addAll(ManagementFactory.getRuntimeMXBean().getInputArguments());
+            cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), "StreamsScenarios", "eos-member",
+                    bootstrap, prefix, stateRoot.getPath()));
+            Process child = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+            BlockingQueue<String> fromB = new LinkedBlockingQueue<>();
+            Thread reader = new Thread(() -> {
+                try (BufferedReader r = new BufferedReader(new InputStreamReader(child.getInputStream()))) {
+                    for (String line; (line = r.readLine()) != null; ) fromB.add(line);
+                } catch (Exception e) { /* the child is gone */ }
+                fromB.add("exited");
+            });
+            reader.setDaemon(true);
+            reader.start();
+            try (Writer toB = new OutputStreamWriter(child.getOutputStream())) {
+                String running = expect(fromB, "running ");
+                List<String> bTasks = List.of(running.substring("running ".length()).split(","));
+                waitFor("a and b sharing the tasks", () -> stable(() -> a.runningWith(2 * PARTITIONS - bTasks.size())));
+                stages.add(obj("stage", stage, "tasks", obj("a", a.tasks(), "b", bTasks), "group", group(admin)));
+
+                OutputReader committed = new OutputReader("read_committed");
+                produceBatch(0);
+                committed.waitForCounts(expectedCounts());
+
+                stage = "b_killed";
+                toB.write("arm\n");
+                toB.flush();
+                expect(fromB, "armed");
+                produceBatch(1);
+                doc.put("b_halted", expect(fromB, "halting ").substring("halting ".length()));
+                if (!child.waitFor(WAIT_MS, TimeUnit.MILLISECONDS)) throw new IllegalStateException("b did not halt");
+                doc.put("b_exit", child.exitValue());
+
+                Map<String, Long> expected = expectedCounts();
+                committed.waitForCounts(expected);
+                waitFor("a running with every task", () -> a.runningWith(2 * PARTITIONS));
+                stages.add(obj("stage", stage, "tasks", obj("a", a.tasks()), "group", group(admin)));
+                doc.put("stages", stages);
+                doc.put("expected", expected);
+                doc.put("counts", committed.lastCounts());
+                doc.put("outputs", committed.values);
+                doc.put("output_records", committed.records);
+                committed.close();
+            }
+            try (OutputReader uncommitted = new OutputReader("read_uncommitted")) {
+                uncommitted.readToEnd();
+                doc.put("output_records_uncommitted", uncommitted.records);
+            }
+            doc.put("committed_input", committed(admin, input()));
+            doc.put("input_ends", ends(admin, input()));
+            stage = "close";
+            a.streams.close(Duration.ofSeconds(30));
+            doc.put("transitions", a.transitions);
+            doc.put("restores", a.restores);
+        }
+        return doc;
+    }
+
+    /** The child JVM of eos-takeover: instance b, which says when it runs, arms its trigger when
+     *  told, and halts once the first update after that is in the output, uncommitted. */
+    static Map<String, Object> eosMember() throws Exception {
+        Instance b = new Instance("b", true);
+        stage = "both";
+        b.streams.start();
+        waitFor("b running with tasks", () -> stable(() -> b.streams.state() == KafkaStreams.State.RUNNING && !b.tasks().isEmpty()));
+        say("running " + String.join(",", b.tasks()));
+        String order = new BufferedReader(new InputStreamReader(System.in)).readLine();
+        if (!"arm".equals(order)) throw new IllegalStateException("told " + order);
+        armed = true;
+        say("armed");
+        List<Object> update = fired.get(WAIT_MS, TimeUnit.MILLISECONDS);
+        try (OutputReader uncommitted = new OutputReader("read_uncommitted")) {
+            uncommitted.waitFor("the open transaction's output",
+                    () -> uncommitted.values.getOrDefault((String) update.get(0), List.of()).contains((Long) update.get(1)));
+        }
+        say("halting " + json(obj("word", update.get(0), "count", update.get(1), "tasks", b.tasks(),
+                "transitions", b.transitions, "restores", b.restores)));
+        Runtime.getRuntime().halt(99);
+        return null;
+    }
+
+    static void say(String line) {
+        System.out.println(line);
+        System.out.flush();
+    }
+
+    /** The next line from the child that starts with ``start``. */
+    static String expect(BlockingQueue<String> lines, String start) throws Exception {
+        long deadline = System.currentTimeMillis() + WAIT_MS;
+        while (true) {
+            String line = lines.poll(Math.max(1, deadline - System.currentTimeMillis()), TimeUnit.MILLISECONDS);
+            if (line == null || line.equals("exited"))
+                throw new IllegalStateException("b said no " + start.trim() + " (stage " + stage + ")" + (line == null ? "" : ": it exited"));
+            if (line.startsWith(start)) return line;
+        }
     }
 
     // ---- observing -----------------------------------------------------------------------------
