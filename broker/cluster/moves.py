@@ -3,7 +3,8 @@ stops or starts, and ``clear`` puts everything back. Each is a change of the top
 by what it means for the parts that serve it: a coordinator shard whose owner changed moves
 (unload, reopen in its new home, replay: ``ShardRunner.move``), and so does a transaction-state
 partition (``TransactionService.move``), fetches parked on a partition
-whose leader changed wake (and are answered NOT_LEADER_OR_FOLLOWER), a stopped node's listeners
+whose leader changed wake (and are answered as ``DataPlane.led`` orders it: FENCED_LEADER_EPOCH
+for the old epoch on a node still holding a replica), a stopped node's listeners
 close and its connections drop, a started one listens again. A change that cannot be made
 raises TopologyError and changes nothing."""
 
