@@ -27,6 +27,18 @@ def string_hash(text: str) -> int:
     return java_string_hash(text) & _MASK
 
 
+def long_hash(value: int) -> int:
+    """``Long.hashCode()``."""
+    value &= 0xFFFFFFFFFFFFFFFF
+    return (value ^ (value >> 32)) & _MASK
+
+
+def long_map_order(keys: list[int]) -> list[int]:
+    """The order a ``HashMap<Long, ...>`` filled with ``keys`` by ``put`` (in this order)
+    iterates them."""
+    return iteration_order(keys, long_hash, grown_capacity(len(keys)))
+
+
 def table_size_for(wanted: int) -> int:
     """Java's ``HashMap.tableSizeFor``: the smallest power of two not below ``wanted``."""
     return 1 << max(wanted - 1, 0).bit_length()

@@ -55,6 +55,7 @@ class ProducerEntry:
     epoch: int = NO_PRODUCER_EPOCH
     batches: deque[BatchMetadata] = field(default_factory=lambda: deque(maxlen=NUM_BATCHES_TO_RETAIN))
     coordinator_epoch: int = -1          # of the last transaction marker written for it
+    last_timestamp: int = -1             # of its last batch, a marker's included (Kafka's lastTimestamp)
 
     @property
     def last_seq(self) -> int:
@@ -109,6 +110,7 @@ class ProducerStateTable:
         if batch.producer_id < 0:
             return
         entry = self._entries.setdefault(batch.producer_id, ProducerEntry())
+        entry.last_timestamp = batch.max_timestamp
         if batch.is_control:             # a marker carries no sequence; a newer epoch resets them
             if batch.producer_epoch > entry.epoch:
                 entry.batches.clear()

@@ -20,7 +20,7 @@ from typing import Callable, NamedTuple
 
 import trio
 
-from coordinator.java_order import hash_map_order
+from coordinator.java_order import hash_map_order, long_map_order
 from protocol.api_keys import ApiKey
 from protocol.error_messages import default_message
 from protocol.errors import ErrorCode
@@ -679,12 +679,14 @@ class DataPlane:
                     parts.append(part_cls(partition_index=p, error_code=e.error_code))
                     continue
                 ongoing = log_.transactions.ongoing
+                # in the order of Kafka's HashMap<Long, ProducerStateEntry> of the partition
+                entries = dict(log_.producers.entries())
                 parts.append(part_cls(partition_index=p, error_code=E.NONE, active_producers=tuple(
-                    state_cls(producer_id=pid, producer_epoch=entry.epoch, last_sequence=entry.last_seq,
-                              last_timestamp=entry.batches[-1].timestamp if entry.batches else -1,
-                              coordinator_epoch=entry.coordinator_epoch,
+                    state_cls(producer_id=pid, producer_epoch=entries[pid].epoch,
+                              last_sequence=entries[pid].last_seq, last_timestamp=entries[pid].last_timestamp,
+                              coordinator_epoch=entries[pid].coordinator_epoch,
                               current_txn_start_offset=ongoing.get(pid, -1))
-                    for pid, entry in log_.producers.entries())))
+                    for pid in long_map_order(list(entries)))))
             topics.append(topic_cls(name=t.name, partitions=tuple(parts)))
         return DescribeProducers(topics=tuple(topics))
 

@@ -18,6 +18,7 @@ from typing import Callable, Iterable
 from protocol.errors import ErrorCode
 from protocol.logtext import safe
 
+from coordinator.java_order import hash_map_order
 from coordinator.re2j import InvalidRegex, compile_re2j
 from coordinator.routing import shard_for
 from coordinator.transactions.config import TransactionConfig
@@ -256,7 +257,8 @@ class TransactionCoordinator:
                 return E.INVALID_REGULAR_EXPRESSION
         unknown = [name for name in states if TxnState.from_name(name) is None]
         out = []
-        for tid, meta in self.txns.items():
+        for tid in self._listing_order():
+            meta = self.txns[tid]
             if meta.state == S.DEAD or (producer_ids and meta.producer_id not in producer_ids):
                 continue
             if states and meta.state.display not in states:
@@ -267,6 +269,15 @@ class TransactionCoordinator:
                 continue
             out.append(Listed(tid, meta.producer_id, meta.state))
         return out, unknown
+
+    def _listing_order(self) -> list[str]:
+        """The ids in the order Kafka lists them: its cache is a Scala hash map of
+        ``__transaction_state`` partitions (small ints: ascending), each a concurrent hash map
+        of ids (in a HashMap's order, as far as a map that has not grown much goes)."""
+        by_partition: dict[int, list[str]] = {}
+        for tid in self.txns:
+            by_partition.setdefault(self.partition_for(tid), []).append(tid)
+        return [tid for partition in sorted(by_partition) for tid in hash_map_order(by_partition[partition])]
 
 
 def _owner_error(meta: TxnMetadata | None, producer_id: int, producer_epoch: int) -> ErrorCode | None:

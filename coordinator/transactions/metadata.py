@@ -176,6 +176,7 @@ class TxnMetadata:
             self.producer_id, self.previous_producer_id = t.producer_id, t.previous_producer_id
             self.producer_epoch, self.last_producer_epoch = t.producer_epoch, t.last_producer_epoch
             self.timeout_ms = t.timeout_ms
+            self.start_ms = t.start_ms          # -1: no transaction (an aborted one's start goes)
         elif t.state == S.ONGOING:
             self.start_ms = t.start_ms
             self.partitions |= t.partitions
