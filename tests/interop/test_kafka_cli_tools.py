@@ -1,6 +1,10 @@
 """Apache Kafka's own command-line tools (kafka-tools 4.3.1) against groupbroker and against
 Apache Kafka 4.3.1 itself (issue 27): the same calls, in the same order, to both brokers, and
-their stdout, stderr and exit codes compared once normalised.
+their stdout, stderr and exit codes compared once normalised. kafka-consumer-groups,
+kafka-topics, kafka-get-offsets, the console producer and consumer, kafka-configs and
+kafka-transactions run against the session's oracle pair; kafka-acls and kafka-features against
+a pair of their own with Kafka's authorizer (and Kafka formatted with groupbroker's feature
+levels).
 
 The tools run as ``java -cp <Kafka's jars>/* <main class> ...`` would run them, but several to a
 JVM: ``kafka_cli_tools/ToolBatch.java`` calls each tool's ``main`` with its own stdout, stderr
@@ -13,11 +17,24 @@ What is normalised (:func:`normalised`), and nothing else:
 * topic ids (``TopicId: ...``) and producer ids chosen by the broker become ``<id>``;
 * stack frames of the batch runner's reflective call of ``main`` (not the tool's: how the JVM
   calls a method by reflection changes after a few calls);
-* log4j's timestamp at the start of a log line becomes ``[TIME]``;
+* log4j's timestamp at the start of a log line becomes ``[TIME]``, and the number of the admin
+  client it names (a count of the admin clients the JVM has made) ``N``;
 * group listings keep only this module's groups (``clitools-``...): the oracle brokers are
   shared with the other tests of the run;
 * ``Elr: N/A`` / ``LastKnownElr: N/A`` of kafka-topics --describe (groupbroker does not serve
-  DescribeTopicPartitions: docs/kafka-differences.md), asserted before it is normalised.
+  DescribeTopicPartitions: docs/kafka-differences.md), asserted before it is normalised;
+* kafka-configs --describe --all of the broker: cut to the settings groupbroker has, less
+  log.dirs and offsets.topic.replication.factor (:data:`MACHINE_SETTINGS`);
+* kafka-transactions' tables: producer ids become ``<pid:transactional id>``, the columns of
+  clock times and durations and the timestamps of the last half hour (markers') placeholders,
+  columns joined by one tab (their widths follow the values); an admin call's time-out its
+  deadline and number of tries;
+* kafka-acls: the ACLs of each resource, and the resources, sorted (Kafka's order changes from
+  one Kafka run to the next);
+* kafka-features: the finalized levels' epoch (Kafka's metadata offset; groupbroker's 1).
+
+Where groupbroker still differs (``kafka-transactions abort``: WriteTxnMarkers is not served),
+the test asserts each side's answer instead of comparing them.
 
 Every comparison also checks something of the expected content, so two equally broken answers
 fail too.
@@ -90,7 +107,9 @@ class Result:
 
 @pytest.fixture(scope="session")
 def tool_runner(tmp_path_factory):
-    """A function running a list of (main class, args, stdin) in one JVM; results in order."""
+    """A function running a list of (main class, args, stdin[, until]) in one JVM; results in
+    order. ``until``: a regex the call's stdout must match, the call repeated until it does
+    (ToolBatch.java)."""
     if shutil.which("java") is None or shutil.which("javac") is None:
         missing("Kafka's command-line tools need Java 17 (java and javac on PATH)")
     try:
@@ -114,7 +133,8 @@ def tool_runner(tmp_path_factory):
     def run(calls: list[tuple[str, list[str], str]]) -> list[Result]:
         n = next(runs)
         calls_file, results_file = work / f"calls-{n}.json", work / f"results-{n}.json"
-        calls_file.write_text(json.dumps([{"main": m, "args": a, "stdin": s} for m, a, s in calls]))
+        calls_file.write_text(json.dumps([{"main": m, "args": a, "stdin": s, "until": u}
+                                          for m, a, s, u in (tuple(c) + (None,) * (4 - len(c)) for c in calls)]))
         done = subprocess.run(["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
                                f"-Dlog4j2.configurationFile={work / 'log4j2.properties'}",
                                "-cp", f"{classes}{os.pathsep}{lib}", "ToolBatch", str(calls_file),
@@ -137,15 +157,16 @@ class Pair:
     def __init__(self, runner, ports: dict[str, int]):
         self.runner, self.ports, self.calls = runner, ports, []
 
-    def add(self, main: str, *args: str, stdin: str = "", server_flag: str = "--bootstrap-server") -> int:
-        self.calls.append((main, list(args), stdin, server_flag))
+    def add(self, main: str, *args: str, stdin: str = "", server_flag: str = "--bootstrap-server",
+            until: str | None = None) -> int:
+        self.calls.append((main, list(args), stdin, server_flag, until))
         return len(self.calls) - 1
 
     def run(self) -> list[tuple[Result, Result]]:
         flat = []
-        for main, args, stdin, flag in self.calls:
+        for main, args, stdin, flag, until in self.calls:
             for name in ("kafka", "ours"):
-                flat.append((main, [flag, f"127.0.0.1:{self.ports[name]}", *args], stdin))
+                flat.append((main, [flag, f"127.0.0.1:{self.ports[name]}", *args], stdin, until))
         results = self.runner(flat)
         self.calls = []
         return [(results[i], results[i + 1]) for i in range(0, len(results), 2)]
@@ -166,7 +187,7 @@ def normalised(text: str, ports: dict[str, int]) -> str:
     text = re.sub(r"(?m)^\tat (jdk\.internal\.reflect|java\.base/jdk\.internal\.reflect|java\.base/java\.lang\.reflect"
                   r"|ToolBatch\.).*\n", "", text)
     text = re.sub(r"(?m)^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\]", "[TIME]", text)
-    return text
+    return re.sub(r"clientId=adminclient-\d+\]", "clientId=adminclient-N]", text)
 
 
 def own_groups_only(text: str) -> str:
@@ -461,3 +482,349 @@ def test_topics_offsets_and_console_tools(brokers, tool_runner):
     assert sorted(line.split("\t", 1)[1] for line in seen[9].lines()) == ["a\t1", "b\t2", "c\t3", "d\t4", "e\t5"]
     assert "Processed a total of 5 messages" in seen[9].stderr
     assert seen[12].code == 1
+
+
+
+# --- kafka-configs ----------------------------------------------------------------------------------------
+
+CONFIGS = "kafka.admin.ConfigCommand"
+CONFIGS_TOPIC, CONFIGS_GROUP = "clitools-configs", "clitools-configs-group"
+#: Broker settings whose values are the machine's or the test's, not the broker's behaviour (as
+#: tests/oracle/test_admin.py MACHINE_SETTINGS): log.dirs (Kafka's is its data directory;
+#: groupbroker, given --data-dir, describes it as null) and offsets.topic.replication.factor
+#: (apache_kafka sets 1 on Kafka's command line, as one node needs; groupbroker shows Kafka's
+#: default of 3).
+MACHINE_SETTINGS = ("log.dirs", "offsets.topic.replication.factor")
+
+
+def shared_settings(kafka: Result, ours: Result) -> tuple[Result, Result]:
+    """``--describe --all`` of the broker: Kafka lists its ~340 settings, groupbroker the ~60 it
+    has (docs/kafka-differences.md); both are cut to the settings groupbroker lists, less
+    MACHINE_SETTINGS, once it is checked that Kafka lists every one of them."""
+    def by_name(r: Result) -> dict[str, str]:
+        return {line.split("=", 1)[0].strip(): line for line in r.lines()[1:]}
+    theirs, mine = by_name(kafka), by_name(ours)
+    assert set(mine) <= set(theirs), set(mine) - set(theirs)
+    keep = sorted(set(mine) - set(MACHINE_SETTINGS))
+    cut = lambda r, lines: Result("\n".join([r.lines()[0], *(lines[n] for n in keep)]), r.stderr, r.code)
+    return cut(kafka, theirs), cut(ours, mine)
+
+
+def test_configs(brokers, tool_runner):
+    """kafka-configs --describe of a topic (dynamic and --all), --alter --add-config and
+    --delete-config, invalid values and names, an unknown topic; of a group; of the broker,
+    by id, --entity-default and --all."""
+    pair = Pair(tool_runner, brokers)
+    topic = ("--entity-type", "topics", "--entity-name", CONFIGS_TOPIC)
+    group = ("--entity-type", "groups", "--entity-name", CONFIGS_GROUP)
+    steps = [pair.add(TOPICS, "--create", "--topic", CONFIGS_TOPIC, "--partitions", "1",
+                      "--config", "retention.ms=3600000"),
+             pair.add(CONFIGS, "--describe", *topic),
+             pair.add(CONFIGS, "--alter", *topic, "--add-config",
+                      "cleanup.policy=[compact,delete],max.message.bytes=2000000"),
+             pair.add(CONFIGS, "--describe", *topic),
+             pair.add(CONFIGS, "--alter", *topic, "--delete-config", "retention.ms"),
+             pair.add(CONFIGS, "--describe", *topic),
+             pair.add(CONFIGS, "--describe", *topic, "--all"),
+             pair.add(CONFIGS, "--alter", *topic, "--add-config", "retention.ms=soon"),
+             pair.add(CONFIGS, "--alter", *topic, "--add-config", "cleanup.policy=sometimes"),
+             pair.add(CONFIGS, "--alter", *topic, "--add-config", "clitools.no.such.config=1"),
+             pair.add(CONFIGS, "--alter", *topic, "--delete-config", "segment.ms"),
+             pair.add(CONFIGS, "--alter", *topic),
+             pair.add(CONFIGS, "--describe", "--entity-type", "topics", "--entity-name", "clitools-nosuch"),
+             pair.add(CONFIGS, "--alter", "--entity-type", "topics", "--entity-name", "clitools-nosuch",
+                      "--add-config", "retention.ms=1"),
+             pair.add(CONFIGS, "--alter", *group, "--add-config", "consumer.session.timeout.ms=50000"),
+             pair.add(CONFIGS, "--describe", *group),
+             pair.add(CONFIGS, "--alter", *group, "--add-config", "consumer.session.timeout.ms=5"),
+             pair.add(CONFIGS, "--describe", "--entity-type", "brokers", "--entity-name", "1"),
+             pair.add(CONFIGS, "--describe", "--entity-type", "brokers", "--entity-default"),
+             pair.add(CONFIGS, "--describe", "--entity-type", "brokers"),
+             pair.add(CONFIGS, "--describe", "--entity-type", "brokers", "--entity-name", "one"),
+             pair.add(CONFIGS, "--describe", "--entity-type", "brokers", "--entity-name", "1", "--all"),
+             pair.add(TOPICS, "--delete", "--topic", CONFIGS_TOPIC)]
+    results = pair.run()
+    results[21] = shared_settings(*results[21])
+    seen = [same(r, brokers) for r in results]
+    assert seen[1].lines() == [f"Dynamic configs for topic {CONFIGS_TOPIC} are:",
+                               "  retention.ms=3600000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=3600000}"]
+    assert seen[2].stdout == seen[4].stdout == f"Completed updating config for topic {CONFIGS_TOPIC}.\n"
+    assert [line.split("=")[0].strip() for line in seen[3].lines()[1:]] == [
+        "cleanup.policy", "max.message.bytes", "retention.ms"]
+    assert "  cleanup.policy=compact,delete sensitive=false" in seen[5].stdout and "retention.ms" not in seen[5].stdout
+    every = seen[6].lines()
+    assert every[0] == f"All configs for topic {CONFIGS_TOPIC} are:" and len(every) > 30
+    assert any(line.startswith("  segment.bytes=") for line in every)
+    assert "Invalid value soon for configuration retention.ms" in seen[7].stderr
+    assert "Invalid value sometimes for configuration cleanup.policy" in seen[8].stderr
+    assert "Unknown topic config name: clitools.no.such.config" in seen[9].stderr
+    assert seen[7].code == seen[8].code == seen[9].code == seen[11].code == seen[13].code == 1
+    assert seen[12].stdout == "The topic 'clitools-nosuch' doesn't exist and doesn't have dynamic config.\n"
+    assert "UnknownTopicOrPartitionException" in seen[13].stderr
+    assert "  consumer.session.timeout.ms=50000 sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:" in seen[15].stdout
+    assert "must be greater than or equal to group.consumer.min.session.timeout.ms" in seen[16].stderr
+    assert seen[17].lines()[0] == "Dynamic configs for broker 1 are:"
+    assert seen[18].lines()[0] == "Default configs for brokers in the cluster are:"
+    assert seen[19].lines()[:2] == ["Dynamic configs for broker 1 are:", "Default configs for brokers in the cluster are:"]
+    assert seen[20].code == 1 and "must be a valid integer broker id" in seen[20].stderr
+    assert seen[21].lines()[0] == "All configs for broker 1 are:" and len(seen[21].lines()) > 40
+    assert "  group.initial.rebalance.delay.ms=0 sensitive=false synonyms={STATIC_BROKER_CONFIG:" in seen[21].stdout
+
+
+# --- kafka-transactions -----------------------------------------------------------------------------------
+
+TRANSACTIONS = "org.apache.kafka.tools.TransactionsCommand"
+TXN_TOPIC, DONE, OPEN = "clitools-txn", "clitools-tx-done", "clitools-tx-open"
+#: columns of kafka-transactions' tables that hold the moment a tool or broker ran
+CLOCK_COLUMNS = ("CurrentTransactionStartTimeMs", "TransactionDurationMs", "Duration(min)")
+
+
+@pytest.fixture(scope="module")
+def transactions(brokers):
+    """On each broker, by kafka-python: TXN_TOPIC (2 partitions); DONE, a transaction committed
+    (two records on partition 0); OPEN, one left open (a record on each partition) while the
+    tools run. Records carry fixed timestamps (BASE_MS + s)."""
+    kafka = import_client("kafka")
+    from kafka.admin import KafkaAdminClient, NewTopic
+    opened = []
+    for port in brokers.values():
+        admin = KafkaAdminClient(bootstrap_servers=f"127.0.0.1:{port}")
+        admin.create_topics([NewTopic(TXN_TOPIC, 2, 1)])
+        admin.close()
+        done = kafka.KafkaProducer(bootstrap_servers=f"127.0.0.1:{port}", transactional_id=DONE)
+        done.init_transactions()
+        done.begin_transaction()
+        for i in range(2):
+            done.send(TXN_TOPIC, value=b"done-%d" % i, partition=0, timestamp_ms=BASE_MS + i * 1000)
+        done.commit_transaction()
+        done.close()
+        open_ = kafka.KafkaProducer(bootstrap_servers=f"127.0.0.1:{port}", transactional_id=OPEN,
+                                    transaction_timeout_ms=120_000)
+        open_.init_transactions()
+        open_.begin_transaction()
+        for p in range(2):
+            open_.send(TXN_TOPIC, value=b"open-%d" % p, partition=p, timestamp_ms=BASE_MS + 5000)
+        open_.flush()
+        opened.append(open_)
+    yield
+    for open_ in opened:        # the test's forceTerminateTransaction has ended their transactions
+        open_.close(timeout=5)
+
+
+def producer_ids(describe: Result) -> dict[str, str]:
+    """{producer id: <pid:transactional id>} from a ``describe --transactional-id`` table."""
+    header, row = (line.split() for line in describe.lines()[:2])
+    named = dict(zip(header, row))
+    return {named["ProducerId"]: f"<pid:{named['TransactionalId']}>"}
+
+
+def txn_table(r: Result, pids: dict[str, str]) -> Result:
+    """A kafka-transactions table with its columns joined by one tab (widths follow the values):
+    the broker's producer ids named by transactional id, CLOCK_COLUMNS and timestamps of the
+    last half hour (a marker's: broker time; the records' are BASE_MS + s) as placeholders."""
+    # an admin call that ran out of time says when and after how many tries
+    stderr = re.sub(r"deadlineMs=\d+, tries=\d+, nextAllowedTryMs=-?\d+\) timed out at \d+ after \d+ attempt",
+                    "deadlineMs=<ms>, tries=<n>, nextAllowedTryMs=<ms>) timed out at <ms> after <n> attempt", r.stderr)
+    lines = r.lines()
+    if not lines or "\t" not in lines[0]:
+        return Result(r.stdout, stderr, r.code)
+    header = lines[0].split()
+    rows = [header]
+    for line in lines[1:]:
+        cells = []
+        for name, cell in zip(header, line.split()):
+            if name in CLOCK_COLUMNS and cell != "None":
+                cell = f"<{name}>"
+            elif name == "ProducerId":
+                cell = pids.get(cell, cell)
+            elif re.fullmatch(r"\d{13}", cell) and int(cell) > BASE_MS + 1_800_000:
+                cell = "<now>"
+            cells.append(cell)
+        rows.append(cells)
+    return Result("".join("\t".join(row) + "\n" for row in rows), stderr, r.code)
+
+
+def test_transactions(brokers, tool_runner, transactions, tmp_path):
+    """kafka-transactions list (with its filters), describe, describe-producers, find-hanging,
+    abort and forceTerminateTransaction, of a committed and an ongoing transaction."""
+    quick = tmp_path / "admin.properties"     # an unknown partition is retried until this runs out
+    quick.write_text("request.timeout.ms=1000\ndefault.api.timeout.ms=1500\n")
+    pair = Pair(tool_runner, brokers)
+    steps = [pair.add(TRANSACTIONS, "list"),
+             pair.add(TRANSACTIONS, "describe", "--transactional-id", DONE, until="CompleteCommit"),
+             pair.add(TRANSACTIONS, "describe", "--transactional-id", OPEN),
+             pair.add(TRANSACTIONS, "describe", "--transactional-id", "clitools-tx-nobody"),
+             pair.add(TRANSACTIONS, "describe-producers", "--topic", TXN_TOPIC, "--partition", "0"),
+             pair.add(TRANSACTIONS, "describe-producers", "--topic", TXN_TOPIC, "--partition", "1"),
+             pair.add(TRANSACTIONS, "--command-config", str(quick), "describe-producers", "--topic",
+                      "clitools-nosuch", "--partition", "0"),
+             pair.add(TRANSACTIONS, "find-hanging", "--topic", TXN_TOPIC),
+             pair.add(TRANSACTIONS, "find-hanging", "--topic", TXN_TOPIC, "--partition", "1",
+                      "--max-transaction-timeout", "0"),
+             pair.add(TRANSACTIONS, "find-hanging"),
+             pair.add(TRANSACTIONS, "list", "--transactional-id-pattern", "clitools-tx-.*"),
+             pair.add(TRANSACTIONS, "list", "--duration-filter", "100000000"),
+             pair.add(TRANSACTIONS, "list", "--transactional-id-pattern", "(unclosed"),
+             pair.add(TRANSACTIONS, "abort", "--topic", TXN_TOPIC, "--partition", "1"),
+             pair.add(TRANSACTIONS, "abort", "--topic", TXN_TOPIC, "--partition", "1", "--start-offset", "99"),
+             pair.add(TRANSACTIONS, "abort", "--topic", TXN_TOPIC, "--partition", "1", "--start-offset", "0"),
+             pair.add(TRANSACTIONS, "forceTerminateTransaction", "--transactionalId", OPEN),
+             pair.add(TRANSACTIONS, "describe", "--transactional-id", OPEN)]
+    results = pair.run()
+    ABORTED = 15
+    pids = [producer_ids(results[1][i]) | producer_ids(results[2][i]) for i in (0, 1)]
+    results = [(txn_table(kafka, pids[0]), txn_table(ours, pids[1])) for kafka, ours in results]
+    # the oracles are shared: other tests' transactions are left out of the listings
+    own = lambda t: "\n".join(line for i, line in enumerate(t.splitlines()) if i == 0 or line.startswith("clitools-tx-"))
+    seen = [same(r, brokers, filter_=own if i in (0, 11) else None) if i != ABORTED else None
+            for i, r in enumerate(results)]
+    assert [line.split("\t") for line in seen[0].lines()] == [
+        ["TransactionalId", "Coordinator", "ProducerId", "TransactionState"],
+        [OPEN, "1", f"<pid:{OPEN}>", "Ongoing"], [DONE, "1", f"<pid:{DONE}>", "CompleteCommit"]]
+    assert seen[10].lines() == seen[0].lines()
+    assert seen[1].lines()[1].split("\t") == ["1", DONE, f"<pid:{DONE}>", "0", "CompleteCommit", "60000",
+                                              "<CurrentTransactionStartTimeMs>", "<TransactionDurationMs>"]
+    assert seen[2].lines()[1].split("\t") == [
+        "1", OPEN, f"<pid:{OPEN}>", "0", "Ongoing", "120000", "<CurrentTransactionStartTimeMs>",
+        "<TransactionDurationMs>", f"{TXN_TOPIC}-1,{TXN_TOPIC}-0"]
+    assert "the ID could not be found" in seen[3].stderr
+    assert sorted(line.split("\t") for line in seen[4].lines()[1:]) == [     # in the hash order of their ids
+        [f"<pid:{DONE}>", "0", "0", "1", "<now>", "None"], [f"<pid:{OPEN}>", "0", "-1", "0", str(BASE_MS + 5000), "3"]]
+    assert "Failed to describe producers for partition clitools-nosuch-0" in seen[6].stderr
+    assert seen[7].lines() == seen[8].lines() == [
+        "Topic\tPartition\tProducerId\tProducerEpoch\tCoordinatorEpoch\tStartOffset\tLastTimestamp\tDuration(min)"]
+    assert "requires either --topic or --broker-id" in seen[9].stderr
+    assert seen[11].lines() == ["TransactionalId\tCoordinator\tProducerId\tTransactionState"]
+    assert "INVALID_REGULAR_EXPRESSION" in seen[12].stderr
+    assert "Could not find any open transactions starting at offset 99" in seen[14].stderr
+    # abort writes its marker with WriteTxnMarkers, which groupbroker does not serve
+    # (docs/kafka-differences.md): Kafka aborts the partition's transaction, groupbroker refuses
+    kafka, ours = results[ABORTED]
+    assert (kafka.stdout, kafka.stderr, kafka.code) == ("", "", 0)
+    open_pid = next(number for number, name in pids[1].items() if name == f"<pid:{OPEN}>")
+    assert ours.code == 1 and ours.stderr.startswith(
+        f"Failed to abort transaction AbortTransactionSpec(topicPartition={TXN_TOPIC}-1, producerId={open_pid}, "
+        "producerEpoch=0, coordinatorEpoch=0): The node does not support WRITE_TXN_MARKERS."), ours
+    assert seen[16].stdout == ""
+    assert seen[17].lines()[1].split("\t") == ["1", OPEN, f"<pid:{OPEN}>", "2", "Empty", "30000", "None", "None"]
+
+
+# --- kafka-acls and kafka-features (a pair of brokers with an authorizer) ------------------------------
+
+ACLS = "org.apache.kafka.tools.AclCommand"
+FEATURES = "org.apache.kafka.tools.FeatureCommand"
+
+
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory) -> dict[str, int]:
+    """A Kafka and a groupbroker of their own with Kafka's StandardAuthorizer (a plaintext
+    client is User:ANONYMOUS, a super user here, so that the ACLs the tools add cannot lock the
+    tools out); Kafka formatted with the feature levels groupbroker finalizes
+    (docs/kafka-differences.md), so kafka-features has the same to describe."""
+    from tests.conftest import ORACLE_SETTINGS
+    from tests.oracle.steps import own_pair
+    settings = {**ORACLE_SETTINGS, "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                "super.users": "User:ANONYMOUS"}
+    features = {"transaction.version": 1, "share.version": 0, "streams.version": 0}
+    with own_pair(tmp_path_factory.mktemp("clitools-secured"), settings, features) as (ours, kafka):
+        yield {"kafka": kafka.port, "ours": ours.port}
+
+
+def acl_blocks(text: str) -> str:
+    """kafka-acls' output with the ACLs of each resource sorted, and the resources sorted:
+    Kafka prints them from hash sets and maps whose order changes from one Kafka run to the
+    next (docs/kafka-differences.md: DescribeAcls)."""
+    blocks = []
+    for block in re.split(r"\n[ \t]*\n", text.strip()):
+        lines = [line.strip() for line in block.splitlines() if line.strip()]
+        heads = [line for line in lines if not line.startswith("(principal=")]
+        blocks.append("\n".join(heads + sorted(line for line in lines if line.startswith("(principal="))))
+    return "\n\n".join(sorted(b for b in blocks if b))
+
+
+def test_acls_and_features(secured, tool_runner):
+    """kafka-acls --add (allow and deny; topic, group, cluster, transactional id; literal and
+    prefixed; --producer and --consumer), --list (by resource, by matching pattern, by
+    principal), --remove --force, and its errors; kafka-features describe."""
+    pair = Pair(tool_runner, secured)
+    T, G, P = "clitools-acl-topic", "clitools-acl-group", "clitools-acl"
+    steps = [pair.add(ACLS, "--list"),
+             pair.add(ACLS, "--add", "--allow-principal", "User:alice", "--allow-principal", "User:bob",
+                      "--operation", "Read", "--operation", "Describe", "--topic", T, "--group", G),
+             pair.add(ACLS, "--add", "--deny-principal", "User:mallory", "--deny-host", "10.0.0.1",
+                      "--operation", "Write", "--topic", P, "--resource-pattern-type", "prefixed"),
+             pair.add(ACLS, "--add", "--allow-principal", "User:alice", "--operation", "Alter", "--cluster"),
+             pair.add(ACLS, "--add", "--allow-principal", "User:carol", "--operation", "All",
+                      "--transactional-id", "clitools-acl-tx"),
+             pair.add(ACLS, "--add", "--producer", "--allow-principal", "User:pat", "--topic", "clitools-acl-p",
+                      "--transactional-id", "clitools-acl-ptx"),
+             pair.add(ACLS, "--add", "--consumer", "--allow-principal", "User:con", "--topic", "clitools-acl-p",
+                      "--group", "clitools-acl-cg"),
+             # Kafka's authorizer learns ACLs from its metadata log a moment after it answers
+             pair.add(ACLS, "--list", until=r"(?s)\A(?=.*clitools-acl-ptx)(?=.*clitools-acl-cg)(?=.*User:carol)"
+                                            r"(?=.*User:mallory)(?=.*kafka-cluster)(?=.*User:bob)"),
+             pair.add(ACLS, "--list", "--topic", T),
+             pair.add(ACLS, "--list", "--topic", T, "--resource-pattern-type", "match"),
+             pair.add(ACLS, "--list", "--principal", "User:alice"),
+             pair.add(ACLS, "--list", "--group", "clitools-acl-nobody"),
+             pair.add(ACLS, "--remove", "--force", "--allow-principal", "User:bob", "--operation", "Read",
+                      "--operation", "Describe", "--topic", T, "--group", G),
+             pair.add(ACLS, "--remove", "--force", "--topic", P, "--resource-pattern-type", "prefixed"),
+             pair.add(ACLS, "--list", until=r"(?s)\A(?!.*User:bob)(?!.*PREFIXED)"),
+             pair.add(ACLS, "--add", "--topic", T, "--operation", "Read"),
+             pair.add(ACLS, "--add", "--group", G, "--operation", "Write", "--allow-principal", "User:alice"),
+             pair.add(ACLS, "--add", "--topic", T, "--resource-pattern-type", "match", "--allow-principal",
+                      "User:alice", "--operation", "Read"),
+             pair.add(ACLS, "--add", "--allow-principal", "alice", "--topic", T),
+             pair.add(ACLS, "--list", "--topic", T, "--resource-pattern-type", "bogus"),
+             pair.add(ACLS, "--add", "--topic", "*", "--resource-pattern-type", "prefixed", "--allow-principal",
+                      "User:dave", "--operation", "Read"),
+             pair.add(ACLS, "--add", "--topic", T, "--allow-principal", "User:erin", "--allow-host", "not a host",
+                      "--operation", "Read"),
+             pair.add(ACLS, "--list", until=r"(?s)\A(?=.*User:dave)(?=.*User:erin)"),
+             pair.add(FEATURES, "describe")]
+    results = pair.run()
+    seen = [same(r, secured, filter_=acl_blocks) for r in results[:-1]]
+    assert seen[0].stdout == ""
+    added = seen[1].stdout.split("\n\n")
+    assert [b.splitlines()[0] for b in added] == [
+        f"Adding ACLs for resource `ResourcePattern(resourceType=GROUP, name={G}, patternType=LITERAL)`:",
+        f"Adding ACLs for resource `ResourcePattern(resourceType=TOPIC, name={T}, patternType=LITERAL)`:"]
+    assert all(len(b.splitlines()) == 5 for b in added)
+    listed = seen[7].stdout.split("\n\n")
+    assert len(listed) == 8
+    assert ("Current ACLs for resource `ResourcePattern(resourceType=TOPIC, name=clitools-acl, patternType=PREFIXED)`:\n"
+            "(principal=User:mallory, host=10.0.0.1, operation=DESCRIBE, permissionType=DENY)") not in listed
+    assert ("Current ACLs for resource `ResourcePattern(resourceType=TOPIC, name=clitools-acl, patternType=PREFIXED)`:\n"
+            "(principal=User:mallory, host=10.0.0.1, operation=WRITE, permissionType=DENY)") in listed
+    assert ("Current ACLs for resource `ResourcePattern(resourceType=TOPIC, name=clitools-acl-p, patternType=LITERAL)`:\n"
+            "(principal=User:con, host=*, operation=DESCRIBE, permissionType=ALLOW)\n"
+            "(principal=User:con, host=*, operation=READ, permissionType=ALLOW)\n"
+            "(principal=User:pat, host=*, operation=CREATE, permissionType=ALLOW)\n"
+            "(principal=User:pat, host=*, operation=DESCRIBE, permissionType=ALLOW)\n"
+            "(principal=User:pat, host=*, operation=WRITE, permissionType=ALLOW)") in listed
+    assert len(seen[8].stdout.split("\n\n")) == 1 and len(seen[9].stdout.split("\n\n")) == 2
+    assert "ACLs for principal `User:alice`" in seen[10].stdout and "User:bob" not in seen[10].stdout
+    assert seen[11].stdout == ""
+    assert "User:bob" not in seen[14].stdout and "PREFIXED" not in seen[14].stdout and "User:alice" in seen[14].stdout
+    assert "You must specify one of: --allow-principal, --deny-principal" in seen[15].stderr
+    assert "ResourceType GROUP only supports operations" in seen[16].stderr
+    assert "A '--resource-pattern-type' value of 'MATCH' is not valid when adding acls." in seen[17].stderr
+    assert "expected a string in format principalType:principalName but got alice" in seen[18].stdout
+    assert "Value [bogus] is not one of [ANY|MATCH|LITERAL|PREFIXED]" in seen[19].stdout
+    assert all(seen[i].code == 1 for i in range(15, 20))
+    assert "host=not a host" in seen[22].stdout and "name=*, patternType=PREFIXED" in seen[22].stdout
+
+    # kafka-features: the finalized levels' epoch is Kafka's metadata offset, groupbroker's 1
+    kafka, ours = results[-1]
+    assert re.findall(r"\sEpoch: (\d+)", ours.stdout) == ["1"] * 7
+    assert all(int(e) > 0 for e in re.findall(r"\sEpoch: (\d+)", kafka.stdout))
+    features = same(results[-1], secured, filter_=lambda t: re.sub(r"(\s)Epoch: \d+", r"\1Epoch: <n>", t))
+    rows = [dict(re.findall(r"(\w+): (\S+)", line)) for line in features.lines()]
+    assert [row["Feature"] for row in rows] == [
+        "eligible.leader.replicas.version", "group.version", "kraft.version", "metadata.version", "share.version",
+        "streams.version", "transaction.version"]
+    assert rows[3] == {"Feature": "metadata.version", "SupportedMinVersion": "3.3-IV3",
+                       "SupportedMaxVersion": "4.3-IV0", "FinalizedVersionLevel": "4.3-IV0", "Epoch": "<n>"}
+    assert rows[6] == {"Feature": "transaction.version", "SupportedMinVersion": "0", "SupportedMaxVersion": "2",
+                       "FinalizedVersionLevel": "1", "Epoch": "<n>"}

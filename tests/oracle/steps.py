@@ -22,11 +22,12 @@ from tests.support.processes import missing
 
 
 @contextlib.contextmanager
-def own_pair(home, settings: dict):
+def own_pair(home, settings: dict, features: dict[str, int] | None = None):
     """A groupbroker and a Kafka both started with ``settings``, for a module that needs its
-    own pair (the session's ``oracle`` pair runs ORACLE_SETTINGS): (ours, kafka)."""
+    own pair (the session's ``oracle`` pair runs ORACLE_SETTINGS): (ours, kafka). ``features``
+    are the levels Kafka is formatted with (KafkaProcess)."""
     try:
-        kafka = KafkaProcess(home / "kafka", settings).start()
+        kafka = KafkaProcess(home / "kafka", settings, features=features).start()
     except KafkaUnavailable as e:
         missing(str(e))
     try:

@@ -14,6 +14,7 @@ import java.lang.reflect.InvocationTargetException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.regex.Pattern;
 
 /**
  * Runs Kafka command-line tools one after another in this one JVM, so that a test pays for one
@@ -28,6 +29,11 @@ import java.util.List;
  * be gone), and the shutdown hooks registered through {@code Exit.addShutdownHook} run when the
  * call ends; a main that returns has exit code 0, one that throws exit code 1
  * with the stack trace on its stderr, as the JVM would report them.
+ *
+ * <p>A call may carry {@code "until": regex}: it is then run again (every 50 ms, for at most
+ * 15 s) until its stdout contains a match, and the last run is reported, with {@code "runs"}.
+ * That waits for what a broker applies a moment after it answers (Kafka's authorizer learns
+ * ACLs from its metadata log) without a fixed sleep.
  */
 public final class ToolBatch {
 
@@ -89,53 +95,74 @@ public final class ToolBatch {
         List<Runnable> hooks = new ArrayList<>();
         Exit.setShutdownHookAdder((name, hook) -> hooks.add(hook));
         for (JsonNode call : calls) {
-            synchronized (ToolBatch.class) {
-                out = new Gate();
-                err = new Gate();
-                exitCode = null;
-            }
-            PrintStream toolOut = new PrintStream(out, true, StandardCharsets.UTF_8);
-            PrintStream toolErr = new PrintStream(err, true, StandardCharsets.UTF_8);
-            System.setOut(toolOut);
-            System.setErr(toolErr);
-            System.setIn(new ByteArrayInputStream(call.path("stdin").asText("").getBytes(StandardCharsets.UTF_8)));
-            String[] args = new String[call.path("args").size()];
-            for (int i = 0; i < args.length; i++) {
-                args[i] = call.get("args").get(i).asText();
-            }
-            long started = System.nanoTime();
-            try {
-                Class.forName(call.get("main").asText()).getMethod("main", String[].class).invoke(null, (Object) args);
-            } catch (InvocationTargetException e) {
-                Throwable cause = e.getCause();
-                if (!(cause instanceof Exited) && exitCode == null) {
-                    toolErr.print("Exception in thread \"main\" ");
-                    cause.printStackTrace(toolErr);
-                    exitCode = 1;
+            Pattern until = call.hasNonNull("until") ? Pattern.compile(call.get("until").asText()) : null;
+            long deadline = System.nanoTime() + 15_000_000_000L;
+            int runs = 0;
+            ObjectNode result;
+            while (true) {
+                result = runOnce(call, hooks, realOut, realErr, realIn);
+                runs++;
+                if (until == null || until.matcher(result.get("stdout").asText()).find()
+                        || System.nanoTime() > deadline) {
+                    break;
                 }
-            } finally {
-                for (Runnable hook : hooks) {
-                    try {
-                        hook.run();
-                    } catch (RuntimeException e) {
-                        // a real JVM ignores a failing shutdown hook too
-                    }
-                }
-                hooks.clear();
-                toolOut.flush();
-                toolErr.flush();
-                System.setOut(realOut);
-                System.setErr(realErr);
-                System.setIn(realIn);
+                Thread.sleep(50);
             }
-            ObjectNode result = results.addObject();
-            result.put("stdout", out.kept.toString(StandardCharsets.UTF_8));
-            result.put("stderr", err.kept.toString(StandardCharsets.UTF_8));
-            result.put("code", exitCode == null ? 0 : exitCode);
-            result.put("seconds", (System.nanoTime() - started) / 1e9);
+            result.put("runs", runs);
+            results.add(result);
         }
         json.writerWithDefaultPrettyPrinter().writeValue(new File(argv[1]), results);
         // a tool may leave non-daemon threads behind (admin clients closing, producers' senders)
         Runtime.getRuntime().halt(0);
+    }
+
+    /** One run of a tool's main with its own stdout, stderr and stdin: its result. */
+    static ObjectNode runOnce(JsonNode call, List<Runnable> hooks, PrintStream realOut, PrintStream realErr,
+                              InputStream realIn) throws Exception {
+        synchronized (ToolBatch.class) {
+            out = new Gate();
+            err = new Gate();
+            exitCode = null;
+        }
+        PrintStream toolOut = new PrintStream(out, true, StandardCharsets.UTF_8);
+        PrintStream toolErr = new PrintStream(err, true, StandardCharsets.UTF_8);
+        System.setOut(toolOut);
+        System.setErr(toolErr);
+        System.setIn(new ByteArrayInputStream(call.path("stdin").asText("").getBytes(StandardCharsets.UTF_8)));
+        String[] args = new String[call.path("args").size()];
+        for (int i = 0; i < args.length; i++) {
+            args[i] = call.get("args").get(i).asText();
+        }
+        long started = System.nanoTime();
+        try {
+            Class.forName(call.get("main").asText()).getMethod("main", String[].class).invoke(null, (Object) args);
+        } catch (InvocationTargetException e) {
+            Throwable cause = e.getCause();
+            if (!(cause instanceof Exited) && exitCode == null) {
+                toolErr.print("Exception in thread \"main\" ");
+                cause.printStackTrace(toolErr);
+                exitCode = 1;
+            }
+        } finally {
+            for (Runnable hook : hooks) {
+                try {
+                    hook.run();
+                } catch (RuntimeException e) {
+                    // a real JVM ignores a failing shutdown hook too
+                }
+            }
+            hooks.clear();
+            toolOut.flush();
+            toolErr.flush();
+            System.setOut(realOut);
+            System.setErr(realErr);
+            System.setIn(realIn);
+        }
+        ObjectNode result = new ObjectMapper().createObjectNode();
+        result.put("stdout", out.kept.toString(StandardCharsets.UTF_8));
+        result.put("stderr", err.kept.toString(StandardCharsets.UTF_8));
+        result.put("code", exitCode == null ? 0 : exitCode);
+        result.put("seconds", (System.nanoTime() - started) / 1e9);
+        return result;
     }
 }
