@@ -693,7 +693,7 @@ class DataPlane:
     # --- leader changes (in a cluster) ---------------------------------------------------------
     def leader_changed(self, topic: str, partition: int) -> None:
         """A new leader epoch starts at the partition's log end; fetches parked on it wake (and
-        are answered NOT_LEADER_OR_FOLLOWER where it no longer leads)."""
+        are answered as ``led`` orders it: FENCED_LEADER_EPOCH for the old epoch)."""
         try:
             log_ = self.store.partition(topic, partition)
         except TopicsError:
