@@ -26,6 +26,8 @@ from apache_kafka.artefacts import KafkaUnavailable, cache_dir, kafka_classpath
 from tests.support.processes import REPO, missing
 
 SOURCE = REPO / "tests" / "interop" / "clients" / "java"
+#: what every Java program under clients/ is compiled with (its JSON writer)
+COMMON = REPO / "tests" / "interop" / "clients" / "common"
 #: kafka-clients and what it needs at run time, plus a log4j binding for its log (on stderr)
 JARS = ("kafka-clients-*.jar", "lz4-java-*.jar", "snappy-java-*.jar", "zstd-jni-*.jar", "slf4j-api-*.jar",
         "log4j-api-*.jar", "log4j-core-*.jar", "log4j-slf4j2-impl-*.jar")
@@ -64,7 +66,7 @@ def compiled(source: Path = SOURCE, main: str = "JavaScenarios", jars: list[Path
     if javac is None:
         missing("the Java client's tests need a JDK 17: no `javac` on PATH")
     jars = client_jars() if jars is None else jars
-    sources = sorted((source / "src").glob("*.java"))
+    sources = sorted((source / "src").glob("*.java")) + sorted(COMMON.glob("*.java"))
     digest = hashlib.sha256()
     for path in sources + sorted(source.glob("*.properties")):
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")

@@ -37,56 +37,6 @@ public class JavaFailover {
 
     static long now() { return System.currentTimeMillis() - T0; }
 
-    // ---- JSON out ----------------------------------------------------------------------------
-
-    static String json(Object o) {
-        StringBuilder sb = new StringBuilder();
-        write(sb, o);
-        return sb.toString();
-    }
-
-    static void write(StringBuilder sb, Object o) {
-        if (o == null) {
-            sb.append("null");
-        } else if (o instanceof Map<?, ?> m) {
-            sb.append('{');
-            String sep = "";
-            for (Map.Entry<?, ?> e : m.entrySet()) {
-                sb.append(sep);
-                sep = ",";
-                write(sb, String.valueOf(e.getKey()));
-                sb.append(':');
-                write(sb, e.getValue());
-            }
-            sb.append('}');
-        } else if (o instanceof Collection<?> c) {
-            sb.append('[');
-            String sep = "";
-            for (Object x : c) {
-                sb.append(sep);
-                sep = ",";
-                write(sb, x);
-            }
-            sb.append(']');
-        } else if (o instanceof Number || o instanceof Boolean) {
-            sb.append(o);
-        } else {
-            sb.append('"');
-            for (char ch : o.toString().toCharArray()) {
-                if (ch == '"' || ch == '\\') sb.append('\\').append(ch);
-                else if (ch < 0x20) sb.append(String.format("\\u%04x", (int) ch));
-                else sb.append(ch);
-            }
-            sb.append('"');
-        }
-    }
-
-    static Map<String, Object> obj(Object... kv) {
-        Map<String, Object> m = new LinkedHashMap<>();
-        for (int i = 0; i < kv.length; i += 2) m.put((String) kv[i], kv[i + 1]);
-        return m;
-    }
-
     static void waitFor(String what, long timeoutMs, BooleanSupplier cond) throws InterruptedException {
         long deadline = System.currentTimeMillis() + timeoutMs;
         while (!cond.getAsBoolean()) {
@@ -147,7 +97,7 @@ public class JavaFailover {
         }
 
         void event(String ev, Collection<TopicPartition> tps) {
-            events.add(obj("ev", ev, "partitions", parts(tps), "t", now()));
+            events.add(Json.obj("ev", ev, "partitions", parts(tps), "t", now()));
         }
 
         @Override public void onPartitionsRevoked(Collection<TopicPartition> tps) {
@@ -191,7 +141,7 @@ public class JavaFailover {
                         next.put(new TopicPartition(r.topic(), r.partition()),
                                  new OffsetAndMetadata(r.offset() + 1, r.leaderEpoch(), ""));
                     }
-                    Map<String, Object> batch = obj("records", records, "t", now(), "generation", generation,
+                    Map<String, Object> batch = Json.obj("records", records, "t", now(), "generation", generation,
                                                     "committed", null);
                     batches.add(batch);
                     try {
@@ -205,7 +155,7 @@ public class JavaFailover {
                 }
                 event("closing", List.of());
             } catch (Throwable e) {
-                failure = obj("class", e.getClass().getName(), "message", String.valueOf(e.getMessage()), "t", now());
+                failure = Json.obj("class", e.getClass().getName(), "message", String.valueOf(e.getMessage()), "t", now());
             } finally {
                 consumer.close(CloseOptions.timeout(Duration.ofSeconds(5)));
             }
@@ -214,7 +164,7 @@ public class JavaFailover {
         Map<String, Object> report() {
             synchronized (events) {
                 synchronized (batches) {
-                    return obj("name", name, "events", new ArrayList<>(events), "batches", new ArrayList<>(batches),
+                    return Json.obj("name", name, "events", new ArrayList<>(events), "batches", new ArrayList<>(batches),
                                "identities", new ArrayList<>(identities), "failure", failure);
                 }
             }
@@ -270,7 +220,7 @@ public class JavaFailover {
             List<Integer> a = new ArrayList<>(m.assignment);
             Collections.sort(a);
             int generation = m.generation;     // read first: the identities it counts include it
-            out.put(m.name, obj("assignment", a, "generation", generation, "member_id", m.memberId,
+            out.put(m.name, Json.obj("assignment", a, "generation", generation, "member_id", m.memberId,
                                 "events_seen", m.events.size(), "identities_seen", m.identities.size()));
         }
         return out;
@@ -309,7 +259,7 @@ public class JavaFailover {
                 Map<String, Object> settled = snapshot(members);
                 doc.put("settled", settled);
                 doc.put("settled_t", now());
-                System.out.println(json(obj("settled", settled)));
+                System.out.println(Json.json(Json.obj("settled", settled)));
                 System.out.flush();
                 String line = new BufferedReader(new InputStreamReader(System.in)).readLine();
                 doc.put("resumed_t", now());
@@ -321,7 +271,7 @@ public class JavaFailover {
                 Thread.sleep(QUIET_MS);
                 doc.put("end", snapshot(members));
             } catch (Exception e) {
-                doc.put("failure", obj("class", e.getClass().getName(), "message", String.valueOf(e.getMessage())));
+                doc.put("failure", Json.obj("class", e.getClass().getName(), "message", String.valueOf(e.getMessage())));
                 doc.put("end", snapshot(members));
             } finally {
                 for (Member m : members) m.stop = true;
@@ -338,7 +288,7 @@ public class JavaFailover {
                               List.of(e.getValue().offset(), e.getValue().leaderEpoch().orElse(-1)));
             doc.put("committed", committed);
         }
-        System.out.println(json(doc));
+        System.out.println(Json.json(doc));
         System.out.flush();
     }
 }

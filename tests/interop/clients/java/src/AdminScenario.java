@@ -49,8 +49,8 @@ class AdminScenario {
             r.put("cluster", JavaScenarios.attempt(() -> {
                 DescribeClusterResult c = admin.describeCluster();
                 List<Object> nodes = new ArrayList<>();
-                for (Node n : c.nodes().get()) nodes.add(JavaScenarios.obj("id", n.id(), "rack", n.rack()));
-                return JavaScenarios.obj("nodes", nodes, "controller", c.controller().get().id(),
+                for (Node n : c.nodes().get()) nodes.add(Json.obj("id", n.id(), "rack", n.rack()));
+                return Json.obj("nodes", nodes, "controller", c.controller().get().id(),
                                          "cluster_id", c.clusterId().get());
             }));
 
@@ -208,7 +208,7 @@ class AdminScenario {
                     List<String> tps = new ArrayList<>();
                     for (TopicPartition tp : d.topicPartitions()) tps.add(tp.toString());
                     Collections.sort(tps);
-                    out.put(e.getKey(), JavaScenarios.obj("state", d.state(), "epoch", d.producerEpoch(),
+                    out.put(e.getKey(), Json.obj("state", d.state(), "epoch", d.producerEpoch(),
                             "timeout_ms", d.transactionTimeoutMs(), "started", d.transactionStartTimeMs().isPresent(),
                             "partitions", tps, "coordinator_id", d.coordinatorId(), "producer_id", d.producerId()));
                 }
@@ -231,7 +231,7 @@ class AdminScenario {
 
     static Object config(Config c, String name) {
         ConfigEntry e = c.get(name);
-        return e == null ? null : JavaScenarios.obj("value", e.value(), "source", e.source(), "read_only", e.isReadOnly(),
+        return e == null ? null : Json.obj("value", e.value(), "source", e.source(), "read_only", e.isReadOnly(),
                                                     "sensitive", e.isSensitive(), "default", e.isDefault());
     }
 
@@ -256,10 +256,10 @@ class AdminScenario {
                 List<Integer> replicas = new ArrayList<>(), isr = new ArrayList<>();
                 for (Node n : i.replicas()) replicas.add(n.id());
                 for (Node n : i.isr()) isr.add(n.id());
-                partitions.add(JavaScenarios.obj("partition", i.partition(), "leader", i.leader() == null ? null : i.leader().id(),
+                partitions.add(Json.obj("partition", i.partition(), "leader", i.leader() == null ? null : i.leader().id(),
                                                  "replicas", replicas, "isr", isr));
             }
-            return JavaScenarios.obj("name", d.name(), "internal", d.isInternal(), "partitions=" + partitions.size(), partitions,
+            return Json.obj("name", d.name(), "internal", d.isInternal(), "partitions=" + partitions.size(), partitions,
                                      "topic_id", d.topicId().toString());
         });
     }
@@ -275,7 +275,7 @@ class AdminScenario {
         for (Map.Entry<String, OffsetSpec> e : specs.entrySet())
             out.put(e.getKey(), JavaScenarios.attempt(() -> {
                 ListOffsetsResult.ListOffsetsResultInfo i = admin.listOffsets(Map.of(tp, e.getValue())).partitionResult(tp).get();
-                return JavaScenarios.obj("offset", i.offset(), "timestamp", i.timestamp(), "leader_epoch", i.leaderEpoch());
+                return Json.obj("offset", i.offset(), "timestamp", i.timestamp(), "leader_epoch", i.leaderEpoch());
             }));
         return out;
     }
@@ -285,7 +285,7 @@ class AdminScenario {
             Map<String, Object> out = new TreeMap<>();
             for (GroupListing g : admin.listGroups(options).all().get())
                 if (g.groupId().startsWith(prefix))
-                    out.put(g.groupId(), JavaScenarios.obj("type", g.type(), "protocol", g.protocol(), "state", g.groupState(),
+                    out.put(g.groupId(), Json.obj("type", g.type(), "protocol", g.protocol(), "state", g.groupState(),
                                                            "simple", g.isSimpleConsumerGroup()));
             return out;
         });

@@ -27,71 +27,12 @@ public class JavaScenarios {
     static String prefix;
     static final long T0 = System.currentTimeMillis();
 
-    // ---- JSON output -------------------------------------------------------------------------
-
-    static String json(Object o) {
-        StringBuilder sb = new StringBuilder();
-        write(sb, o);
-        return sb.toString();
-    }
-
-    static void write(StringBuilder sb, Object o) {
-        if (o == null) {
-            sb.append("null");
-        } else if (o instanceof Map<?, ?> m) {
-            sb.append('{');
-            boolean first = true;
-            for (Map.Entry<?, ?> e : m.entrySet()) {
-                if (!first) sb.append(',');
-                first = false;
-                write(sb, String.valueOf(e.getKey()));
-                sb.append(':');
-                write(sb, e.getValue());
-            }
-            sb.append('}');
-        } else if (o instanceof Collection<?> c) {
-            sb.append('[');
-            boolean first = true;
-            for (Object x : c) {
-                if (!first) sb.append(',');
-                first = false;
-                write(sb, x);
-            }
-            sb.append(']');
-        } else if (o instanceof Number || o instanceof Boolean) {
-            sb.append(o);
-        } else if (o instanceof Optional<?> opt) {
-            write(sb, opt.orElse(null));
-        } else {
-            String s = o.toString();
-            sb.append('"');
-            for (char ch : s.toCharArray()) {
-                switch (ch) {
-                    case '"' -> sb.append("\\\"");
-                    case '\\' -> sb.append("\\\\");
-                    case '\n' -> sb.append("\\n");
-                    case '\r' -> sb.append("\\r");
-                    case '\t' -> sb.append("\\t");
-                    default -> {
-                        if (ch < 0x20) sb.append(String.format("\\u%04x", (int) ch));
-                        else sb.append(ch);
-                    }
-                }
-            }
-            sb.append('"');
-        }
-    }
-
-    static Map<String, Object> obj(Object... kv) {
-        Map<String, Object> m = new LinkedHashMap<>();
-        for (int i = 0; i < kv.length; i += 2) m.put((String) kv[i], kv[i + 1]);
-        return m;
-    }
+    // ---- what the application saw --------------------------------------------------------------
 
     /** An exception as the application sees it: class and message, and its cause's. */
     static Map<String, Object> error(Throwable e) {
         if (e instanceof ExecutionException && e.getCause() != null) e = e.getCause();
-        Map<String, Object> m = obj("class", e.getClass().getName(), "message", e.getMessage());
+        Map<String, Object> m = Json.obj("class", e.getClass().getName(), "message", e.getMessage());
         if (e.getCause() != null && e.getCause() != e) m.put("cause", error(e.getCause()));
         return m;
     }
@@ -101,9 +42,9 @@ public class JavaScenarios {
     /** What a call returned, or the exception it threw. */
     static Object attempt(Call c) {
         try {
-            return obj("ok", c.run());
+            return Json.obj("ok", c.run());
         } catch (Exception e) {
-            return obj("error", error(e));
+            return Json.obj("error", error(e));
         }
     }
 
@@ -211,7 +152,7 @@ public class JavaScenarios {
         }
 
         void event(String ev, Collection<TopicPartition> tps) {
-            events.add(obj("ev", ev, "partitions", parts(tps), "t", System.currentTimeMillis() - T0));
+            events.add(Json.obj("ev", ev, "partitions", parts(tps), "t", System.currentTimeMillis() - T0));
         }
 
         public void run() {
@@ -229,7 +170,7 @@ public class JavaScenarios {
                     if (records.isEmpty()) continue;
                     List<List<Object>> got = new ArrayList<>();
                     for (ConsumerRecord<String, String> r : records) got.add(List.of(r.partition(), r.offset(), r.value()));
-                    Map<String, Object> batch = obj("records", got, "t", System.currentTimeMillis() - T0,
+                    Map<String, Object> batch = Json.obj("records", got, "t", System.currentTimeMillis() - T0,
                                                     "generation", generation);
                     batches.add(batch);
                     BooleanSupplier slow = slowUntil;
@@ -247,10 +188,10 @@ public class JavaScenarios {
                     if (slow != null) slowCommit = batch;
                 }
                 consumer.close();
-                events.add(obj("ev", "closed", "t", System.currentTimeMillis() - T0));
+                events.add(Json.obj("ev", "closed", "t", System.currentTimeMillis() - T0));
             } catch (Throwable e) {
                 failure = e;
-                events.add(obj("ev", "failed", "error", error(e)));
+                events.add(Json.obj("ev", "failed", "error", error(e)));
             } finally {
                 closed = true;
             }
@@ -271,7 +212,7 @@ public class JavaScenarios {
         }
 
         Map<String, Object> report() {
-            return obj("name", name, "events", new ArrayList<>(events), "batches", new ArrayList<>(batches),
+            return Json.obj("name", name, "events", new ArrayList<>(events), "batches", new ArrayList<>(batches),
                        "failure", failure == null ? null : error(failure));
         }
     }
@@ -307,7 +248,7 @@ public class JavaScenarios {
             generations.put(m.name, m.generation);
             events.put(m.name, m.events.size());
         }
-        return obj("stage", what, "assignment", assignment, "generations", generations, "events_seen", events);
+        return Json.obj("stage", what, "assignment", assignment, "generations", generations, "events_seen", events);
     }
 
     static Set<String> consumedValues(List<Member> members) {
@@ -353,12 +294,12 @@ public class JavaScenarios {
         ConsumerGroupDescription d = admin.describeConsumerGroups(List.of(group)).all().get().get(group);
         List<Map<String, Object>> members = new ArrayList<>();
         for (MemberDescription m : d.members())
-            members.add(obj("client_id", m.clientId(), "member_id", m.consumerId(), "instance_id", m.groupInstanceId(),
+            members.add(Json.obj("client_id", m.clientId(), "member_id", m.consumerId(), "instance_id", m.groupInstanceId(),
                             "host", m.host(), "assignment", parts(m.assignment().topicPartitions()),
                             "target", m.targetAssignment().map(t -> parts(t.topicPartitions())),
                             "epoch", m.memberEpoch(), "upgraded", m.upgraded()));
         members.sort(Comparator.comparing(m -> (String) m.get("client_id")));
-        return obj("group", d.groupId(), "simple", d.isSimpleConsumerGroup(), "type", d.type(),
+        return Json.obj("group", d.groupId(), "simple", d.isSimpleConsumerGroup(), "type", d.type(),
                    "state", d.groupState(), "assignor", d.partitionAssignor(), "group_epoch", d.groupEpoch(),
                    "target_epoch", d.targetAssignmentEpoch(), "coordinator", d.coordinator().id(), "members", members);
     }
@@ -410,7 +351,7 @@ public class JavaScenarios {
             for (Member m : live) m.close();
             List<Object> reports = new ArrayList<>();
             for (Member m : everyone) reports.add(m.report());
-            return obj("stages", stages, "described_with_four", described, "members", reports,
+            return Json.obj("stages", stages, "described_with_four", described, "members", reports,
                        "committed", committed(admin, group), "end_offsets", endOffsets(topic, PARTITIONS),
                        "after", describeGroup(admin, group));
         } finally {
@@ -449,7 +390,7 @@ public class JavaScenarios {
             for (Member m : live) m.close();
             List<Object> reports = new ArrayList<>();
             for (Member m : everyone) reports.add(m.report());
-            return obj("stages", stages, "before", before, "while_away", whileAway, "after", after,
+            return Json.obj("stages", stages, "before", before, "while_away", whileAway, "after", after,
                        "members", reports, "committed", committed(admin, group),
                        "end_offsets", endOffsets(topic, PARTITIONS));
         } finally {
@@ -484,7 +425,7 @@ public class JavaScenarios {
             for (Member m : everyone) m.close();
             List<Object> reports = new ArrayList<>();
             for (Member m : everyone) reports.add(m.report());
-            return obj("stages", stages, "late_commit", slow.slowCommit, "members", reports,
+            return Json.obj("stages", stages, "late_commit", slow.slowCommit, "members", reports,
                        "committed", committed(admin, group), "end_offsets", endOffsets(topic, PARTITIONS));
         } finally {
             for (Member m : everyone) m.stop = true;
@@ -507,7 +448,7 @@ public class JavaScenarios {
             case "admin" -> AdminScenario.run();
             default -> throw new IllegalArgumentException("unknown scenario " + scenario);
         };
-        System.out.println(json(result));
+        System.out.println(Json.json(result));
         System.out.flush();
         System.exit(0);
     }

@@ -75,7 +75,7 @@ public class StreamsScenarios {
             case "eos-member" -> eosMember();
             default -> throw new IllegalArgumentException(scenario);
         };
-        System.out.println(json(doc));
+        System.out.println(Json.json(doc));
         System.out.flush();
         System.exit(0);
     }
@@ -185,7 +185,7 @@ public class StreamsScenarios {
                 public void onRestoreStart(TopicPartition tp, String store, long start, long end) {}
                 public void onBatchRestored(TopicPartition tp, String store, long batchEnd, long n) {}
                 public void onRestoreEnd(TopicPartition tp, String store, long total) {
-                    restores.add(obj("stage", stage, "topic", tp.topic().substring(appId().length() + 1),
+                    restores.add(Json.obj("stage", stage, "topic", tp.topic().substring(appId().length() + 1),
                             "partition", tp.partition(), "store", store, "restored", total));
                 }
             });
@@ -217,14 +217,14 @@ public class StreamsScenarios {
             stage = "a_alone";
             a.streams.start();
             waitFor("a running with every task", () -> a.runningWith(2 * PARTITIONS));
-            stages.add(obj("stage", stage, "tasks", obj("a", a.tasks())));
+            stages.add(Json.obj("stage", stage, "tasks", Json.obj("a", a.tasks())));
 
             stage = "both";
             b.streams.start();
             waitFor("a and b running, sharing the tasks", () -> stable(() ->
                     a.streams.state() == KafkaStreams.State.RUNNING && b.streams.state() == KafkaStreams.State.RUNNING
                     && a.tasks().size() > 0 && b.tasks().size() > 0 && a.tasks().size() + b.tasks().size() == 2 * PARTITIONS));
-            stages.add(obj("stage", stage, "tasks", obj("a", a.tasks(), "b", b.tasks()), "group", group(admin)));
+            stages.add(Json.obj("stage", stage, "tasks", Json.obj("a", a.tasks(), "b", b.tasks()), "group", group(admin)));
 
             OutputReader committed = new OutputReader("read_committed");
             produceBatch(0);
@@ -235,7 +235,7 @@ public class StreamsScenarios {
             b.streams.close(CloseOptions.groupMembershipOperation(CloseOptions.GroupMembershipOperation.LEAVE_GROUP)
                     .withTimeout(Duration.ofSeconds(30)));
             waitFor("a running with every task again", () -> stable(() -> a.runningWith(2 * PARTITIONS)));
-            stages.add(obj("stage", stage, "tasks", obj("a", a.tasks()), "group", group(admin)));
+            stages.add(Json.obj("stage", stage, "tasks", Json.obj("a", a.tasks()), "group", group(admin)));
 
             stage = "a_alone_again";
             produceBatch(1);
@@ -255,8 +255,8 @@ public class StreamsScenarios {
 
             stage = "close";
             a.streams.close(Duration.ofSeconds(30));
-            doc.put("transitions", obj("a", a.transitions, "b", b.transitions));
-            doc.put("restores", obj("a", a.restores, "b", b.restores));
+            doc.put("transitions", Json.obj("a", a.transitions, "b", b.transitions));
+            doc.put("restores", Json.obj("a", a.restores, "b", b.restores));
         }
         return doc;
     }
@@ -288,12 +288,12 @@ public class StreamsScenarios {
                 uncommitted.waitFor("the open transaction's output", () -> uncommitted.values.getOrDefault(word, List.of()).contains(count));
             }
             committed.pollFor(Duration.ofMillis(300));
-            doc.put("open_update", obj("word", word, "count", count));
+            doc.put("open_update", Json.obj("word", word, "count", count));
             doc.put("open_update_committed", committed.values.getOrDefault(word, List.of()).contains(count));
             doc.put("transitions", s.transitions);
             doc.put("restores", s.restores);
         }
-        System.out.println(json(doc));
+        System.out.println(Json.json(doc));
         System.out.flush();
         Runtime.getRuntime().halt(99);
         return doc;
@@ -359,7 +359,7 @@ public class StreamsScenarios {
                 String running = expect(fromB, "running ");
                 List<String> bTasks = List.of(running.substring("running ".length()).split(","));
                 waitFor("a and b sharing the tasks", () -> stable(() -> a.runningWith(2 * PARTITIONS - bTasks.size())));
-                stages.add(obj("stage", stage, "tasks", obj("a", a.tasks(), "b", bTasks), "group", group(admin)));
+                stages.add(Json.obj("stage", stage, "tasks", Json.obj("a", a.tasks(), "b", bTasks), "group", group(admin)));
 
                 OutputReader committed = new OutputReader("read_committed");
                 produceBatch(0);
@@ -377,7 +377,7 @@ public class StreamsScenarios {
                 Map<String, Long> expected = expectedCounts();
                 committed.waitForCounts(expected);
                 waitFor("a running with every task", () -> a.runningWith(2 * PARTITIONS));
-                stages.add(obj("stage", stage, "tasks", obj("a", a.tasks()), "group", group(admin)));
+                stages.add(Json.obj("stage", stage, "tasks", Json.obj("a", a.tasks()), "group", group(admin)));
                 doc.put("stages", stages);
                 doc.put("expected", expected);
                 doc.put("counts", committed.lastCounts());
@@ -416,7 +416,7 @@ public class StreamsScenarios {
             uncommitted.waitFor("the open transaction's output",
                     () -> uncommitted.values.getOrDefault((String) update.get(0), List.of()).contains((Long) update.get(1)));
         }
-        say("halting " + json(obj("word", update.get(0), "count", update.get(1), "tasks", b.tasks(),
+        say("halting " + Json.json(Json.obj("word", update.get(0), "count", update.get(1), "tasks", b.tasks(),
                 "transitions", b.transitions, "restores", b.restores)));
         Runtime.getRuntime().halt(99);
         return null;
@@ -541,7 +541,7 @@ public class StreamsScenarios {
                     held.stream().filter(tp -> tp.topic().endsWith("-words-repartition")).count(), (long) held.size()));
         }
         members.sort(Comparator.comparing(Object::toString));
-        return obj("state", g.groupState().toString(), "type", g.type().toString(), "assignor", g.partitionAssignor(),
+        return Json.obj("state", g.groupState().toString(), "type", g.type().toString(), "assignor", g.partitionAssignor(),
                 "simple", g.isSimpleConsumerGroup(), "members", members);
     }
 
@@ -572,7 +572,7 @@ public class StreamsScenarios {
             purged = start.equals(end);
             if (!purged) Thread.sleep(100);
         }
-        return obj("purged", purged, "start", start, "end", end);
+        return Json.obj("purged", purged, "start", start, "end", end);
     }
 
     /** The internal topics Streams created: partitions and the configs it set on them. */
@@ -586,7 +586,7 @@ public class StreamsScenarios {
             Map<String, String> set = new TreeMap<>();
             for (ConfigEntry e : configs.get(new ConfigResource(ConfigResource.Type.TOPIC, name)).entries())
                 if (e.source() == ConfigEntry.ConfigSource.DYNAMIC_TOPIC_CONFIG) set.put(e.name(), e.value());
-            out.put(name.substring(appId().length() + 1), obj("partitions", described.get(name).partitions().size(),
+            out.put(name.substring(appId().length() + 1), Json.obj("partitions", described.get(name).partitions().size(),
                     "internal", described.get(name).isInternal(), "configs", set));
         }
         return out;
@@ -598,12 +598,6 @@ public class StreamsScenarios {
         Properties p = new Properties();
         for (int i = 0; i < kv.length; i += 2) p.put(kv[i], kv[i + 1]);
         return p;
-    }
-
-    static Map<String, Object> obj(Object... kv) {
-        Map<String, Object> m = new LinkedHashMap<>();
-        for (int i = 0; i < kv.length; i += 2) m.put((String) kv[i], kv[i + 1]);
-        return m;
     }
 
     static void waitFor(String what, BooleanSupplier cond) {
@@ -622,47 +616,4 @@ public class StreamsScenarios {
         return cond.getAsBoolean();
     }
 
-    static String json(Object o) {
-        StringBuilder sb = new StringBuilder();
-        write(sb, o);
-        return sb.toString();
-    }
-
-    static void write(StringBuilder sb, Object o) {
-        if (o == null) {
-            sb.append("null");
-        } else if (o instanceof Map<?, ?> m) {
-            StringJoiner j = new StringJoiner(",", "{", "}");
-            synchronized (m) {
-                for (Map.Entry<?, ?> e : m.entrySet()) {
-                    StringBuilder item = new StringBuilder();
-                    write(item, String.valueOf(e.getKey()));
-                    item.append(':');
-                    write(item, e.getValue());
-                    j.add(item);
-                }
-            }
-            sb.append(j);
-        } else if (o instanceof Collection<?> c) {
-            StringJoiner j = new StringJoiner(",", "[", "]");
-            synchronized (c) {
-                for (Object x : c) {
-                    StringBuilder item = new StringBuilder();
-                    write(item, x);
-                    j.add(item);
-                }
-            }
-            sb.append(j);
-        } else if (o instanceof Number || o instanceof Boolean) {
-            sb.append(o);
-        } else {
-            sb.append('"');
-            o.toString().chars().forEach(ch -> {
-                if (ch == '"' || ch == '\\') sb.append('\\').append((char) ch);
-                else if (ch < 0x20) sb.append(String.format("\\u%04x", ch));
-                else sb.append((char) ch);
-            });
-            sb.append('"');
-        }
-    }
 }
