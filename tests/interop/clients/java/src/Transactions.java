@@ -68,9 +68,10 @@ class Transactions {
                     zombie.commitTransaction();
                     loop.add(records.count());
                 }
-                // an aborted transaction: neither its records nor its offsets count
+                // an aborted transaction: neither its records nor its offsets count (its record is
+                // written before the abort, else whether it reaches the log at all is a race)
                 zombie.beginTransaction();
-                zombie.send(new ProducerRecord<>(out, 0, "x", "ABORTED-1"));
+                zombie.send(new ProducerRecord<>(out, 0, "x", "ABORTED-1")).get();
                 zombie.sendOffsetsToTransaction(Map.of(new TopicPartition(in, 0), new OffsetAndMetadata(1)),
                                                 consumer.groupMetadata());
                 zombie.abortTransaction();
