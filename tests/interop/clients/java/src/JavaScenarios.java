@@ -304,6 +304,19 @@ public class JavaScenarios {
                    "target_epoch", d.targetAssignmentEpoch(), "coordinator", d.coordinator().id(), "members", members);
     }
 
+    /** The group as described once its coordinator calls it Stable: each member's epoch catches
+     *  up with the group's at its next heartbeat, so a description taken as soon as the members
+     *  hold their partitions shows a moment that differs from one broker, or run, to the next. */
+    static Map<String, Object> describeStable(Admin admin, String group) throws Exception {
+        long deadline = System.currentTimeMillis() + 45000;
+        while (true) {
+            Map<String, Object> d = describeGroup(admin, group);
+            if ("stable".equalsIgnoreCase(String.valueOf(d.get("state"))) || System.currentTimeMillis() > deadline)
+                return d;
+            Thread.sleep(100);
+        }
+    }
+
     static Map<String, Object> groupProps(String group, String protocol, String assignor, Map<String, Object> extra) {
         Map<String, Object> p = new HashMap<>();
         p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
@@ -342,7 +355,7 @@ public class JavaScenarios {
             everyone.add(c4);
             live.add(c4);
             stages.add(stage("joined c4", live, PARTITIONS, sameGen && lateProtocol == null));
-            Map<String, Object> described = describeGroup(admin, group);
+            Map<String, Object> described = describeStable(admin, group);
             produceAndConsume(topic, "b", everyone, 10);
             Member c1 = live.remove(0);
             c1.close();
