@@ -315,18 +315,25 @@ public class StreamsScenarios {
                 doc.put("outputs", committed.values);
                 doc.put("output_records", committed.records);
             }
-            try (OutputReader uncommitted = new OutputReader("read_uncommitted")) {
-                uncommitted.readToEnd();
-                doc.put("output_records_uncommitted", uncommitted.records);
-            }
-            doc.put("committed_input", committed(admin, input()));
-            doc.put("input_ends", ends(admin, input()));
-            stage = "close";
-            s.streams.close(Duration.ofSeconds(30));
-            doc.put("transitions", s.transitions);
-            doc.put("restores", s.restores);
+            finish(doc, admin, s);
         }
         return doc;
+    }
+
+    /** The end of an exactly-once scenario: the output as a read_uncommitted reader sees it
+     *  (aborted records included), the input's committed offsets and ends, and the instance's
+     *  state transitions and restores once it has closed. */
+    static void finish(Map<String, Object> doc, Admin admin, Instance instance) throws Exception {
+        try (OutputReader uncommitted = new OutputReader("read_uncommitted")) {
+            uncommitted.readToEnd();
+            doc.put("output_records_uncommitted", uncommitted.records);
+        }
+        doc.put("committed_input", committed(admin, input()));
+        doc.put("input_ends", ends(admin, input()));
+        stage = "close";
+        instance.streams.close(Duration.ofSeconds(30));
+        doc.put("transitions", instance.transitions);
+        doc.put("restores", instance.restores);
     }
 
     static Map<String, Object> eosTakeover() throws Exception {
@@ -385,16 +392,7 @@ public class StreamsScenarios {
                 doc.put("output_records", committed.records);
                 committed.close();
             }
-            try (OutputReader uncommitted = new OutputReader("read_uncommitted")) {
-                uncommitted.readToEnd();
-                doc.put("output_records_uncommitted", uncommitted.records);
-            }
-            doc.put("committed_input", committed(admin, input()));
-            doc.put("input_ends", ends(admin, input()));
-            stage = "close";
-            a.streams.close(Duration.ofSeconds(30));
-            doc.put("transitions", a.transitions);
-            doc.put("restores", a.restores);
+            finish(doc, admin, a);
         }
         return doc;
     }
