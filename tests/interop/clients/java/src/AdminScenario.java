@@ -11,7 +11,9 @@ import org.apache.kafka.common.config.ConfigResource;
 
 class AdminScenario {
 
-    static Object run() throws Exception {
+    /** {@code base}: the first record's timestamp, the same for both brokers' runs and recent
+     *  enough that no retention check deletes the records while the scenario reads them. */
+    static Object run(long base) throws Exception {
         String p = JavaScenarios.prefix;
         String topicA = p + "-a", topicB = p + "-b";
         String classic = p + "-classic", consumerGroup = p + "-consumer", empty = p + "-empty";
@@ -76,16 +78,16 @@ class AdminScenario {
 
             // records: 10 in partition 0 of A, the first 4 deleted
             try (KafkaProducer<String, String> prod = JavaScenarios.producer(Map.of())) {
-                for (int i = 0; i < 10; i++) prod.send(new ProducerRecord<>(topicA, 0, 1000L + i, "k", "v" + i));
+                for (int i = 0; i < 10; i++) prod.send(new ProducerRecord<>(topicA, 0, base + i, "k", "v" + i));
                 prod.flush();
             }
             TopicPartition a0 = new TopicPartition(topicA, 0);
-            r.put("list_offsets", listOffsets(admin, a0));
+            r.put("list_offsets", listOffsets(admin, a0, base));
             r.put("delete_records", JavaScenarios.attempt(() ->
                     admin.deleteRecords(Map.of(a0, RecordsToDelete.beforeOffset(4))).lowWatermarks().get(a0).get().lowWatermark()));
             r.put("delete_records_beyond", JavaScenarios.attempt(() ->
                     admin.deleteRecords(Map.of(a0, RecordsToDelete.beforeOffset(99))).lowWatermarks().get(a0).get().lowWatermark()));
-            r.put("list_offsets_after_delete", listOffsets(admin, a0));
+            r.put("list_offsets_after_delete", listOffsets(admin, a0, base));
 
             // groups: a classic group with a member, a consumer group with a member, an empty one
             try (KafkaConsumer<String, String> c = JavaScenarios.consumer(Map.of(ConsumerConfig.GROUP_ID_CONFIG, empty))) {
@@ -264,13 +266,13 @@ class AdminScenario {
         });
     }
 
-    static Object listOffsets(Admin admin, TopicPartition tp) {
+    static Object listOffsets(Admin admin, TopicPartition tp, long base) {
         Map<String, Object> out = new LinkedHashMap<>();
         Map<String, OffsetSpec> specs = new LinkedHashMap<>();
         specs.put("earliest", OffsetSpec.earliest());
         specs.put("latest", OffsetSpec.latest());
         specs.put("max_timestamp", OffsetSpec.maxTimestamp());
-        specs.put("at_1005", OffsetSpec.forTimestamp(1005));
+        specs.put("at_base_plus_5", OffsetSpec.forTimestamp(base + 5));
         specs.put("after_all", OffsetSpec.forTimestamp(99999999999999L));
         for (Map.Entry<String, OffsetSpec> e : specs.entrySet())
             out.put(e.getKey(), JavaScenarios.attempt(() -> {
