@@ -366,6 +366,13 @@ class Authorization:
             return self._refused(ctx, body, E.GROUP_AUTHORIZATION_FAILED)
         return await route(ctx, body)
 
+    async def write_txn_markers(self, ctx, body, route):
+        """ALTER on the cluster (a denial not logged), else CLUSTER_ACTION."""
+        if self.allowed(ctx, Operation.ALTER, CLUSTER, CLUSTER_NAME, log_denied=False) or \
+                self.allowed(ctx, Operation.CLUSTER_ACTION, CLUSTER, CLUSTER_NAME):
+            return await route(ctx, body)
+        return self.cluster_refused(ctx, body)
+
     async def add_partitions_to_txn(self, ctx, body, route):
         """v3 and below (clients): WRITE on the transactional id, then on each topic; if any
         partition is refused, the others are OPERATION_NOT_ATTEMPTED (v4+ is broker to broker:

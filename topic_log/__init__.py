@@ -46,6 +46,9 @@ whose ``error_code`` goes into the response. Handlers map requests to it like th
       (b"" at the high watermark; OffsetOutOfRange 1 outside the log). Long polling is the
       handler's: wait on a trio event set after each ``append`` and compare
       ``high_watermark``.
+    * WriteTxnMarkers: ``write_marker(producer_id, epoch, commit, coordinator_epoch, now_ms,
+      transaction_version=0) -> offset``. Raises InvalidProducerEpoch 47,
+      TransactionCoordinatorFenced 52, StorageError 56.
     * ListOffsets: ``log_start_offset`` (earliest, -2), ``high_watermark`` (latest, -1),
       ``offset_for_timestamp(ts) -> TimestampOffset(offset, timestamp)``, (-1, -1) if none.
     * DeleteRecords: ``checkpoint_log_start(offset)`` (durable; a worker thread may run it),
@@ -58,8 +61,8 @@ whose ``error_code`` goes into the response. Handlers map requests to it like th
 
 from .errors import (CorruptRecords, FencedLeaderEpoch, InvalidPartitions, InvalidProducerEpoch, InvalidRecord,
                      InvalidTopic, MessageTooLarge, NotLeader, OffsetOutOfRange, OutOfOrderSequence,
-                     StorageError, TopicAlreadyExists, TopicsError, InvalidTxnState,
-                     UnknownLeaderEpoch, UnknownTopicOrPartition)
+                     StorageError, TopicAlreadyExists, TopicsError, TransactionCoordinatorFenced,
+                     InvalidTxnState, UnknownLeaderEpoch, UnknownTopicOrPartition)
 from .partition_log import AppendInfo, PartitionLog, TimestampOffset
 from .producer_state import ProducerIds, ProducerStateTable
 from .store import Topic, TopicStore, validate_topic_name
@@ -68,6 +71,6 @@ __all__ = [
     "AppendInfo", "CorruptRecords", "FencedLeaderEpoch", "InvalidPartitions", "InvalidProducerEpoch", "InvalidRecord",
     "InvalidTopic", "MessageTooLarge", "NotLeader", "OffsetOutOfRange", "OutOfOrderSequence", "PartitionLog",
     "ProducerIds", "ProducerStateTable", "StorageError", "TimestampOffset", "Topic",
-    "TopicAlreadyExists", "TopicStore", "TopicsError", "InvalidTxnState",
+    "TopicAlreadyExists", "TopicStore", "TopicsError", "TransactionCoordinatorFenced", "InvalidTxnState",
     "UnknownLeaderEpoch", "UnknownTopicOrPartition", "validate_topic_name",
 ]

@@ -69,6 +69,12 @@ class InvalidProducerEpoch(TopicsError):
     error_code = ErrorCode.INVALID_PRODUCER_EPOCH
 
 
+class TransactionCoordinatorFenced(TopicsError):
+    """A marker from a coordinator epoch older than the last marker's on the partition."""
+
+    error_code = ErrorCode.TRANSACTION_COORDINATOR_FENCED
+
+
 class StorageError(TopicsError):
     """The disk refused a write; the partition's tail was rolled back to its last good size."""
 

@@ -49,8 +49,9 @@ from log_store.fs import RealFS
 from log_store.segments import SUFFIX, finish_interrupted, segment_name
 
 from .batches import check_batch
-from .errors import (CorruptRecords, InvalidRecord, InvalidTimestamp, MessageTooLarge, OffsetOutOfRange,
-                     StorageError, TopicsError, InvalidTxnState, UnknownTopicOrPartition)
+from .errors import (CorruptRecords, InvalidProducerEpoch, InvalidRecord, InvalidTimestamp, MessageTooLarge,
+                     OffsetOutOfRange, StorageError, TopicsError, TransactionCoordinatorFenced, InvalidTxnState,
+                     UnknownTopicOrPartition)
 from .producer_state import ProducerStateTable
 from .transactions import PartitionTransactions
 
@@ -246,10 +247,25 @@ class PartitionLog:
         return self._place(records, headers, now_ms)
 
     def write_marker(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
-                     now_ms: int) -> int:
-        """Append the marker that ends ``producer_id``'s transaction here (the transaction
-        coordinator's WriteTxnMarkers); its offset. Raises StorageError."""
+                     now_ms: int, transaction_version: int = 0) -> int:
+        """Append the marker that ends ``producer_id``'s transaction here (WriteTxnMarkers); its
+        offset. As Kafka's leader checks a marker: its epoch may not be older than the
+        producer's (nor, from transaction version 2, the same while that transaction is open),
+        nor its coordinator's epoch older than the last marker's. Raises InvalidProducerEpoch,
+        TransactionCoordinatorFenced, StorageError."""
         self._check_open()
+        entry = self.producers.entry(producer_id)
+        if entry is not None:
+            where = f"producer {producer_id} at offset {self.high_watermark} in {self.directory}"
+            stale = producer_epoch < entry.epoch or (
+                transaction_version >= 2 and producer_epoch == entry.epoch and producer_id in self.transactions.ongoing
+                and producer_epoch != 2**15 - 1)
+            if stale:
+                raise InvalidProducerEpoch(f"Epoch of {where} is {producer_epoch}, older than the last seen "
+                                           f"epoch {entry.epoch} (TV{transaction_version})")
+            if entry.coordinator_epoch > coordinator_epoch:
+                raise TransactionCoordinatorFenced(f"Invalid coordinator epoch for {where}: {coordinator_epoch} "
+                                                   f"(zombie), {entry.coordinator_epoch} (current)")
         batch = control_batch(producer_id, producer_epoch, commit, coordinator_epoch, now_ms)
         return self._place(batch, read_batches(batch, verify_crc=False), now_ms).base_offset
 

@@ -3,6 +3,7 @@ topic admin, cluster admin and config parts) answers them."""
 
 from __future__ import annotations
 
+from coordinator.transactions import marker_answers
 from protocol import error_answers
 from protocol.api_keys import ApiKey
 
@@ -43,6 +44,9 @@ DATA_APIS = (
           cluster(Operation.DESCRIBE)),
     _data(ApiKey.ELECT_LEADERS, "cluster_admin.elect_leaders", error_answers.elect_leaders,
           cluster(Operation.ALTER)),
+    # transaction markers (txn_markers.py)
+    _data(ApiKey.WRITE_TXN_MARKERS, "write_txn_markers", marker_answers.failed,
+          Authorization.write_txn_markers),
     # topic and broker configs (config_apis.py)
     _data(ApiKey.DESCRIBE_CONFIGS, "config_apis.describe_configs", error_answers.describe_configs,
           configs(Operation.DESCRIBE_CONFIGS)),

@@ -48,7 +48,7 @@ _MALFORMED = ("This most likely occurs because of a request being malformed by t
 _BROKER_SETTINGS = (
     ("num.partitions", "1", True, 3), ("default.replication.factor", "1", True, 3),
     ("auto.create.topics.enable", "true", True, 1), ("delete.topic.enable", "true", True, 1),
-    ("log.dirs", None, True, 2), ("log.retention.check.interval.ms", "300000", True, 5),
+    ("log.dirs", None, True, 7), ("log.retention.check.interval.ms", "300000", True, 5),
     ("log.cleaner.enable", "true", True, 1), ("log.cleaner.backoff.ms", "15000", False, 5),
     ("socket.request.max.bytes", "104857600", True, 3), ("connections.max.idle.ms", "600000", True, 5),
     ("fetch.max.bytes", "57671680", True, 3), ("offsets.topic.num.partitions", "50", True, 3),
@@ -190,8 +190,11 @@ class ConfigApis:
         node = str(int(name))
         # a KRaft node's id is always set: a static setting, broker.id following it (default -1)
         settings.update({"node.id": (None, True, 3), "broker.id": ("-1", True, 3)})
-        layers = [*self.layers(), ({n: node for n in ("node.id", "broker.id") if n not in self.props},
-                                   STATIC_BROKER_CONFIG)]
+        # the data directory given by --data-dir (or its default) is this broker's log.dirs
+        started_with = {n: node for n in ("node.id", "broker.id") if n not in self.props}
+        if "log.dirs" not in self.props and "log.dir" not in self.props:
+            started_with["log.dirs"] = self.config.data_dir
+        layers = [*self.layers(), (started_with, STATIC_BROKER_CONFIG)]
         rows = []
         for n, (default, read_only, type_) in settings.items():
             chain = [(n, values[n], source) for values, source in layers if n in values]

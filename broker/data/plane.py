@@ -16,7 +16,7 @@ import time
 import uuid
 from collections import Counter
 from functools import partial
-from typing import Callable, NamedTuple
+from typing import Awaitable, Callable, NamedTuple
 
 import trio
 
@@ -46,6 +46,7 @@ from broker.data.errors import Refused as _Refused
 from broker.data.fetch_sessions import FetchSessions
 from broker.data.parked_fetches import ParkedFetches
 from broker.data.topic_admin import TopicAdmin
+from broker.data.txn_markers import write_txn_markers
 
 log = logging.getLogger("groupbroker.data")
 E = ErrorCode
@@ -82,7 +83,8 @@ def _now_ms() -> int:
 
 class DataPlane:
     def __init__(self, config: BrokerConfig, topology: Topology,
-                 on_topics_deleted: Callable[[set[str]], None] = lambda names: None):
+                 on_topics_deleted: Callable[[set[str]], None] = lambda names: None,
+                 group_marker: Callable[..., Awaitable[ErrorCode]] | None = None):
         self.config, self.topology = config, topology
         self.on_topics_deleted = on_topics_deleted
         self.store = TopicStore(config.data_dir, num_partitions=config.num_partitions,
@@ -98,6 +100,7 @@ class DataPlane:
         self.topic_admin = TopicAdmin(self.store, config, topology.node_ids, self.led)
         self.cluster_admin = ClusterAdmin(self.store, config, topology)
         self.config_apis = ConfigApis(self.store, config, topology.node_ids)
+        self.write_txn_markers = partial(write_txn_markers, self, group_marker)
         #: (transactional id, producer id, epoch, topic, partition) -> ErrorCode: the transaction
         #: coordinator's check of a transactional produce (set by the broker)
         self.verify_transaction: Callable | None = None
@@ -689,6 +692,17 @@ class DataPlane:
                     for pid in long_map_order(list(entries)))))
             topics.append(topic_cls(name=t.name, partitions=tuple(parts)))
         return DescribeProducers(topics=tuple(topics))
+
+    def write_marker(self, topic: str, partition: int, producer_id: int, epoch: int, commit: bool,
+                     coordinator_epoch: int = 0, transaction_version: int = 0) -> ErrorCode:
+        """Write a transaction marker into a partition and wake its parked fetches."""
+        try:
+            self.store.partition(topic, partition).write_marker(
+                producer_id, epoch, commit, coordinator_epoch, _now_ms(), transaction_version)
+        except TopicsError as e:
+            return e.error_code
+        self.parked.appended(topic, partition)
+        return E.NONE
 
     # --- leader changes (in a cluster) ---------------------------------------------------------
     def leader_changed(self, topic: str, partition: int) -> None:

@@ -41,7 +41,7 @@ from broker.group_runtime.shard_runner import ShardRunner
 from broker.server.connection import Connection
 from broker.server.nodes import NodeListeners
 from broker.txn_runtime.apis import TransactionApis
-from broker.txn_runtime.service import TransactionService, group_partition, write_data_marker
+from broker.txn_runtime.service import TransactionService, group_partition
 
 log = logging.getLogger("groupbroker.server")
 
@@ -68,7 +68,8 @@ class Broker:
         if config.log_flush_interval_ms is not None and not config.flush_policy.periodic:
             log.warning("log.flush.interval.ms=%d flushes nothing unless log.flush.scheduler.interval.ms "
                         "is set too (its default is never), as in Kafka", config.log_flush_interval_ms)
-        data = DataPlane(config, self.topology, self._forget_topics)
+        data = DataPlane(config, self.topology, self._forget_topics,
+                         group_marker=lambda shard, *marker: self.runners[shard].complete_transaction(*marker))
         self.runners = [ShardRunner(Shard(i, config.coordinator, journal=self.journal is not None),
                                     partial(open_log, config.data_dir, self.topology, GROUP_TOPIC, i),
                                     journal=self.journal, flusher=self.flusher, metadata=data.store.metadata_image,
@@ -79,7 +80,7 @@ class Broker:
                              data.store.metadata_image)
         self.transactions = TransactionService(
             config.data_dir, config.transactions, data.store.producer_ids.allocate,
-            write_data_marker=partial(write_data_marker, data), group_runner=self.runners.__getitem__,
+            write_data_marker=data.write_marker, group_runner=self.runners.__getitem__,
             fsync_each=config.log_flush_interval_messages == 1, topology=self.topology)
         # the data plane and the group router check transactional writes with the transaction
         # coordinator, which writes its markers through the data plane: the one cycle, closed here

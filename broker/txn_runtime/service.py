@@ -36,7 +36,6 @@ from offsets_log.log import ShardLog
 from protocol.errors import ErrorCode
 from protocol.logtext import safe
 
-from topic_log import TopicsError
 
 from broker.cluster.log_homes import exists, open_log
 from broker.cluster.topology import GROUP_TOPIC, TXN_TOPIC, Node, Topology
@@ -48,6 +47,10 @@ E = ErrorCode
 COORDINATOR_EPOCH = 0
 #: retriable marker errors are retried after this long, as Kafka's marker channel retries
 MARKER_RETRY_S = 0.1
+#: marker answers that end its sending: written, or never to be (the partition is gone; the
+#: producer or the coordinator has moved on: Kafka drops the marker then too)
+_MARKER_DONE = frozenset({E.NONE, E.UNKNOWN_TOPIC_OR_PARTITION, E.INVALID_PRODUCER_EPOCH,
+                          E.TRANSACTION_COORDINATOR_FENCED})
 #: how long an EndTxn answer waits for its markers before it goes anyway (a shard loading)
 MARKERS_AWAITED_S = 0.5
 #: how often the state logs are checked for sealed segments to compact
@@ -57,18 +60,6 @@ COMPACTION_CHECK_MS = 60_000
 def group_partition(group_id: str, offsets_partitions: int) -> tuple[str, int]:
     """The ``__consumer_offsets`` partition of a group: what AddOffsetsToTxn adds."""
     return GROUP_TOPIC, shard_for(group_id, offsets_partitions)
-
-
-def write_data_marker(data, topic: str, partition: int, producer_id: int, epoch: int,
-                      commit: bool) -> ErrorCode:
-    """Write a marker into a topic partition of the data plane ``data`` and wake its fetches."""
-    try:
-        data.store.partition(topic, partition).write_marker(
-            producer_id, epoch, commit, COORDINATOR_EPOCH, _now_ms())
-    except TopicsError as e:
-        return e.error_code
-    data.parked.appended(topic, partition)
-    return E.NONE
 
 
 def _now_ms() -> int:
@@ -327,7 +318,7 @@ class TransactionService:
                         producer_id, epoch, commit, COORDINATOR_EPOCH)
                 else:
                     error = self.write_data_marker(topic, partition, producer_id, epoch, commit)
-                if error in (E.NONE, E.UNKNOWN_TOPIC_OR_PARTITION):
+                if error in _MARKER_DONE:
                     break
                 log.debug("transactional id %s: marker for %s-%d: %s; retrying", safe(tid), topic,
                           partition, error.name)

@@ -247,3 +247,29 @@ def test_delete_topics_checks_describe_then_delete(broker, admin):
                                         "UNKNOWN_TOPIC_OR_PART"]
     assert (results[deletable], results[kept], results[unknown]) == (
         "NONE", "TOPIC_AUTHORIZATION_FAILED", "UNKNOWN_TOPIC_OR_PART")
+
+
+def test_write_txn_markers_needs_alter_or_cluster_action_on_the_cluster(broker, admin):
+    """Kafka's check: ALTER on the cluster, else CLUSTER_ACTION; refused, every partition of every
+    marker is CLUSTER_AUTHORIZATION_FAILED and nothing is written."""
+    topic = unique("markers")
+    make_topics(admin, topic)
+    marker = REQUESTS[ApiKey.WRITE_TXN_MARKERS].cls.WritableTxnMarker
+    named = marker.WritableTxnMarkerTopic
+    body = request(ApiKey.WRITE_TXN_MARKERS, markers=(
+        marker(producer_id=7, producer_epoch=0, transaction_result=False, coordinator_epoch=0,
+               topics=(named(name=topic, partition_indexes=(0,)),)),
+        marker(producer_id=8, producer_epoch=0, transaction_result=True, coordinator_epoch=0,
+               topics=(named(name=topic, partition_indexes=(0, 3)),))))
+    client = anonymous(broker)
+
+    def errors() -> dict:
+        answer = client.call(ApiKey.WRITE_TXN_MARKERS, 1, body)
+        return {(m.producer_id, p.partition_index): p.error_code
+                for m in answer.markers for t in m.topics for p in t.partitions}
+    assert errors() == dict.fromkeys([(7, 0), (8, 0), (8, 3)], E.CLUSTER_AUTHORIZATION_FAILED)
+    for operation in ("CLUSTER_ACTION", "ALTER"):
+        grant(admin, "BROKER", "kafka-cluster", operation)
+        assert errors() == {(7, 0): E.NONE, (8, 0): E.NONE, (8, 3): E.UNKNOWN_TOPIC_OR_PARTITION}
+        broker.faults.revoke_acls(principal="User:ANONYMOUS", resource_type="cluster")
+    assert errors() == dict.fromkeys([(7, 0), (8, 0), (8, 3)], E.CLUSTER_AUTHORIZATION_FAILED)

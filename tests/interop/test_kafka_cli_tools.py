@@ -33,9 +33,6 @@ What is normalised (:func:`normalised`), and nothing else:
   one Kafka run to the next);
 * kafka-features: the finalized levels' epoch (Kafka's metadata offset; groupbroker's 1).
 
-Where groupbroker still differs (``kafka-transactions abort``: WriteTxnMarkers is not served),
-the test asserts each side's answer instead of comparing them.
-
 Every comparison also checks something of the expected content, so two equally broken answers
 fail too.
 """
@@ -490,8 +487,8 @@ def test_topics_offsets_and_console_tools(brokers, tool_runner):
 CONFIGS = "kafka.admin.ConfigCommand"
 CONFIGS_TOPIC, CONFIGS_GROUP = "clitools-configs", "clitools-configs-group"
 #: Broker settings whose values are the machine's or the test's, not the broker's behaviour (as
-#: tests/oracle/test_admin.py MACHINE_SETTINGS): log.dirs (Kafka's is its data directory;
-#: groupbroker, given --data-dir, describes it as null) and offsets.topic.replication.factor
+#: tests/oracle/test_admin.py MACHINE_SETTINGS): log.dirs (each broker's own data directory)
+#: and offsets.topic.replication.factor
 #: (apache_kafka sets 1 on Kafka's command line, as one node needs; groupbroker shows Kafka's
 #: default of 3).
 MACHINE_SETTINGS = ("log.dirs", "offsets.topic.replication.factor")
@@ -668,16 +665,15 @@ def test_transactions(brokers, tool_runner, transactions, tmp_path):
              pair.add(TRANSACTIONS, "abort", "--topic", TXN_TOPIC, "--partition", "1"),
              pair.add(TRANSACTIONS, "abort", "--topic", TXN_TOPIC, "--partition", "1", "--start-offset", "99"),
              pair.add(TRANSACTIONS, "abort", "--topic", TXN_TOPIC, "--partition", "1", "--start-offset", "0"),
+             pair.add(TRANSACTIONS, "describe-producers", "--topic", TXN_TOPIC, "--partition", "1"),
              pair.add(TRANSACTIONS, "forceTerminateTransaction", "--transactionalId", OPEN),
              pair.add(TRANSACTIONS, "describe", "--transactional-id", OPEN)]
     results = pair.run()
-    ABORTED = 15
     pids = [producer_ids(results[1][i]) | producer_ids(results[2][i]) for i in (0, 1)]
     results = [(txn_table(kafka, pids[0]), txn_table(ours, pids[1])) for kafka, ours in results]
     # the oracles are shared: other tests' transactions are left out of the listings
     own = lambda t: "\n".join(line for i, line in enumerate(t.splitlines()) if i == 0 or line.startswith("clitools-tx-"))
-    seen = [same(r, brokers, filter_=own if i in (0, 11) else None) if i != ABORTED else None
-            for i, r in enumerate(results)]
+    seen = [same(r, brokers, filter_=own if i in (0, 11) else None) for i, r in enumerate(results)]
     assert [line.split("\t") for line in seen[0].lines()] == [
         ["TransactionalId", "Coordinator", "ProducerId", "TransactionState"],
         [OPEN, "1", f"<pid:{OPEN}>", "Ongoing"], [DONE, "1", f"<pid:{DONE}>", "CompleteCommit"]]
@@ -697,16 +693,11 @@ def test_transactions(brokers, tool_runner, transactions, tmp_path):
     assert seen[11].lines() == ["TransactionalId\tCoordinator\tProducerId\tTransactionState"]
     assert "INVALID_REGULAR_EXPRESSION" in seen[12].stderr
     assert "Could not find any open transactions starting at offset 99" in seen[14].stderr
-    # abort writes its marker with WriteTxnMarkers, which groupbroker does not serve
-    # (docs/kafka-differences.md): Kafka aborts the partition's transaction, groupbroker refuses
-    kafka, ours = results[ABORTED]
-    assert (kafka.stdout, kafka.stderr, kafka.code) == ("", "", 0)
-    open_pid = next(number for number, name in pids[1].items() if name == f"<pid:{OPEN}>")
-    assert ours.code == 1 and ours.stderr.startswith(
-        f"Failed to abort transaction AbortTransactionSpec(topicPartition={TXN_TOPIC}-1, producerId={open_pid}, "
-        "producerEpoch=0, coordinatorEpoch=0): The node does not support WRITE_TXN_MARKERS."), ours
-    assert seen[16].stdout == ""
-    assert seen[17].lines()[1].split("\t") == ["1", OPEN, f"<pid:{OPEN}>", "2", "Empty", "30000", "None", "None"]
+    assert (seen[15].stdout, seen[15].stderr) == ("", "")      # the open transaction aborted in partition 1
+    aborted = [line.split("\t") for line in seen[16].lines()[1:] if line.startswith(f"<pid:{OPEN}>")]
+    assert [row[-1] for row in aborted] == ["None"], seen[16].lines()       # no transaction open there now
+    assert seen[17].stdout == ""
+    assert seen[18].lines()[1].split("\t") == ["1", OPEN, f"<pid:{OPEN}>", "2", "Empty", "30000", "None", "None"]
 
 
 # --- kafka-acls and kafka-features (a pair of brokers with an authorizer) ------------------------------

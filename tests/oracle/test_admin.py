@@ -6,6 +6,7 @@ Kafka's oracle is shared by the whole run: broker settings are only ever changed
 validate_only, so no other test sees them change."""
 
 import dataclasses
+import os
 
 import pytest
 
@@ -121,7 +122,8 @@ async def test_describe_topic_configs(oracle, request, version):
 
 
 #: broker settings that differ between the two brokers by design, left out of the comparison:
-#: log.dirs (each broker's own directory), and those only the test set on Kafka's command line
+#: log.dirs (each broker's own directory: test_describe_log_dirs_setting compares the rest of
+#: it), and those only the test set on Kafka's command line
 #: (apache_kafka/process.py KAFKA_TEST_SETTINGS: Kafka's replication factors of its
 #: internal topics must be 1 on a single broker; groupbroker's defaults are Kafka's)
 MACHINE_SETTINGS = {"log.dirs", "offsets.topic.replication.factor"}
@@ -143,6 +145,23 @@ async def test_describe_broker_configs(oracle, version):
     await described(oracle, version, describe((BROKER, "one", None)), "a broker id that is no number")
     await described(oracle, version, describe((BROKER_LOGGER, "7", None)), "the loggers of another broker")
     await described(oracle, version, describe((BROKER_LOGGER, "", None)), "the loggers of no broker")
+
+
+@pytest.mark.parametrize("version", versions(DCF))
+async def test_describe_log_dirs_setting(oracle, version):
+    """log.dirs: each broker's own data directory (groupbroker's given by --data-dir), a static
+    setting; compared but for the path itself."""
+    body = describe((BROKER, NODE, ("log.dirs",)), synonyms=True, documentation=version >= 3)
+    answers = await oracle.both(DCF, version, body)
+    entries = [a.results[0].configs[0] for a in answers]
+    assert all(os.path.isdir(e.value) for e in entries), entries
+
+    def pathless(answer):
+        entry = answer.results[0].configs[0]
+        entry = dataclasses.replace(entry, value="<dir>", documentation=None, synonyms=tuple(
+            dataclasses.replace(s, value="<dir>") for s in entry.synonyms))
+        return dataclasses.replace(answer, results=(dataclasses.replace(answer.results[0], configs=(entry,)),))
+    oracle.compare(DCF, version, *map(pathless, answers), what="log.dirs")
 
 
 @pytest.mark.parametrize("version", versions(DCF))

@@ -206,13 +206,14 @@ async def test_fetch_read_committed(oracle, request, version):
     await oracle.call(F, version, fetch_body(version, {t: {0: 0}}), what="read_uncommitted, aborted")
 
 
-async def _until_stable(oracle, name):
-    """Both brokers' last stable offset reaches the log end (the abort marker is written)."""
+async def _until_stable(oracle, name, end=4):
+    """Both brokers' last stable offset in partition 0 reaches ``end`` (the abort marker is
+    written)."""
     body = req(LO, replica_id=-1, isolation_level=1, topics=(sub(LO, "ListOffsetsTopic", name=name, partitions=(
         sub(LO, "ListOffsetsPartition", partition_index=0, timestamp=-1),)),))
     with trio.fail_after(10):
         for side in oracle.sides:
-            while (await side.client.call(LO, 5, body)).topics[0].partitions[0].offset < 4:
+            while (await side.client.call(LO, 5, body)).topics[0].partitions[0].offset < end:
                 await trio.sleep(0.02)
 
 
@@ -302,3 +303,112 @@ async def test_describe_producers(oracle, request, version):
     answer = await oracle.both(DP, version, ask(0, 1, 5))
     oracle.compare(DP, version, *answer, what="an idempotent producer, an empty and an unknown partition")
     await oracle.call(DP, version, ask(0, topic=name + "-unknown"), what="an unknown topic")
+
+
+# --- WriteTxnMarkers ------------------------------------------------------------------------
+
+WTM = ApiKey.WRITE_TXN_MARKERS
+
+
+def markers(*entries):
+    return req(WTM, markers=tuple(entries))
+
+
+def marker(producer, epoch: int, topics: dict, *, commit=False, coordinator_epoch=0, transaction_version=0):
+    return sub(WTM, "WritableTxnMarker", producer_id=producer, producer_epoch=epoch, transaction_result=commit,
+               coordinator_epoch=coordinator_epoch, transaction_version=transaction_version, topics=tuple(
+                   sub(WTM, "WritableTxnMarkerTopic", name=name, partition_indexes=tuple(parts))
+                   for name, parts in topics.items()))
+
+
+def described_producers(answers):
+    """DescribeProducers answers with the markers' timestamps (each broker's clock) cut off."""
+    return [dataclasses.replace(a, topics=tuple(dataclasses.replace(t, partitions=tuple(
+        dataclasses.replace(p, active_producers=tuple(dataclasses.replace(s, last_timestamp=0)
+                                                      for s in p.active_producers))
+        for p in t.partitions)) for t in a.topics)) for a in answers]
+
+
+async def open_transaction(oracle, txn: str, name: str, partitions=(0, 1)):
+    """InitProducerId, AddPartitionsToTxn (v3: a version-1 transaction on both) and a
+    transactional batch in each of ``partitions``: (producer alias, epoch)."""
+    init = await init_producer(oracle, txn)
+    producer, epoch = Alias(init["producer_id"]), init["producer_epoch"]
+    await oracle.call(ApiKey.ADD_PARTITIONS_TO_TXN, 3, req(
+        ApiKey.ADD_PARTITIONS_TO_TXN, v3_and_below_transactional_id=txn, v3_and_below_producer_id=producer,
+        v3_and_below_producer_epoch=epoch, v3_and_below_topics=(
+            sub(ApiKey.ADD_PARTITIONS_TO_TXN, "AddPartitionsToTxnTopic", name=name, partitions=partitions),)))
+    answers = []
+    for side in oracle.sides:
+        data = batch([b"t1", b"t2"], producer_id=side.resolve(producer), epoch=epoch, sequence=0, transactional=True)
+        answers.append(await side.client.call(P, 9, produce_body(9, name, None, {p: data for p in partitions},
+                                                                 transactional_id=txn)))
+    oracle.compare(P, 9, *answers, what="a transactional batch in each partition", unordered=("partition_responses",))
+    return producer, epoch
+
+
+async def _until_ended(oracle, txn: str):
+    """Kafka's coordinator has written its markers and completed the transaction (ours has
+    before it answers EndTxn)."""
+    body = req(ApiKey.DESCRIBE_TRANSACTIONS, transactional_ids=(txn,))
+    with trio.fail_after(10):
+        while (await oracle.kafka.client.call(ApiKey.DESCRIBE_TRANSACTIONS, 0, body)).transaction_states[0] \
+                .transaction_state != "CompleteAbort":
+            await trio.sleep(0.02)
+
+
+@pytest.mark.parametrize("version", versions(WTM))
+async def test_write_txn_markers(oracle, request, version):
+    """What Admin.abortTransaction (``kafka-transactions abort``) sends: an open transaction ended
+    by hand, each refusal of a partition leader in Kafka's order (no replica, an older producer
+    epoch, an older coordinator epoch, a transaction-version-2 marker of the open epoch, no epoch
+    at all), and the answer's grouping of several markers by producer id and topic."""
+    name, alias = await topic_with_records(oracle, request, partitions=3, records=0)
+    other = unique(request, "-other")
+    await create_topic(oracle, other, partitions=2)
+    txn = unique(request, "-txn")
+    # a first transaction, aborted; the next InitProducerId bumps the epoch, and a second opens
+    first, _ = await open_transaction(oracle, txn, name)
+    await oracle.call(ApiKey.END_TXN, 3, req(ApiKey.END_TXN, transactional_id=txn, producer_id=first,
+                                             producer_epoch=0, committed=False))
+    await _until_ended(oracle, txn)
+    producer, epoch = await open_transaction(oracle, txn, name)
+    assert epoch == 1
+    if version >= 2:
+        await oracle.call(WTM, version, markers(marker(producer, epoch, {name: [0]}, transaction_version=2)),
+                          what="transaction version 2: the open transaction's own epoch is stale")
+    await oracle.call(WTM, version, markers(marker(producer, epoch - 1, {name: [0]})), what="an older producer epoch")
+    # the order of producer ids is their hash's, and the two brokers gave this one different ids
+    await oracle.call(WTM, version, markers(marker(producer, -1, {name: [0]}), marker(999_990, 0, {name: [2]})),
+                      what="no epoch: the whole request fails", unordered=("markers",))
+    await oracle.call(WTM, version, markers(marker(producer, epoch, {name: [0]}, coordinator_epoch=3)),
+                      what="the abort, at coordinator epoch 3")
+    await oracle.call(WTM, version, markers(marker(producer, epoch, {name: [0]}, coordinator_epoch=2)),
+                      what="again, from an older coordinator epoch: fenced")
+    await oracle.call(WTM, version, markers(), what="no marker")
+    # the markers with nothing to write come first: Kafka never answers a request whose last
+    # such marker follows the last that writes (docs/kafka-differences.md)
+    await oracle.call(WTM, version, markers(
+        marker(999_999, 0, {}),
+        marker(999_999, 0, {other: [5]}),
+        marker(999_997, 0, {"__consumer_offsets": [9_999]}),
+        marker(producer, epoch, {name + "-unknown": [0], name: [7, 1]}, commit=True),
+        marker(999_998, 4, {other: [1, 0], name: [2]})),
+        what="several markers: an unknown topic and partition, one with no partition, a producer id twice",
+        unordered=("markers",))
+    await oracle.call(WTM, version, markers(
+        marker(999_999, 0, {}),
+        marker(999_997, 0, {"__consumer_offsets": [9_999]}),
+        marker(999_999, 0, {other: [5], name + "-unknown": [0, 1, 2]}),
+        marker(999_998, 4, {other: [1, 0], name: [2], name + "-unknown": [3]})),
+        what="the same without the transaction's own producer: in Kafka's order")
+    # a marker naming a partition twice is never answered by Kafka (docs/kafka-differences.md)
+    twice = await oracle.ours.client.call(WTM, version, markers(marker(999_996, 0, {other: [1, 0, 1]})))
+    assert sorted((p.partition_index, p.error_code) for p in twice.markers[0].topics[0].partitions) == [(0, 0), (1, 0)]
+    ask = req(DP, topics=(sub(DP, "TopicRequest", name=name, partition_indexes=(0, 1, 2)),))
+    oracle.compare(DP, 0, *described_producers(await oracle.both(DP, 0, ask)),
+                   what="the producers after the markers (their transactions ended, epochs noted)")
+    t = (name, alias)
+    await oracle.call(F, 12, fetch_body(12, {t: {0: 0, 1: 0}}, isolation=1), what="read_committed: aborted, committed")
+    await oracle.call(ApiKey.END_TXN, 3, req(ApiKey.END_TXN, transactional_id=txn, producer_id=producer,
+                                             producer_epoch=epoch, committed=False))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from topic_log import (InvalidProducerEpoch, OffsetOutOfRange, OutOfOrderSequence, PartitionLog, ProducerIds,
-                       InvalidTxnState)
+                       InvalidTxnState, TransactionCoordinatorFenced)
 from topic_log.producer_state import INT32_MAX, last_sequence
 from protocol.errors import ErrorCode
 from tests.unit.topic_log.test_batches import batch, values_of
@@ -145,3 +145,21 @@ def test_producer_ids_are_never_reused_after_reopen(tmp_path):
     more = [again.allocate() for _ in range(ProducerIds.BLOCK + 5)]
     assert len({*first, later, *more}) == ProducerIds.BLOCK + 9
     assert ProducerIds(tmp_path).allocate() > later + ProducerIds.BLOCK
+
+
+def test_a_marker_is_checked_against_the_producers_epochs_as_kafka_checks_it(tmp_path):
+    """Epoch older than the producer's: refused; transaction version 2 also refuses the open
+    transaction's own epoch, but takes it again once the transaction has ended (a retried
+    marker); a coordinator epoch older than the last marker's: fenced. Nothing refused is written."""
+    plog = PartitionLog(tmp_path / "t-0")
+    plog.append(_txn_batch(1, 0, b"a"), 0)
+    with pytest.raises(InvalidProducerEpoch):
+        plog.write_marker(1, 0, False, 0, 5, transaction_version=2)
+    assert plog.write_marker(1, 0, False, 4, 5) == 1                       # version 1: the same epoch
+    assert plog.write_marker(1, 0, False, 4, 5, transaction_version=2) == 2   # ended: a retry
+    with pytest.raises(TransactionCoordinatorFenced):
+        plog.write_marker(1, 0, False, 3, 5)
+    plog.append(_txn_batch(1, 1, b"b"), 0)
+    with pytest.raises(InvalidProducerEpoch):
+        plog.write_marker(1, -2, False, 4, 5)
+    assert plog.high_watermark == 4 and plog.last_stable_offset == 3
