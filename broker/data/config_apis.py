@@ -16,6 +16,7 @@ from collections import Counter
 
 import trio
 
+from coordinator.group_configs import GROUP_CONFIGS, InvalidGroupConfig, validate_group_configs
 from coordinator.java_order import grown_capacity, iteration_order, string_hash
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -107,11 +108,6 @@ _DYNAMIC = {"log.cleaner.threads", "log.cleaner.io.max.bytes.per.second", "log.c
 _DYNAMIC_PREFIXES = ("ssl.", "sasl.", "listener.name.")
 DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, GROUP_CONFIG = 2, 3, 8
 _MIN_ISR = "min.insync.replicas"
-#: Group configs (KIP-848) and the broker settings that give their defaults.
-_GROUP_CONFIGS = (("consumer.heartbeat.interval.ms", "group.consumer.heartbeat.interval.ms", "5000"),
-                  ("consumer.session.timeout.ms", "group.consumer.session.timeout.ms", "45000"),
-                  ("consumer.assignment.interval.ms", "group.consumer.assignment.interval.ms", "1000"))
-
 
 class ConfigApis:
     def __init__(self, store: TopicStore, config: BrokerConfig, node_ids: list[int]):
@@ -207,7 +203,7 @@ class ConfigApis:
     def _group_rows(self, group: str) -> list[tuple]:
         overrides = self.dynamic.scope("groups").get(group, {})
         rows = []
-        for name, broker_name, default in _GROUP_CONFIGS:
+        for name, broker_name, default in GROUP_CONFIGS:
             chain = [(name, overrides[name], GROUP_CONFIG)] if name in overrides else []
             if broker_name in self.props:
                 chain.append((broker_name, self.props[broker_name], STATIC_BROKER_CONFIG))
@@ -327,13 +323,16 @@ class ConfigApis:
             self._reconfigure()
 
     async def _alter_group(self, r, change, validate_only: bool) -> None:
-        known = {name for name, _, _ in _GROUP_CONFIGS}
+        known = {name for name, _, _ in GROUP_CONFIGS}
         unknown = next((c.name for c in r.configs if c.name not in known), None)
         if unknown is not None:
             raise _Failed(E.INVALID_CONFIG, f"Unknown group config name: {unknown}")
         groups = dict(self.dynamic.scope("groups"))
         wanted = change(dict(groups.get(r.resource_name, {})), r)
-        _check_consumer_group_configs(wanted, self.config.coordinator)
+        try:
+            validate_group_configs(wanted, self.config.coordinator)
+        except InvalidGroupConfig as e:
+            raise _Failed(E.INVALID_CONFIG, str(e)) from None
         if not validate_only:
             groups[r.resource_name] = wanted
             await trio.to_thread.run_sync(self.dynamic.set, "groups", groups)
@@ -348,49 +347,6 @@ class ConfigApis:
         """Topic defaults come from the static settings under the dynamic ones."""
         self.store.set_broker_props({name: value for values, _ in reversed(self.layers())
                                      for name, value in values.items()})
-
-
-#: each consumer group config, in Kafka's order of definition: its smallest value, and the
-#: broker settings bounding it
-_GROUP_BOUNDS = {
-    "consumer.session.timeout.ms": (1, "group.consumer.min.session.timeout.ms",
-                                    "group.consumer.max.session.timeout.ms"),
-    "consumer.heartbeat.interval.ms": (1, "group.consumer.min.heartbeat.interval.ms",
-                                       "group.consumer.max.heartbeat.interval.ms"),
-    "consumer.assignment.interval.ms": (0, "group.consumer.min.assignment.interval.ms",
-                                        "group.consumer.max.assignment.interval.ms"),
-}
-
-
-def _check_consumer_group_configs(wanted: dict[str, str], coordinator) -> None:
-    """Kafka's GroupConfig.validate for consumer groups: each value an INT of its range, within
-    the broker's bounds, the session longer than the heartbeat interval. The values not set
-    are the broker's (the assignment interval's bounds are checked only when it is set)."""
-    bound = {name: getattr(coordinator, field) for name, field in coordinator.kafka_names().items()}
-    values = {name: bound[f"group.{name}"] for name in _GROUP_BOUNDS}
-    for name, (least, _, _) in _GROUP_BOUNDS.items():
-        if name not in wanted:
-            continue
-        try:
-            values[name] = int(wanted[name])
-        except ValueError:
-            raise _Failed(E.INVALID_CONFIG, f"Invalid value {wanted[name]} for configuration {name}: "
-                                            "Not a number of type INT") from None
-        if values[name] < least:
-            raise _Failed(E.INVALID_CONFIG, f"Invalid value {values[name]} for configuration {name}: "
-                                            f"Value must be at least {least}")
-    for name in ("consumer.heartbeat.interval.ms", "consumer.session.timeout.ms",
-                 "consumer.assignment.interval.ms"):
-        _, low, high = _GROUP_BOUNDS[name]
-        if name == "consumer.assignment.interval.ms" and name not in wanted:
-            continue
-        if values[name] < bound[low]:
-            raise _Failed(E.INVALID_CONFIG, f"{name} must be greater than or equal to {low}")
-        if values[name] > bound[high]:
-            raise _Failed(E.INVALID_CONFIG, f"{name} must be less than or equal to {high}")
-    if values["consumer.session.timeout.ms"] <= values["consumer.heartbeat.interval.ms"]:
-        raise _Failed(E.INVALID_CONFIG, "consumer.session.timeout.ms must be greater than "
-                                        "consumer.heartbeat.interval.ms")
 
 
 #: The tables of the hash maps Kafka 4.3 lists a broker's and a group's configs from (its
