@@ -1,6 +1,7 @@
 """Every declaration in protocol.messages, held against Apache Kafka's own message JSON.
 
-Kafka's JSON comes from the verbatim copies kafka-python ships (4.3-era). For each
+Kafka's JSON comes from the verbatim copies kafka-python ships (4.3-era), and for the messages
+it lacks from Apache Kafka 4.3.1's own kafka-clients jar (in apache_kafka's cache). For each
 declaration and each version we serve, the fields present at that version must
 match Kafka's, in wire order and recursively into structs (inline and common):
 name, type, nullability, tag, default and ignorable flag. Every declaration must
@@ -12,23 +13,23 @@ from __future__ import annotations
 import json
 import re
 import uuid
+import zipfile
 from pathlib import Path
 
 import kafka.protocol.schemas
 import pytest
 
+from apache_kafka.artefacts import KAFKA_VERSION, cache_dir
 from protocol.api_keys import ApiKey
 from protocol.messages import DATA, REQUESTS, RESPONSES
 from protocol.schema import _UNSET, F, Message
+from tests.support.processes import missing
 
 RESOURCES = Path(kafka.protocol.schemas.__file__).parent / "resources"
 
 DECLARATIONS = sorted([*REQUESTS.values(), *RESPONSES.values(), *DATA.values()],
                       key=lambda m: m.name)
 
-#: kafka-python does not ship these; they are checked by hand in the tests at the end.
-NOT_SHIPPED = {"ConsumerGroupHeartbeatRequest", "ConsumerGroupHeartbeatResponse",
-               "ConsumerGroupDescribeRequest", "ConsumerGroupDescribeResponse"}
 
 #: Where we deliberately serve less than Kafka defines: name -> (Kafka's validVersions, ours).
 CAPPED = {
@@ -71,7 +72,17 @@ def within(spec: str, version: int) -> bool:
 
 
 def load_kafka(name: str) -> dict:
-    return json.loads(_COMMENT.sub("", (RESOURCES / f"{name}.json").read_text()))
+    """Kafka's JSON of message ``name``: kafka-python's copy, else the kafka-clients jar's."""
+    shipped = RESOURCES / f"{name}.json"
+    if shipped.exists():
+        text = shipped.read_text()
+    else:
+        jar = cache_dir() / "lib" / f"kafka-clients-{KAFKA_VERSION}.jar"
+        if not jar.exists():
+            missing(f"kafka-python has no JSON for {name}, and {jar} is not cached (python3 -m apache_kafka)")
+        with zipfile.ZipFile(jar) as z:
+            text = z.read(f"common/message/{name}.json").decode()
+    return json.loads(_COMMENT.sub("", text))
 
 
 def element(type_: str) -> str:
@@ -182,11 +193,8 @@ def never_present(msg: Message, fields: list[F], path: str) -> list[str]:
 
 # --- the tests --------------------------------------------------------------------------
 
-@pytest.mark.parametrize("msg", [m for m in DECLARATIONS if m.name not in NOT_SHIPPED],
-                         ids=lambda m: m.name)
+@pytest.mark.parametrize("msg", DECLARATIONS, ids=lambda m: m.name)
 def test_matches_kafka_json(msg: Message):
-    if not (RESOURCES / f"{msg.name}.json").exists():
-        pytest.fail(f"no Kafka JSON for {msg.name} in {RESOURCES}")
     k = load_kafka(msg.name)
     assert k["name"] == msg.name
     assert k.get("apiKey") == msg.api_key
