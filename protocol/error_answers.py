@@ -9,6 +9,7 @@ points at its function here; nothing looks these up by API key.
 from __future__ import annotations
 
 from .api_keys import ApiKey
+from .error_messages import default_message
 from .errors import ErrorCode
 from .messages import RESPONSES
 from .wire import ZERO_UUID
@@ -189,3 +190,44 @@ def describe_transactions(version, request, error, message=None):
     cls = _answer(ApiKey.DESCRIBE_TRANSACTIONS)
     return cls(transaction_states=tuple(cls.TransactionState(error_code=error, transactional_id=t)
                                         for t in request.transactional_ids))
+
+
+# --- share groups (KIP-932) and streams groups (KIP-1071) ------------------------------------------
+def described_groups(key: ApiKey):
+    """ShareGroupDescribe, StreamsGroupDescribe: each group asked for, with the error."""
+    cls = _answer(key)
+
+    def failed(version, request, error, message=None):
+        return cls(groups=tuple(cls.DescribedGroup(group_id=g, error_code=error) for g in request.group_ids))
+    return failed
+
+
+def describe_share_group_offsets(version, request, error, message=None):
+    cls = _answer(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS)
+    group = cls.DescribeShareGroupOffsetsResponseGroup
+    return cls(groups=tuple(group(group_id=g.group_id, error_code=error, error_message=message)
+                            for g in request.groups))
+
+
+def with_default_message(key: ApiKey):
+    """AlterShareGroupOffsets, DeleteShareGroupOffsets: a top-level error with its message, or
+    the error's default message (Kafka's getErrorResponse)."""
+    cls = _answer(key)
+
+    def failed(version, request, error, message=None):
+        return cls(error_code=error, error_message=message or default_message(error))
+    return failed
+
+
+#: the share-group and streams-group APIs: their answers to a whole request refused
+GROUP_TYPES_OFF = {
+    ApiKey.SHARE_GROUP_HEARTBEAT: top_level(ApiKey.SHARE_GROUP_HEARTBEAT),
+    ApiKey.SHARE_GROUP_DESCRIBE: described_groups(ApiKey.SHARE_GROUP_DESCRIBE),
+    ApiKey.SHARE_FETCH: top_level(ApiKey.SHARE_FETCH),
+    ApiKey.SHARE_ACKNOWLEDGE: top_level(ApiKey.SHARE_ACKNOWLEDGE),
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: describe_share_group_offsets,
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: with_default_message(ApiKey.ALTER_SHARE_GROUP_OFFSETS),
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: with_default_message(ApiKey.DELETE_SHARE_GROUP_OFFSETS),
+    ApiKey.STREAMS_GROUP_HEARTBEAT: top_level(ApiKey.STREAMS_GROUP_HEARTBEAT),
+    ApiKey.STREAMS_GROUP_DESCRIBE: described_groups(ApiKey.STREAMS_GROUP_DESCRIBE),
+}

@@ -1,6 +1,6 @@
 """The APIs a connection answers without the data plane or a coordinator: ApiVersions, SASL
-after authentication, SCRAM users, ACLs. One declaration each, and :class:`ConnectionApis`,
-which answers them."""
+after authentication, SCRAM users, ACLs, and those of the group types whose feature is off. One
+declaration each, and :class:`ConnectionApis`, which answers them."""
 
 from __future__ import annotations
 
@@ -40,6 +40,9 @@ CONNECTION_APIS = (
     _own(ApiKey.DESCRIBE_ACLS, "describe_acls",
          error_answers.top_level(ApiKey.DESCRIBE_ACLS, message=True, resources=())),
     _own(ApiKey.DELETE_ACLS, "delete_acls", error_answers.delete_acls),
+    # share groups (KIP-932) and streams groups (KIP-1071): advertised, and answered as a Kafka
+    # 4.3 cluster with share.version and streams.version 0 answers them (issues 28 and 29)
+    *(_own(key, "feature_off", failed) for key, failed in error_answers.GROUP_TYPES_OFF.items()),
 )
 
 
@@ -49,7 +52,11 @@ class ConnectionApis:
 
     def __init__(self, served, credentials: CredentialStore, authorizer: Authorizer | None):
         self.served = sorted(served, key=lambda spec: spec.key)
+        self.failed = {spec.key: spec.failed for spec in self.served}
         self.credentials, self.authorizer = credentials, authorizer
+
+    async def feature_off(self, ctx, body):
+        return self.failed[ctx.api_key](ctx.version, body, ErrorCode.UNSUPPORTED_VERSION)
 
     async def api_versions(self, ctx, body):
         return api_versions_answer(ctx.version, body, self.served)
