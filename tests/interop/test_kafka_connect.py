@@ -51,7 +51,7 @@ from kafka_client.admin import (LATEST, Cluster, Connection, find_coordinator, l
 from protocol.api_keys import ApiKey
 from protocol.messages import REQUESTS
 from tests.interop.java_driver import all_jars, assert_same
-from tests.support.processes import missing
+from tests.support.processes import missing, wait_until
 
 SOURCE = Path(__file__).resolve().parent / "clients" / "connect"
 #: Connect's JVMs: small and quick to start, six or seven of them at once on 2 cores
@@ -83,18 +83,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def wait_for(what: str, timeout: float, check, interval: float = 0.2):
-    """check() until it returns something true; its last value, or AssertionError naming what."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what} (last: {value!r})")
-        time.sleep(interval)
 
 
 # --- a worker, and its REST API ------------------------------------------------------------------
@@ -332,7 +320,8 @@ class ConnectCluster:
             if positions != [size] or sum(committed.values()) < len(self.written):
                 return None
             return {"out": out, "source_positions": positions, "sink_committed": committed}
-        seen = wait_for(f"{self.broker}: {len(self.written)} lines through the pipeline", 60, settled, 0.3)
+        seen = wait_until(settled, 60, f"{self.broker}: {len(self.written)} lines through the pipeline",
+                          interval=0.3)
         assert sorted(seen["out"]) == sorted(self.written), (
             f"{self.broker}: the output is not the input exactly once: {len(seen['out'])} lines for "
             f"{len(self.written)}, missing {sorted(set(self.written) - set(seen['out']))[:5]}, "
@@ -348,7 +337,7 @@ class ConnectCluster:
             code, body = self.workers["w1"].rest("PUT", f"/connectors/{self.name(short)}/config", config)
             assert code in (200, 201, 409, 503), f"{self.broker}: PUT {short}: {code} {body}"
             return code in (200, 201)          # 409: a rebalance under way; asked again
-        wait_for(f"{self.broker}: connector {short} created", 30, created, 0.5)
+        wait_until(created, 30, f"{self.broker}: connector {short} created", interval=0.5)
 
     # -- the scenario
 
@@ -357,14 +346,16 @@ class ConnectCluster:
         w = self.workers
         began = time.monotonic()
         w["w1"].start()
-        wait_for(f"{self.broker}: w1 healthy", 90, w["w1"].healthy, 0.25)
+        wait_until(w["w1"].healthy, 90, f"{self.broker}: w1 healthy", interval=0.25)
         w["w2"].start()
         w["w3"].start()
-        wait_for(f"{self.broker}: w2, w3 healthy", 90, lambda: w["w2"].healthy() and w["w3"].healthy(), 0.25)
+        wait_until(lambda: w["w2"].healthy() and w["w3"].healthy(), 90, f"{self.broker}: w2, w3 healthy",
+                   interval=0.25)
         doc["startup_s"] = round(time.monotonic() - began, 1)
-        doc["group"] = wait_for(f"{self.broker}: three workers in a stable group", 30, lambda: (
+        doc["group"] = wait_until(lambda: (
             lambda g: g if g["state"] == "Stable" and len(g["members"]) == 3 else None)(
-            describe_group(self.bootstrap, self.group, self.roles)))
+            describe_group(self.bootstrap, self.group, self.roles)), 30,
+            f"{self.broker}: three workers in a stable group", interval=0.2)
         doc["internal_topics"] = topic_configs(self.bootstrap, self.internal)
 
         # formed: source first (it creates the topic when it sends its first line), then the sink
@@ -373,14 +364,15 @@ class ConnectCluster:
             "connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector", "tasks.max": "1",
             "file": str(self.input), "topic": self.topic,
             "topic.creation.default.partitions": str(PARTITIONS), "topic.creation.default.replication.factor": "1"})
-        doc["active_topics"] = wait_for(f"{self.broker}: the source's topic", 30, lambda: (
+        doc["active_topics"] = wait_until(lambda: (
             lambda r: r[1] if r[0] == 200 and r[1][self.name("source")]["topics"] else None)(
-            w["w1"].rest("GET", f"/connectors/{self.name('source')}/topics")))
+            w["w1"].rest("GET", f"/connectors/{self.name('source')}/topics")), 30,
+            f"{self.broker}: the source's topic", interval=0.2)
         self.put_connector("sink", {
             "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
             "tasks.max": str(SINK_TASKS), "file": str(self.output), "topics": self.topic})
-        formed = wait_for(f"{self.broker}: every connector and task running", 60,
-                          lambda: self.alive("w1", "w2", "w3") or self.running({"w1", "w2", "w3"}))
+        formed = wait_until(lambda: self.alive("w1", "w2", "w3") or self.running({"w1", "w2", "w3"}), 60,
+                            f"{self.broker}: every connector and task running", interval=0.2)
         doc["formed"] = {"held": formed, "flow": self.quiet(("w1", "w2", "w3"))}
         doc["topic"] = topic_configs(self.bootstrap, [self.topic])
 
@@ -395,7 +387,7 @@ class ConnectCluster:
             items = self.placement()
             timeline.append([round(time.monotonic() - t0, 2), {k: list(v) for k, v in items.items()}])
             return self.running({"w1", "w2"})
-        after_kill = wait_for(f"{self.broker}: w3's items on w1 and w2", SESSION + DELAY + 30, moved)
+        after_kill = wait_until(moved, SESSION + DELAY + 30, f"{self.broker}: w3's items on w1 and w2", interval=0.2)
         moved_after = time.monotonic() - t0
         early = [t for t, items in timeline if any(items.get(i, ["", ""])[1] in ("w1", "w2") and
                                                    items[i][0] == "RUNNING" for i in before["w3"])]
@@ -419,7 +411,7 @@ class ConnectCluster:
             items = self.placement()
             timeline.append([round(time.monotonic() - t0, 2), {k: list(v) for k, v in items.items()}])
             return self.running({"w1", "w2b"})
-        after_return = wait_for(f"{self.broker}: w2's items on w2b", DELAY + 60, back)
+        after_return = wait_until(back, DELAY + 60, f"{self.broker}: w2's items on w2b", interval=0.2)
         back_after = time.monotonic() - t0
         early = [t for t, items in timeline if any(items.get(i, ["", ""])[1] in ("w1", "w2b") and
                                                    items[i][0] == "RUNNING" for i in before["w2"])]

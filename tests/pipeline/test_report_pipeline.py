@@ -7,7 +7,7 @@ serve``; topic ``events`` has 2 partitions:
    consumes the first 20 records and commits them.
 2. A (static member, in this process) joins: rebalance 2 (new member); C rejoins; generation 2
    splits the partitions. 10 more records; each consumes its 5 and commits.
-3. A stalls (no poll; its heartbeat thread sleeps 15 s). C is frozen (SIGSTOP). B joins:
+3. A stalls (no poll; its heartbeat thread sleeps 30 s). C is frozen (SIGSTOP). B joins:
    rebalance 3 (new member). C's session (3 s) expires during the join phase: C is expired,
    without a rebalance of its own. The join phase ends at the rebalance timeout (6 s) without
    A, which as a static member stays: generation 3 is {A, B}.
@@ -55,6 +55,9 @@ TOPIC, GROUP = "events", "analytics"
 BROKER = {"group.initial.rebalance.delay.ms": 0, "group.min.session.timeout.ms": 1000,
           "groupbroker.journal.sample.interval.ms": 200}
 REBALANCE_TIMEOUT_MS = 6000          # B's and C's max.poll.interval.ms: the 3rd join phase
+#: A's heartbeat thread first wakes this long after A joined: it would find A's poll overdue and
+#: leave (more rebalances), so the scenario must be over by then, however slow the machine
+A_HEARTBEAT_MS = 30000
 
 
 @dataclass
@@ -147,7 +150,7 @@ def _run_scenario(broker: BrokerProcess, s: Scenario, logs: Path) -> None:
         a = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id=GROUP, client_id="A",
                           group_instance_id="worker-a", enable_auto_commit=False,
                           auto_offset_reset="earliest", session_timeout_ms=45000,
-                          heartbeat_interval_ms=15000, max_poll_interval_ms=1000)
+                          heartbeat_interval_ms=A_HEARTBEAT_MS, max_poll_interval_ms=1000)
         subscribe(a, TOPIC)
         wait_until(lambda: a.poll(timeout_ms=200) is not None and a.assignment(), 30,
                    "generation 2 with A and C")
@@ -177,6 +180,7 @@ def _run_scenario(broker: BrokerProcess, s: Scenario, logs: Path) -> None:
         # 5. Long enough without a commit on A's partition for the STOP rule, then stop.
         span = stalled_at - first_commit
         time.sleep(max(0.0, stalled_at + span + 1.5 - time.time()))
+        assert time.time() - stalled_at < A_HEARTBEAT_MS / 1000 - 1, "A's heartbeat thread may have woken"
         assert broker.stop() == 0
     finally:
         producer.close(timeout=5)
@@ -212,6 +216,12 @@ def _rows(df, **where) -> list[dict]:
     return [r for r in rows if all(r[k] == v for k, v in where.items())]
 
 
+def _group_log(s: Scenario) -> str:
+    """The broker's log lines about the group: what a failure's reader needs first."""
+    log = Path(s.data_dir).parent / "broker.log"
+    return "\n".join(line for line in log.read_text().splitlines() if f"group {GROUP}" in line)
+
+
 def test_scenario_happened(scenario):
     """The scenario itself: A's late commit was refused by the broker with ILLEGAL_GENERATION."""
     assert isinstance(scenario.a_error, IllegalGenerationError), scenario.a_error
@@ -221,7 +231,7 @@ def test_scenario_happened(scenario):
 def test_rebalances(scenario, tables):
     """Exactly three rebalances, each started by a new member; C expired inside the third."""
     rows = sorted(_rows(tables[0]["rebalances"], group=GROUP), key=lambda r: r["generation"])
-    assert [r["generation"] for r in rows] == [1, 2, 3]
+    assert [r["generation"] for r in rows] == [1, 2, 3], _group_log(scenario)
     assert [r["cause"] for r in rows] == ["new_member"] * 3
     assert [r["causes"] for r in rows] == [["new_member"]] * 3
     assert [r["outcome"] for r in rows] == ["stable"] * 3

@@ -25,13 +25,15 @@ REPO = Path(__file__).resolve().parent.parent.parent
 
 
 def wait_until(predicate, timeout: float, what: str, interval: float = 0.05):
+    """predicate() until it returns something true: that value, or AssertionError naming what
+    was awaited and the last value seen."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+            raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {value!r})")
         time.sleep(interval)
 
 
