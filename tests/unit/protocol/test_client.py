@@ -71,7 +71,7 @@ def test_negotiation_takes_the_highest_version_both_sides_speak():
         entry(api_key=ApiKey.HEARTBEAT, min_version=0, max_version=99),        # we stop earlier
         entry(api_key=ApiKey.JOIN_GROUP, min_version=0, max_version=2),        # the broker does
         entry(api_key=ApiKey.FETCH, min_version=99, max_version=120),          # no overlap
-        entry(api_key=ApiKey.STREAMS_GROUP_HEARTBEAT, min_version=0, max_version=1))))   # we lack it
+        entry(api_key=ApiKey.DESCRIBE_QUORUM, min_version=0, max_version=1))))   # we lack it
     assert session.versions == {ApiKey.HEARTBEAT: REQUESTS[ApiKey.HEARTBEAT].max_version,
                                 ApiKey.JOIN_GROUP: 2}
     with pytest.raises(ProtocolError, match="UNSUPPORTED_VERSION"):
