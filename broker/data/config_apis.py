@@ -186,9 +186,8 @@ class ConfigApis:
         node = str(int(name))
         # a KRaft node's id is always set: a static setting, broker.id following it (default -1)
         settings.update({"node.id": (None, True, 3), "broker.id": ("-1", True, 3)})
-        # the data directory given by --data-dir (or its default) is this broker's log.dirs
         started_with = {n: node for n in ("node.id", "broker.id") if n not in self.props}
-        if "log.dirs" not in self.props and "log.dir" not in self.props:
+        if "log.dirs" not in self.props and "log.dir" not in self.props:     # --data-dir, or its default
             started_with["log.dirs"] = self.config.data_dir
         layers = [*self.layers(), (started_with, STATIC_BROKER_CONFIG)]
         rows = []

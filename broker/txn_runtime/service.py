@@ -36,7 +36,6 @@ from offsets_log.log import ShardLog
 from protocol.errors import ErrorCode
 from protocol.logtext import safe
 
-
 from broker.cluster.log_homes import exists, open_log
 from broker.cluster.topology import GROUP_TOPIC, TXN_TOPIC, Node, Topology
 from broker.faults.rules import FaultError
@@ -47,8 +46,7 @@ E = ErrorCode
 COORDINATOR_EPOCH = 0
 #: retriable marker errors are retried after this long, as Kafka's marker channel retries
 MARKER_RETRY_S = 0.1
-#: marker answers that end its sending: written, or never to be (the partition is gone; the
-#: producer or the coordinator has moved on: Kafka drops the marker then too)
+#: marker answers that end its sending: written, or never to be (Kafka drops the marker too)
 _MARKER_DONE = frozenset({E.NONE, E.UNKNOWN_TOPIC_OR_PARTITION, E.INVALID_PRODUCER_EPOCH,
                           E.TRANSACTION_COORDINATOR_FENCED})
 #: how long an EndTxn answer waits for its markers before it goes anyway (a shard loading)
