@@ -50,6 +50,9 @@ class ApiSpec:
     injectable: bool = False
     #: the first version ApiVersions advertises, where it is below the first one served
     advertised_min: int | None = None
+    #: the feature whose finalized level must be at least 1 for it to be served; below that it
+    #: is answered UNSUPPORTED_VERSION before anything is checked (Kafka's share.version)
+    feature: str | None = None
 
     @property
     def versions(self) -> range:

@@ -50,6 +50,16 @@ def _at_least(minimum: int):
     return parse
 
 
+def _between(low: int, high: int):
+    """An int parser that refuses values outside [low, high]."""
+    def parse(value: str) -> int:
+        number = int(value)
+        if not low <= number <= high:
+            raise ConfigError(f"must be between {low} and {high}")
+        return number
+    return parse
+
+
 def _bool(value: str) -> bool:
     if value.lower() not in ("true", "false"):
         raise ConfigError(f"expected true or false, got {value!r}")
@@ -106,6 +116,9 @@ class BrokerConfig:
     admin_host: str = "127.0.0.1"
     admin_port: int | None = None          # the fault-injection endpoint; None: off, 0: a free port
     journal_enable: bool = True            # the group event journal (broker/journal/recorder.py)
+    #: the finalized level of share.version (what formatting a Kafka cluster with
+    #: ``--feature share.version=N`` sets): 1 serves share groups
+    share_version: int = 0
     journal_sample_ms: int = 10_000        # how often partitions' log-end offsets are sampled
     journal_commit_interval_ms: int = 1_000  # a member's commits within this are one line
     journal_segment_bytes: int = 64 << 20
@@ -152,6 +165,8 @@ class BrokerConfig:
         # groupbroker's own: the fault-injection admin endpoint (broker/faults/endpoint.py)
         "groupbroker.admin.host": ("admin_host", str),
         "groupbroker.admin.port": ("admin_port", int),
+        # groupbroker's own: a feature level Kafka sets when it formats its storage
+        "groupbroker.feature.share.version": ("share_version", _between(0, 1)),
         # groupbroker's own: the group event journal the analytics report reads
         "groupbroker.journal.enable": ("journal_enable", _bool),
         "groupbroker.journal.sample.interval.ms": ("journal_sample_ms", int),
@@ -209,6 +224,11 @@ class BrokerConfig:
         if values.get("nodes", 1) < 1:
             raise ConfigError(f"--nodes must be at least 1, got {values['nodes']}")
         return cls(**values, props=dict(props))
+
+    @property
+    def features(self) -> dict[str, int]:
+        """The finalized feature levels this broker's settings choose."""
+        return {"share.version": self.share_version}
 
     @property
     def host(self) -> str:

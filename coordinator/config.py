@@ -62,6 +62,17 @@ class CoordinatorConfig(KafkaNamed):
     group_consumer_assignment_interval_ms: int = 1_000
     group_consumer_min_assignment_interval_ms: int = 0
     group_consumer_max_assignment_interval_ms: int = 15_000
+    # KIP-932 share groups (Kafka's GroupCoordinatorConfig)
+    group_share_max_size: int = 200
+    group_share_session_timeout_ms: int = 45_000
+    group_share_min_session_timeout_ms: int = 45_000
+    group_share_max_session_timeout_ms: int = 60_000
+    group_share_heartbeat_interval_ms: int = 5_000
+    group_share_min_heartbeat_interval_ms: int = 5_000
+    group_share_max_heartbeat_interval_ms: int = 15_000
+    group_share_assignment_interval_ms: int = 1_000
+    group_share_min_assignment_interval_ms: int = 0
+    group_share_max_assignment_interval_ms: int = 15_000
 
     def __post_init__(self) -> None:
         if not 0 < self.message_max_bytes <= MAX_FRAME:
@@ -78,6 +89,17 @@ class CoordinatorConfig(KafkaNamed):
         if self.group_consumer_heartbeat_interval_ms >= self.group_consumer_session_timeout_ms:
             raise ValueError("group.consumer.heartbeat.interval.ms must be less than "
                              "group.consumer.session.timeout.ms")
+        self._check_bounds("group.share.session.timeout.ms", self.group_share_session_timeout_ms,
+                           self.group_share_min_session_timeout_ms, self.group_share_max_session_timeout_ms)
+        self._check_bounds("group.share.heartbeat.interval.ms", self.group_share_heartbeat_interval_ms,
+                           self.group_share_min_heartbeat_interval_ms,
+                           self.group_share_max_heartbeat_interval_ms)
+        if self.group_share_heartbeat_interval_ms >= self.group_share_session_timeout_ms:
+            raise ValueError("group.share.heartbeat.interval.ms must be less than "
+                             "group.share.session.timeout.ms")
+        self._check_bounds("group.share.assignment.interval.ms", self.group_share_assignment_interval_ms,
+                           self.group_share_min_assignment_interval_ms,
+                           self.group_share_max_assignment_interval_ms)
         self._check_assignment_interval()
         if self.group_consumer_migration_policy.lower() not in MIGRATION_POLICIES:
             raise ValueError(f"group.consumer.migration.policy must be one of "

@@ -19,15 +19,17 @@ from coordinator.consumer.manager import ConsumerGroupManager
 from coordinator.events import Deletion, Event
 from coordinator.offsets import OffsetManager
 from coordinator.result import CoordinatorResult
+from coordinator.share import records as share_records
+from coordinator.share.manager import ShareGroupManager
 
 log = logging.getLogger("groupbroker.coordinator")
 
 E = ErrorCode
 
-def describe_groups(groups: ClassicGroupManager, consumer: ConsumerGroupManager, out: CoordinatorResult,
-                    now: int, ctx: RequestContext, req) -> None:
+def describe_groups(groups: ClassicGroupManager, consumer: ConsumerGroupManager, share: ShareGroupManager,
+                    out: CoordinatorResult, now: int, ctx: RequestContext, req) -> None:
     v = ctx.version
-    groups = [_describe(groups, consumer, v, gid) for gid in req.groups]
+    groups = [_describe(groups, consumer, share, v, gid) for gid in req.groups]
     if v >= 3 and req.include_authorized_operations:
         # KafkaApis fills this in for every entry without an error, the unknown ("Dead") one too.
         groups = [dataclasses.replace(g, authorized_operations=r.GROUP_OPERATIONS)
@@ -35,7 +37,8 @@ def describe_groups(groups: ClassicGroupManager, consumer: ConsumerGroupManager,
     out.reply(ctx.token, ApiKey.DESCRIBE_GROUPS, v, r.DescribeGroupsResponse(groups=tuple(groups)))
 
 
-def _describe(groups: ClassicGroupManager, consumer: ConsumerGroupManager, v: int, group_id: str):
+def _describe(groups: ClassicGroupManager, consumer: ConsumerGroupManager, share: ShareGroupManager,
+              v: int, group_id: str):
     """GroupMetadataManager.describeGroups: metadata and assignments only for a Stable group;
     a consumer group is not described here (ConsumerGroupDescribe describes it)."""
     if not groups.owns(group_id):
@@ -43,7 +46,8 @@ def _describe(groups: ClassicGroupManager, consumer: ConsumerGroupManager, v: in
     group = groups.groups.get(group_id)
     if group is None or group.is_in(S.DEAD):
         if v >= 6:                              # KIP-1043
-            message = (f"Group {group_id} is not a classic group." if group_id in consumer.groups
+            message = (f"Group {group_id} is not a classic group."
+                       if group_id in consumer.groups or group_id in share.groups
                        else f"Group {group_id} not found.")
             return r.described_group(v, group_id, E.GROUP_ID_NOT_FOUND, state=S.DEAD.value,
                                      error_message=message)
@@ -60,14 +64,15 @@ def _describe(groups: ClassicGroupManager, consumer: ConsumerGroupManager, v: in
                              protocol_data=group.protocol_name if stable else "", members=members)
 
 
-def list_groups(groups: ClassicGroupManager, consumer: ConsumerGroupManager, out: CoordinatorResult,
-                now: int, ctx: RequestContext, req) -> None:
+def list_groups(groups: ClassicGroupManager, consumer: ConsumerGroupManager, share: ShareGroupManager,
+                out: CoordinatorResult, now: int, ctx: RequestContext, req) -> None:
     """Every group of the shard, filtered by state (case-insensitive, trimmed) and type."""
     states = {s.strip().lower() for s in req.states_filter}
     types = {t.lower() for t in req.types_filter}
     listed = r.ListGroupsResponse.ListedGroup
     every = [(g, "classic") for g in groups.groups.values() if not g.is_in(S.DEAD)]
     every += [(g, "consumer") for g in consumer.groups.values()]
+    every += [(g, "share") for g in share.groups.values()]
     groups = tuple(
         listed(group_id=g.group_id, protocol_type=g.protocol_type, group_state=g.state.value,
                group_type=kind)
@@ -76,13 +81,13 @@ def list_groups(groups: ClassicGroupManager, consumer: ConsumerGroupManager, out
     out.reply(ctx.token, ApiKey.LIST_GROUPS, ctx.version, r.ListGroupsResponse(error_code=E.NONE, groups=groups))
 
 
-def delete_groups(groups: ClassicGroupManager, consumer: ConsumerGroupManager, offsets: OffsetManager,
-                  out: CoordinatorResult, now: int, ctx: RequestContext, req) -> None:
+def delete_groups(groups: ClassicGroupManager, consumer: ConsumerGroupManager, share: ShareGroupManager,
+                  offsets: OffsetManager, out: CoordinatorResult, now: int, ctx: RequestContext, req) -> None:
     """GroupCoordinatorShard.deleteGroups: tombstones for every offset, then for the group."""
     result_cls = r.DeleteGroupsResponse.DeletableGroupResult
     results, records = [], []
     for group_id in req.groups_names:
-        group = consumer.groups.get(group_id) or groups.groups.get(group_id)
+        group = consumer.groups.get(group_id) or share.groups.get(group_id) or groups.groups.get(group_id)
         if not groups.owns(group_id):
             error = E.NOT_COORDINATOR
         elif group is None or group.is_in(S.DEAD):
@@ -95,6 +100,8 @@ def delete_groups(groups: ClassicGroupManager, consumer: ConsumerGroupManager, o
                         for topic, partition in offsets.partitions_with_offsets(group_id)]
             if group_id in consumer.groups:
                 records += consumer.delete_records(group)
+            elif group_id in share.groups:
+                records += share_records.delete_records(group)
             else:
                 records.append(GroupMetadataTombstone(group_id))
             out.note(now, Event.GROUP_DELETED, group, reason=Deletion.DELETE_GROUPS)

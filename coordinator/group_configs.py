@@ -54,3 +54,12 @@ def validate_group_configs(wanted: dict[str, str], coordinator) -> None:
             raise InvalidGroupConfig(f"{name} must be less than or equal to {high}")
     if values["consumer.session.timeout.ms"] <= values["consumer.heartbeat.interval.ms"]:
         raise InvalidGroupConfig("consumer.session.timeout.ms must be greater than consumer.heartbeat.interval.ms")
+
+
+def group_setting(configs, group_id: str, name: str, default: int, low: int, high: int) -> int:
+    """A group config's value, kept within the broker's bounds as Kafka evaluates it (an
+    override set before the bounds changed is capped), or the broker's ``default``."""
+    value = configs.get(group_id, {}).get(name)
+    if value is None:
+        return default
+    return min(max(int(value), low), high)

@@ -113,3 +113,88 @@ def hash_map_order(keys: list[str]) -> list[str]:
     """The order a ``HashMap<String, ...>`` filled with ``keys`` by ``put`` (in this order)
     iterates them."""
     return iteration_order(keys, string_hash, grown_capacity(len(keys)))
+
+
+class HashTable:
+    """A ``java.util.HashMap`` (or ``HashSet``: values None) that iterates its keys in Java's
+    order while it is changed: by bucket, and within a bucket ``put`` links a key at the tail,
+    ``computeIfAbsent`` at the head; the table grows as Java's does (``put`` after an insert
+    takes it past its threshold, ``computeIfAbsent`` before an insert into a full table).
+    ``requested``: the initial capacity passed to Java's constructor (None: the default 16).
+    Where an algorithm's result depends on hash order (Kafka's share-group assignor), running
+    it over these tables gives Kafka's result."""
+
+    def __init__(self, hash_of: Callable, requested: int | None = None, keys: Iterable = ()):
+        self._hash_of, self._requested = hash_of, requested
+        self.capacity = self._threshold = 0
+        self._values: dict = {}
+        self._rank: dict = {}
+        self._linked = 0
+        for key in keys:
+            self.put(key)
+
+    @classmethod
+    def copy_of(cls, hash_of: Callable, keys: list) -> HashTable:
+        """``new HashSet<>(collection)`` of ``keys`` (in the collection's order)."""
+        return cls(hash_of, max(int(len(keys) / _LOAD_FACTOR) + 1, _DEFAULT_CAPACITY), keys)
+
+    def _resize(self) -> None:
+        if self.capacity == 0:
+            self.capacity = _DEFAULT_CAPACITY if self._requested is None else table_size_for(
+                max(self._requested, 1))
+        else:
+            self.capacity *= 2
+        self._threshold = int(self.capacity * _LOAD_FACTOR)
+
+    def _link(self, key, value, head: bool) -> None:
+        self._linked += 1
+        self._rank[key] = -self._linked if head else self._linked
+        self._values[key] = value
+
+    def put(self, key, value=None) -> None:
+        if key in self._values:
+            self._values[key] = value
+            return
+        if self.capacity == 0:
+            self._resize()
+        self._link(key, value, head=False)
+        if len(self._values) > self._threshold:
+            self._resize()
+
+    add = put
+
+    def compute_if_absent(self, key, make: Callable):
+        if key not in self._values:
+            if self.capacity == 0 or len(self._values) > self._threshold:
+                self._resize()
+            self._link(key, make(), head=True)
+        return self._values[key]
+
+    def remove(self, key) -> bool:
+        if key not in self._values:
+            return False
+        del self._values[key], self._rank[key]
+        return True
+
+    def get(self, key, default=None):
+        return self._values.get(key, default)
+
+    def __contains__(self, key) -> bool:
+        return key in self._values
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __iter__(self):
+        """The keys in Java's order at the time of the call; keys removed meanwhile are skipped
+        (as an iterator's own ``remove`` would)."""
+        def position(key):
+            h = self._hash_of(key)
+            return (h ^ (h >> 16)) & (self.capacity - 1), self._rank[key]
+        for key in sorted(self._values, key=position):
+            if key in self._values:
+                yield key
+
+    def items(self):
+        for key in self:
+            yield key, self._values[key]

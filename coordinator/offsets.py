@@ -13,7 +13,7 @@ import logging
 from dataclasses import dataclass
 
 from offsets_log.errors import RecordError
-from offsets_log.records import (GroupMetadataTombstone, OffsetCommit, OffsetCommitTombstone,
+from offsets_log.records import (SHARE_GROUP_KEYS, GroupMetadataTombstone, OffsetCommit, OffsetCommitTombstone,
                                  TransactionMarker, encode_record, offset_commit_key, tombstone)
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -116,8 +116,12 @@ class OffsetManager:
     consumer group, never both."""
 
     def __init__(self, config: CoordinatorConfig, classic: ClassicGroupManager, consumer,
-                 timers: Timers):
+                 timers: Timers, share):
         self.config, self.classic, self.consumer, self.timers = config, classic, consumer, timers
+        #: the shard's share groups: no offsets of theirs are committed, fetched or deleted here
+        #: (Kafka: "Group ... is not a consumer group.", GROUP_ID_NOT_FOUND)
+        self.share = share
+        self.share_groups = share.groups
         self.offsets: dict[str, dict[tuple[str, int], CommittedOffset]] = {}
         #: TxnOffsetCommit offsets awaiting their transaction's end: producer id -> group -> partition
         self.pending: dict[int, dict[str, dict[tuple[str, int], CommittedOffset]]] = {}
@@ -196,6 +200,8 @@ class OffsetManager:
         for rec in records:
             if isinstance(rec, (OffsetCommit, OffsetCommitTombstone, GroupMetadataTombstone, TransactionMarker)):
                 self.replay(rec)
+            elif rec.type in SHARE_GROUP_KEYS:
+                self.share.replay(rec)
             else:
                 self.consumer.replay(rec)
 
@@ -258,6 +264,8 @@ class OffsetManager:
             return E.INVALID_GROUP_ID
         if not self.classic.owns(req.group_id):
             return E.NOT_COORDINATOR
+        if req.group_id in self.share_groups:
+            return E.GROUP_ID_NOT_FOUND
         generation = req.generation_id_or_member_epoch
         consumer_group = self.consumer.groups.get(req.group_id)
         if consumer_group is not None:
@@ -301,6 +309,8 @@ class OffsetManager:
             return E.INVALID_GROUP_ID
         if not self.classic.owns(req.group_id):
             return E.NOT_COORDINATOR
+        if req.group_id in self.share_groups:
+            return E.GROUP_ID_NOT_FOUND
         generation = req.generation_id
         consumer_group = self.consumer.groups.get(req.group_id)
         if consumer_group is not None:
@@ -375,7 +385,7 @@ class OffsetManager:
         if not self.classic.owns(req.group_id):
             return fail(E.NOT_COORDINATOR)
         group = self.consumer.groups.get(req.group_id) or self.classic.groups.get(req.group_id)
-        if group is None or group.is_in(S.DEAD):
+        if group is None or group.is_in(S.DEAD) or req.group_id in self.share_groups:
             return fail(E.GROUP_ID_NOT_FOUND)
         if not group.is_in(S.EMPTY) and group.protocol_type != "consumer":
             return fail(E.NON_EMPTY_GROUP)      # only "consumer" groups may lose offsets while active

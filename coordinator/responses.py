@@ -150,6 +150,12 @@ def error_response(api_key: int, version: int, request, error: ErrorCode):
         described = ConsumerGroupDescribeResponse.DescribedGroup
         return ConsumerGroupDescribeResponse(groups=tuple(
             described(group_id=g, error_code=error) for g in request.group_ids))
+    if api_key == ApiKey.SHARE_GROUP_HEARTBEAT:
+        return RESPONSES[api_key].cls(error_code=error)
+    if api_key == ApiKey.SHARE_GROUP_DESCRIBE:
+        described = RESPONSES[api_key].cls.DescribedGroup
+        return RESPONSES[api_key].cls(groups=tuple(described(group_id=g, error_code=error)
+                                                   for g in request.group_ids))
     raise ValueError(f"api key {api_key} is not a group API")
 
 

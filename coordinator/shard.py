@@ -22,15 +22,17 @@ import uuid
 from functools import partial
 from typing import Callable, Mapping
 
-from offsets_log.records import (ConsumerGroupRecord, GroupMetadata, GroupMetadataTombstone,
+from offsets_log.records import (SHARE_GROUP_KEYS, GroupRecord, GroupMetadata, GroupMetadataTombstone,
                                  OffsetCommit, OffsetCommitTombstone, TransactionMarker, TypedRecord)
 from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
 from protocol.logtext import safe
 
-from coordinator import group_admin
+from coordinator import group_admin, responses
 from coordinator.actions import RequestContext
 from coordinator.classic import membership
 from coordinator.classic.group import ClassicGroup
+from coordinator.classic.state import GroupState as ClassicState
 from coordinator.classic.manager import ClassicGroupManager
 from coordinator.config import CoordinatorConfig
 from coordinator.consumer import classic_members
@@ -40,6 +42,7 @@ from coordinator.metadata import MetadataImage
 from coordinator.offsets import CommittedOffset, OffsetManager
 from coordinator.result import CoordinatorResult, StepFailed
 from coordinator.routing import shard_for
+from coordinator.share.manager import ShareGroupManager
 from coordinator.timers import Timers
 
 log = logging.getLogger("groupbroker.coordinator")
@@ -54,10 +57,13 @@ class Shard:
         self.new_uuid = new_uuid
         self.timers = Timers()
         self.classic = ClassicGroupManager(shard_id, config, self.timers, new_uuid)
-        self.consumer = ConsumerGroupManager(shard_id, config, self.timers, self.classic)
-        self.offset_manager = OffsetManager(config, self.classic, self.consumer, self.timers)
-        classic, consumer, offsets = self.classic, self.consumer, self.offset_manager
+        self.share = ShareGroupManager(shard_id, config, self.timers, self._other_than_share)
+        self.consumer = ConsumerGroupManager(shard_id, config, self.timers, self.classic, self.share.groups)
+        self.offset_manager = OffsetManager(config, self.classic, self.consumer, self.timers, self.share)
+        classic, consumer, share, offsets = self.classic, self.consumer, self.share, self.offset_manager
         self._handlers = {
+            ApiKey.SHARE_GROUP_HEARTBEAT: share.heartbeat,
+            ApiKey.SHARE_GROUP_DESCRIBE: share.describe,
             ApiKey.CONSUMER_GROUP_HEARTBEAT: consumer.heartbeat,
             ApiKey.CONSUMER_GROUP_DESCRIBE: consumer.describe,
             ApiKey.JOIN_GROUP: self._join_group,
@@ -68,9 +74,9 @@ class Shard:
             ApiKey.TXN_OFFSET_COMMIT: offsets.txn_offset_commit,
             ApiKey.OFFSET_FETCH: offsets.offset_fetch,
             ApiKey.OFFSET_DELETE: offsets.offset_delete,
-            ApiKey.DESCRIBE_GROUPS: partial(group_admin.describe_groups, classic, consumer),
-            ApiKey.LIST_GROUPS: partial(group_admin.list_groups, classic, consumer),
-            ApiKey.DELETE_GROUPS: partial(group_admin.delete_groups, classic, consumer, offsets),
+            ApiKey.DESCRIBE_GROUPS: partial(group_admin.describe_groups, classic, consumer, share),
+            ApiKey.LIST_GROUPS: partial(group_admin.list_groups, classic, consumer, share),
+            ApiKey.DELETE_GROUPS: partial(group_admin.delete_groups, classic, consumer, share, offsets),
         }
 
     @property
@@ -81,7 +87,7 @@ class Shard:
     def config(self, config: CoordinatorConfig) -> None:
         """A new configuration applies to every manager at once (a config change)."""
         self._config = self.classic.config = self.offset_manager.config = config
-        self.consumer.config = config
+        self.consumer.config = self.share.config = config
 
     @property
     def groups(self) -> dict[str, ClassicGroup]:
@@ -94,16 +100,29 @@ class Shard:
     def on_metadata(self, image: MetadataImage) -> None:
         """The topics changed (or the broker started): consumer groups see the new image."""
         self.consumer.on_metadata(image)
+        self.share.on_metadata(image)
 
     def on_group_configs(self, configs: Mapping[str, Mapping[str, str]]) -> None:
         """The dynamic group configs (group id -> name -> value) changed, or the broker started:
         consumer groups read their heartbeat interval, session timeout and assignment interval
         from them."""
-        self.consumer.group_configs = configs
+        self.consumer.group_configs = self.share.group_configs = configs
+
+    def _other_than_share(self, group_id: str) -> str | None:
+        """The type of the live classic or consumer group named ``group_id``, if any."""
+        if group_id in self.consumer.groups:
+            return "consumer"
+        group = self.classic.groups.get(group_id)
+        return "classic" if group is not None and not group.is_in(ClassicState.DEAD) else None
 
     def _join_group(self, out: CoordinatorResult, now: int, ctx: RequestContext, req) -> None:
         """Kafka's classicGroupJoin: a JoinGroup naming a consumer group with members joins it
-        as a classic member; an empty consumer group gives way to a classic group."""
+        as a classic member; an empty consumer group gives way to a classic group; the id of a
+        share group is refused."""
+        if req.group_id in self.share.groups:
+            out.reply(ctx.token, ApiKey.JOIN_GROUP, ctx.version,
+                      responses.join(ctx.version, ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
+            return
         group = self.consumer.groups.get(req.group_id)
         if group is not None:
             cfg = self.config
@@ -190,6 +209,7 @@ class Shard:
         out = self.result()
         self.classic.unload(out)
         self.consumer.unload()
+        self.share.unload()
         self.timers.clear()
         return out
 
@@ -214,13 +234,14 @@ class Shard:
             self.offset_manager.replay(record)
         elif isinstance(record, (GroupMetadata, GroupMetadataTombstone)):
             self.classic.replay(record)
-        elif isinstance(record, ConsumerGroupRecord):
-            self.consumer.replay(record)
+        elif isinstance(record, GroupRecord):
+            (self.share if record.type in SHARE_GROUP_KEYS else self.consumer).replay(record)
 
     def loaded(self, now: int) -> CoordinatorResult:
         """After replay: members come back Stable with fresh session timers; start the sweep."""
         out = self.result()
         self.classic.loaded(out, now)
         self.consumer.loaded(now)
+        self.share.loaded(now)
         self.offset_manager.loaded(now)
         return out

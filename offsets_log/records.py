@@ -18,6 +18,7 @@ from typing import NamedTuple, Sequence
 from protocol.control_records import control_key, marker_coordinator_epoch, marker_value
 from protocol.exceptions import DecodeError, EncodeError
 from protocol.messages.offsets_records import CONSUMER_GROUP_RECORDS as CG, RECORDS
+from protocol.messages.offsets_records import SHARE_GROUP_RECORDS as SG
 from protocol.payloads import decode_payload, encode_payload
 
 from .errors import RecordError
@@ -78,10 +79,11 @@ class GroupMetadataTombstone:
 
 
 @dataclass(frozen=True, slots=True)
-class ConsumerGroupRecord:
-    """A KIP-848 consumer-group record; ``value`` None is its tombstone.
+class GroupRecord:
+    """A record of a KIP-848 consumer group or a KIP-932 share group; ``value`` None is its
+    tombstone.
 
-    ``type`` is the key version (see :data:`CONSUMER_GROUP_KEYS`); ``sub`` is the second key
+    ``type`` is the key version (see :data:`GROUP_RECORD_KEYS`); ``sub`` is the second key
     field of the member records (the member id) and of the regex record (the expression).
     """
     type: int
@@ -100,7 +102,7 @@ class TransactionMarker:
 
 
 TypedRecord = (OffsetCommit | OffsetCommitTombstone | GroupMetadata | GroupMetadataTombstone
-               | ConsumerGroupRecord | TransactionMarker)
+               | GroupRecord | TransactionMarker)
 
 #: key version -> (key message, value message) of the consumer-group records
 CONSUMER_GROUP_KEYS = {
@@ -112,6 +114,16 @@ CONSUMER_GROUP_KEYS = {
     8: (CG.current_member_assignment_key, CG.current_member_assignment_value),
     16: (CG.regular_expression_key, CG.regular_expression_value),
 }
+#: key version -> (key message, value message) of the share-group records
+SHARE_GROUP_KEYS = {
+    10: (SG.member_metadata_key, SG.member_metadata_value),
+    11: (SG.metadata_key, SG.metadata_value),
+    12: (SG.target_assignment_metadata_key, SG.target_assignment_metadata_value),
+    13: (SG.target_assignment_member_key, SG.target_assignment_member_value),
+    14: (SG.current_member_assignment_key, SG.current_member_assignment_value),
+    15: (SG.state_partition_metadata_key, SG.state_partition_metadata_value),
+}
+GROUP_RECORD_KEYS = {**CONSUMER_GROUP_KEYS, **SHARE_GROUP_KEYS}
 
 
 #: The longest STRING a record (or any Kafka message) can hold, in UTF-8 bytes: Kafka's
@@ -227,9 +239,9 @@ def group_metadata_record(group: str, *, protocol_type: str, generation: int,
                   _encode(RECORDS.group_metadata_value, GROUP_METADATA_VALUE_VERSION, value))
 
 
-def consumer_group_record(record: ConsumerGroupRecord) -> Record:
-    """The log form of a consumer-group record (every value is written at version 0)."""
-    key_msg, value_msg = CONSUMER_GROUP_KEYS[record.type]
+def group_record(record: GroupRecord) -> Record:
+    """The log form of a consumer- or share-group record (every value is written at version 0)."""
+    key_msg, value_msg = GROUP_RECORD_KEYS[record.type]
     fields = {"group_id": record.group}
     if record.sub is not None:
         fields["member_id" if record.type != 16 else "regular_expression"] = record.sub
@@ -253,8 +265,8 @@ def encode_record(record: TypedRecord) -> Record:
         return tombstone(offset_commit_key(record.group, record.topic, record.partition))
     if isinstance(record, GroupMetadataTombstone):
         return tombstone(group_metadata_key(record.group))
-    if isinstance(record, ConsumerGroupRecord):
-        return consumer_group_record(record)
+    if isinstance(record, GroupRecord):
+        return group_record(record)
     raise TypeError(f"no log form for {type(record).__name__}")
 
 
@@ -307,10 +319,10 @@ def decode_record(key: bytes, value: bytes | None) -> TypedRecord:
             return GroupMetadataTombstone(k.group)
         version, v = _decode(RECORDS.group_metadata_value, value, "GroupMetadataValue")
         return GroupMetadata(k.group, v, version)
-    if key_version in CONSUMER_GROUP_KEYS:
-        key_msg, value_msg = CONSUMER_GROUP_KEYS[key_version]
+    if key_version in GROUP_RECORD_KEYS:
+        key_msg, value_msg = GROUP_RECORD_KEYS[key_version]
         _, k = _decode(key_msg, key, key_msg.name)
         sub = getattr(k, "member_id", getattr(k, "regular_expression", None))
         v = None if value is None else _decode(value_msg, value, value_msg.name)[1]
-        return ConsumerGroupRecord(key_version, k.group_id, sub, v)
+        return GroupRecord(key_version, k.group_id, sub, v)
     raise RecordError(f"unknown record type (key version {key_version})")

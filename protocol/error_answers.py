@@ -219,10 +219,12 @@ def with_default_message(key: ApiKey):
     return failed
 
 
-#: the share-group and streams-group APIs: their answers to a whole request refused
+#: the share-group APIs a connection answers while share groups are off (the heartbeat and
+#: describe are the group coordinator's), and the streams-group APIs: their answers to a whole
+#: request refused
+SHARE_GROUP_HEARTBEAT_FAILED = top_level(ApiKey.SHARE_GROUP_HEARTBEAT)
+SHARE_GROUP_DESCRIBE_FAILED = described_groups(ApiKey.SHARE_GROUP_DESCRIBE)
 GROUP_TYPES_OFF = {
-    ApiKey.SHARE_GROUP_HEARTBEAT: top_level(ApiKey.SHARE_GROUP_HEARTBEAT),
-    ApiKey.SHARE_GROUP_DESCRIBE: described_groups(ApiKey.SHARE_GROUP_DESCRIBE),
     ApiKey.SHARE_FETCH: top_level(ApiKey.SHARE_FETCH),
     ApiKey.SHARE_ACKNOWLEDGE: top_level(ApiKey.SHARE_ACKNOWLEDGE),
     ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: describe_share_group_offsets,

@@ -117,6 +117,9 @@ class Authorization:
             return self._refused(ctx, body, E.TOPIC_AUTHORIZATION_FAILED)
         return await route(ctx, body)
 
+    #: ShareGroupHeartbeat: as ConsumerGroupHeartbeat
+    share_group_heartbeat = consumer_group_heartbeat
+
     async def offset_commit(self, ctx, body, route):
         """READ on the group, then on each topic: an OffsetCommit's refused topics are answered
         first, as Kafka's API layer answers its errors before the coordinator's results; from
@@ -237,6 +240,8 @@ class Authorization:
         answer = await self._split(ctx, body, route, "group_ids", denied, allowed, "groups",
                                    E.GROUP_AUTHORIZATION_FAILED, refused_first=True)
         return self._with_group_operations(ctx, answer) if body.include_authorized_operations else answer
+
+    share_group_describe = consumer_group_describe
 
     async def list_groups(self, ctx, body, route):
         answer = await route(ctx, body)

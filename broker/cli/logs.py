@@ -22,7 +22,7 @@ from topic_log.store import read_metadata
 from topic_log.verify import verify_topics
 from coordinator.consumer.member import MemberState
 from offsets_log import tools
-from offsets_log.records import CONSUMER_GROUP_KEYS, ConsumerGroupRecord
+from offsets_log.records import GROUP_RECORD_KEYS, GroupRecord
 from protocol.uuids import kafka_uuid
 
 
@@ -66,7 +66,7 @@ def dump(data_dir: str, shard: int | None = None) -> Iterator[str]:
     """offsets_log.tools.dump's lines, the consumer-group records written readably."""
     names = topic_names(data_dir)
     return tools.dump(data_dir, shard, describe=lambda typed: consumer_group_text(typed, names)
-                      if isinstance(typed, ConsumerGroupRecord) else repr(typed))
+                      if isinstance(typed, GroupRecord) else repr(typed))
 
 
 _PARTITION_DIR = re.compile(r"(.+)-0\Z")
@@ -91,10 +91,10 @@ def topic_names(data_dir: str) -> dict[uuid.UUID, str]:
     return names
 
 
-def consumer_group_text(record: ConsumerGroupRecord, names: dict[uuid.UUID, str]) -> str:
+def consumer_group_text(record: GroupRecord, names: dict[uuid.UUID, str]) -> str:
     """One consumer-group record (or its tombstone) on one line. ``names`` learns the topic
     names a partition-metadata record carries, for the records after it."""
-    name = CONSUMER_GROUP_KEYS[record.type][1].name.removesuffix("Value")
+    name = GROUP_RECORD_KEYS[record.type][1].name.removesuffix("Value")
     key = [f"group={record.group!r}"]
     if record.sub is not None:
         key.append(f"{'regular_expression' if record.type == 16 else 'member'}={record.sub!r}")

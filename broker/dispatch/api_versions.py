@@ -26,14 +26,22 @@ _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?\Z")
 SUPPORTED_FEATURES = (("group.version", 0, 1), ("kraft.version", 0, 1), ("metadata.version", 7, 30),
                       ("share.version", 0, 1), ("streams.version", 0, 1), ("transaction.version", 0, 2),
                       ("eligible.leader.replicas.version", 0, 1))
-#: The finalized feature levels, in the order Kafka lists them (a level 0 is not listed).
-FINALIZED_FEATURES = (("group.version", 1), ("transaction.version", 1),
+#: The finalized feature levels groupbroker may set, in the order Kafka lists them (a level 0
+#: is not listed); share.version is the setting groupbroker.feature.share.version's
+FINALIZED_FEATURES = (("group.version", 1), ("share.version", 0), ("transaction.version", 1),
                       ("eligible.leader.replicas.version", 1), ("metadata.version", 30))
 FINALIZED_FEATURES_EPOCH = 1
 
 
-def api_versions_answer(version: int, request, served):
-    """``served``: the declarations (``ApiSpec``) of the APIs served, by API key."""
+def finalized_features(levels: dict[str, int]) -> tuple[tuple[str, int], ...]:
+    """The finalized levels with ``levels`` set, level 0 left out."""
+    return tuple((name, levels.get(name, level)) for name, level in FINALIZED_FEATURES
+                 if levels.get(name, level) > 0)
+
+
+def api_versions_answer(version: int, request, served, finalized=finalized_features({})):
+    """``served``: the declarations (``ApiSpec``) of the APIs served, by API key; ``finalized``:
+    the features' levels (:func:`finalized_features`)."""
     if version >= 3 and not (_SOFTWARE.match(request.client_software_name)
                              and _SOFTWARE.match(request.client_software_version)):
         return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST)
@@ -44,7 +52,7 @@ def api_versions_answer(version: int, request, served):
         finalized_features_epoch=FINALIZED_FEATURES_EPOCH,
         finalized_features=tuple(ApiVersionsResponse.FinalizedFeatureKey(name=n, max_version_level=level,
                                                                          min_version_level=level)
-                                 for n, level in FINALIZED_FEATURES))
+                                 for n, level in finalized))
     return ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=tuple(
         entry(api_key=spec.key, min_version=spec.advertised[0], max_version=spec.advertised[1])
         for spec in served), **features)

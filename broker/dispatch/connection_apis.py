@@ -17,7 +17,7 @@ from security.authorization import cluster
 from security.credentials import CredentialStore
 
 from broker.api_spec import ApiSpec, Runs
-from broker.dispatch.api_versions import api_versions_answer
+from broker.dispatch.api_versions import api_versions_answer, finalized_features
 
 
 def _own(key: ApiKey, handler: str, failed, authorize=None) -> ApiSpec:
@@ -40,8 +40,8 @@ CONNECTION_APIS = (
     _own(ApiKey.DESCRIBE_ACLS, "describe_acls",
          error_answers.top_level(ApiKey.DESCRIBE_ACLS, message=True, resources=())),
     _own(ApiKey.DELETE_ACLS, "delete_acls", error_answers.delete_acls),
-    # share groups (KIP-932) and streams groups (KIP-1071): advertised, and answered as a Kafka
-    # 4.3 cluster with share.version and streams.version 0 answers them (issues 28 and 29)
+    # the share-group APIs not served yet, and streams groups (KIP-1071): advertised, and
+    # answered as a Kafka 4.3 cluster with share.version and streams.version 0 answers them
     *(_own(key, "feature_off", failed) for key, failed in error_answers.GROUP_TYPES_OFF.items()),
 )
 
@@ -50,8 +50,10 @@ class ConnectionApis:
     """``served``: the declarations of the APIs ApiVersions advertises; ``authorizer`` is None
     when ACLs are not enforced."""
 
-    def __init__(self, served, credentials: CredentialStore, authorizer: Authorizer | None):
+    def __init__(self, served, credentials: CredentialStore, authorizer: Authorizer | None,
+                 features: dict[str, int] | None = None):
         self.served = sorted(served, key=lambda spec: spec.key)
+        self.finalized = finalized_features(features or {})
         self.failed = {spec.key: spec.failed for spec in self.served}
         self.credentials, self.authorizer = credentials, authorizer
 
@@ -59,7 +61,7 @@ class ConnectionApis:
         return self.failed[ctx.api_key](ctx.version, body, ErrorCode.UNSUPPORTED_VERSION)
 
     async def api_versions(self, ctx, body):
-        return api_versions_answer(ctx.version, body, self.served)
+        return api_versions_answer(ctx.version, body, self.served, self.finalized)
 
     async def sasl_handshake(self, ctx, body):
         """On a connection already authenticated, or a listener without SASL (a SASL listener's

@@ -9,6 +9,8 @@ from operator import attrgetter
 
 import trio
 
+from protocol.errors import ErrorCode
+
 from security.acls import authorizer_of
 from security.authorization import Authorization
 from security.credentials import CredentialStore
@@ -54,7 +56,10 @@ class Handlers:
         self.credentials = CredentialStore(config.data_dir)
         #: Kafka's StandardAuthorizer when authorizer.class.name names it; else everything is allowed
         self.authorizer = authorizer_of(config)
-        self.connection = ConnectionApis(API_SPECS.values(), self.credentials, self.authorizer)
+        self.connection = ConnectionApis(API_SPECS.values(), self.credentials, self.authorizer, config.features)
+        #: the APIs whose feature is not finalized: UNSUPPORTED_VERSION, as Kafka answers them
+        self.feature_off = frozenset(key for key, spec in API_SPECS.items()
+                                     if spec.feature and config.features.get(spec.feature, 0) < 1)
         self.authorization = None if self.authorizer is None else Authorization(
             self.authorizer, self.data.topic_name, self.data.topic_exists, config.auto_create_topics_enable,
             whole_request_error)
@@ -75,6 +80,8 @@ class Handlers:
 
     async def handle(self, ctx, body):
         spec = API_SPECS[ctx.api_key]
+        if ctx.api_key in self.feature_off:
+            return spec.failed(ctx.version, body, ErrorCode.UNSUPPORTED_VERSION, None)
         rule = self.faults.take(ctx, body) if self.faults.rules else None
         if rule is not None:
             if rule.delay_ms:
@@ -91,7 +98,7 @@ class Handlers:
         """Start a request that may be pipelined (its declaration says which) without waiting:
         its shard ticket and the function that completes its response; else None (also while
         fault rules are armed, or ACLs enforced: they apply in :meth:`handle`)."""
-        if self.faults.rules or self.authorization is not None \
+        if self.faults.rules or self.authorization is not None or ctx.api_key in self.feature_off \
                 or not API_SPECS[ctx.api_key].pipelined(ctx.version):
             return None
         return self._groups.begin(ctx, body)

@@ -20,9 +20,9 @@ def _group_failed(key: ApiKey):
     return failed
 
 
-def _group(key: ApiKey, handler: str, authorize, pipelined=never) -> ApiSpec:
-    return ApiSpec(key, Runs.GROUP_COORDINATOR, handler, _group_failed(key), authorize,
-                   pipelined=pipelined, injectable=True)
+def _group(key: ApiKey, handler: str, authorize, pipelined=never, failed=None, feature=None) -> ApiSpec:
+    return ApiSpec(key, Runs.GROUP_COORDINATOR, handler, failed or _group_failed(key), authorize,
+                   pipelined=pipelined, injectable=True, feature=feature)
 
 
 def _single_group_offset_fetch(version: int) -> bool:
@@ -40,6 +40,11 @@ GROUP_APIS = (
     # the consumer protocol (KIP-848)
     _group(ApiKey.CONSUMER_GROUP_HEARTBEAT, "pipelined", Authorization.consumer_group_heartbeat, always),
     _group(ApiKey.CONSUMER_GROUP_DESCRIBE, "consumer_group_describe", Authorization.consumer_group_describe),
+    # the share protocol (KIP-932)
+    _group(ApiKey.SHARE_GROUP_HEARTBEAT, "pipelined", Authorization.share_group_heartbeat, always,
+           error_answers.SHARE_GROUP_HEARTBEAT_FAILED, "share.version"),
+    _group(ApiKey.SHARE_GROUP_DESCRIBE, "share_group_describe", Authorization.share_group_describe,
+           failed=error_answers.SHARE_GROUP_DESCRIBE_FAILED, feature="share.version"),
     # offsets
     _group(ApiKey.OFFSET_COMMIT, "pipelined", Authorization.offset_commit, always),
     _group(ApiKey.OFFSET_FETCH, "offset_fetch", Authorization.offset_fetch, _single_group_offset_fetch),

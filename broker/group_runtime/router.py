@@ -300,6 +300,9 @@ class GroupRouter:
     async def consumer_group_describe(self, ctx, request):
         return await self._split(ctx, request, "group_ids", _itself, "groups", _CONSUMER_DESCRIPTION_ORDER)
 
+    async def share_group_describe(self, ctx, request):
+        return await self._split(ctx, request, "group_ids", _itself, "groups", _CONSUMER_DESCRIPTION_ORDER)
+
     async def list_groups(self, ctx, request):
         answers = [None] * len(self.runners)
 

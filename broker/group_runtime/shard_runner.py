@@ -115,7 +115,7 @@ class Ticket:
 #: The APIs whose errors are answered to a group member (and logged as such).
 _MEMBER_APIS = (ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP,
                 ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_DELETE, ApiKey.OFFSET_FETCH,
-                ApiKey.CONSUMER_GROUP_HEARTBEAT)
+                ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.SHARE_GROUP_HEARTBEAT)
 #: Retrying a failed log: the first wait, and the longest (doubling between).
 RETRY_MIN_S = 1.0
 RETRY_MAX_S = 30.0
@@ -142,7 +142,8 @@ def _log_error(ticket: Ticket) -> None:
     rebalance failure needs to see (e.g. ILLEGAL_GENERATION on a late commit)."""
     group, api, member, generation, error = ticket.error
     who = f"member {safe(member)}" if member else "a new member"
-    epoch = "member epoch" if api == api_name(ApiKey.CONSUMER_GROUP_HEARTBEAT) else "generation"
+    epoch = "member epoch" if api in (api_name(ApiKey.CONSUMER_GROUP_HEARTBEAT),
+                                      api_name(ApiKey.SHARE_GROUP_HEARTBEAT)) else "generation"
     sent = "" if generation is None else f" ({epoch} {generation})"      # JoinGroup sends none
     log.info("group %s: %s v%d from %s%s answered %s", safe(group), api, ticket.version, who, sent,
              error.name)

@@ -52,7 +52,12 @@ TEST_DEFAULTS = {"group.initial.rebalance.delay.ms": "50", "group.min.session.ti
                  "group.consumer.heartbeat.interval.ms": "500",
                  "group.consumer.min.heartbeat.interval.ms": "100",
                  "group.consumer.session.timeout.ms": "10000",
-                 "group.consumer.min.session.timeout.ms": "1000"}
+                 "group.consumer.min.session.timeout.ms": "1000",
+                 # KIP-932 share groups: the same
+                 "group.share.heartbeat.interval.ms": "500",
+                 "group.share.min.heartbeat.interval.ms": "100",
+                 "group.share.session.timeout.ms": "10000",
+                 "group.share.min.session.timeout.ms": "1000"}
 
 
 def wait_until_answering(host: str, port: int, timeout: float) -> None:

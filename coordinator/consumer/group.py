@@ -154,18 +154,7 @@ class ConsumerGroup:
         return max(counts, key=lambda a: counts[a]) if counts else None
 
     def members_in_kafka_order(self) -> list[ConsumerGroupMember]:
-        """The members as Kafka's member table iterates them: slot by slot (Kafka's
-        BaseHashTable.findSlot of the member id's String.hashCode), within a slot the last to
-        come in first (a dict keeps that order: an update keeps its place, a member that left
-        and came back is the newest)."""
-        shift = 65 - self.members_capacity.bit_length()
-
-        def slot(member_id: str) -> int:
-            h = java_string_hash(member_id) & 0xFFFFFFFF
-            h -= (h & 0x80000000) << 1                       # the signed int
-            return ((h * _FIND_SLOT_MULTIPLIER) & 0xFFFFFFFFFFFFFFFF) >> shift
-        order = {member_id: i for i, member_id in enumerate(self.members)}
-        return sorted(self.members.values(), key=lambda m: (slot(m.member_id), -order[m.member_id]))
+        return members_in_table_order(self.members, self.members_capacity)
 
     # --- changing (from replay only) ----------------------------------------------------------
     def update_member(self, member: ConsumerGroupMember) -> None:
@@ -230,3 +219,18 @@ class ConsumerGroup:
 
     def metadata_expired(self, now: int) -> bool:
         return now >= self.metadata_refresh_deadline or self.metadata_refresh_epoch != self.group_epoch
+
+
+def members_in_table_order(members: dict, capacity: int) -> list:
+    """The members as Kafka's member table (a TimelineHashMap of ``capacity`` slots) iterates
+    them: slot by slot (Kafka's BaseHashTable.findSlot of the member id's String.hashCode),
+    within a slot the last to come in first (a dict keeps that order: an update keeps its place,
+    a member that left and came back is the newest)."""
+    shift = 65 - capacity.bit_length()
+
+    def slot(member_id: str) -> int:
+        h = java_string_hash(member_id) & 0xFFFFFFFF
+        h -= (h & 0x80000000) << 1                       # the signed int
+        return ((h * _FIND_SLOT_MULTIPLIER) & 0xFFFFFFFFFFFFFFFF) >> shift
+    order = {member_id: i for i, member_id in enumerate(members)}
+    return sorted(members.values(), key=lambda m: (slot(m.member_id), -order[m.member_id]))

@@ -14,7 +14,7 @@ import logging
 from typing import Mapping
 
 from offsets_log.errors import RecordError
-from offsets_log.records import ConsumerGroupRecord, GroupMetadataTombstone, Record, encode_record
+from offsets_log.records import GroupRecord, GroupMetadataTombstone, Record, encode_record
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.logtext import safe
@@ -37,6 +37,7 @@ from coordinator.consumer.regex import compile_subscription, matching
 from coordinator.consumer.replay import replay_into
 from coordinator.consumer.target import build_target, subscribed_topics
 from coordinator.errors import GroupError
+from coordinator.group_configs import group_setting
 from coordinator.events import Cause, Event, Expiry
 from coordinator.metadata import EMPTY_IMAGE, MetadataImage
 from coordinator.result import CoordinatorResult
@@ -141,9 +142,11 @@ EXPIRY_CAUSES = {Expiry.SESSION: Cause.SESSION_EXPIRY, Expiry.REVOCATION: Cause.
 
 
 class ConsumerGroupManager:
-    def __init__(self, shard_id: int, config: CoordinatorConfig, timers: Timers, classic):
+    def __init__(self, shard_id: int, config: CoordinatorConfig, timers: Timers, classic,
+                 share_groups: Mapping | None = None):
         self.shard_id, self.config, self.timers = shard_id, config, timers
-        self.classic = classic                    # a group id names one group of either type
+        self.classic = classic                    # a group id names one group of any type
+        self.share_groups = {} if share_groups is None else share_groups
         self.groups: dict[str, ConsumerGroup] = {}
         self.image: MetadataImage = EMPTY_IMAGE
         #: group id -> its dynamic group configs (IncrementalAlterConfigs on GROUP resources)
@@ -154,12 +157,7 @@ class ConsumerGroupManager:
 
     # --- group configs ------------------------------------------------------------------------
     def _group_setting(self, group_id: str, name: str, default: int, low: int, high: int) -> int:
-        """A group config's value, kept within the broker's bounds as Kafka evaluates it (an
-        override set before the bounds changed is capped), or the broker's ``default``."""
-        value = self.group_configs.get(group_id, {}).get(name)
-        if value is None:
-            return default
-        return min(max(int(value), low), high)
+        return group_setting(self.group_configs, group_id, name, default, low, high)
 
     def heartbeat_interval_ms(self, group_id: str) -> int:
         c = self.config
@@ -241,6 +239,9 @@ class ConsumerGroupManager:
         out.reply(ctx.token, ApiKey.CONSUMER_GROUP_HEARTBEAT, ctx.version, response)
 
     def _classic_group(self, group_id: str):
+        """The live group of another type named ``group_id`` (a classic one, or a share group)."""
+        if group_id in self.share_groups:
+            return self.share_groups[group_id]
         group = self.classic.groups.get(group_id)
         return None if group is None or group.is_in(ClassicState.DEAD) else group
 
@@ -252,6 +253,8 @@ class ConsumerGroupManager:
         if group is not None:
             return group
         classic = self._classic_group(group_id)
+        if group_id in self.share_groups:
+            raise GroupError(E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
         if classic is None:
             if not create:
                 raise GroupError(E.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
@@ -635,12 +638,12 @@ class ConsumerGroupManager:
         """Persist the records, then replay them (a new group is materialized by its records)."""
         out.persist([encode_record(r) for r in records])
         for record in records:
-            if isinstance(record, ConsumerGroupRecord):
+            if isinstance(record, GroupRecord):
                 self.replay(record)
             else:
                 self.classic.replay(record)
 
-    def replay(self, record: ConsumerGroupRecord) -> None:
+    def replay(self, record: GroupRecord) -> None:
         """Kafka's GroupMetadataManager.replay for records 3-8 and 16: a group comes into being
         with its first record and goes with its epoch's tombstone."""
         group = self.groups.get(record.group)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from offsets_log.records import CONSUMER_GROUP_KEYS, ConsumerGroupRecord
+from offsets_log.records import CONSUMER_GROUP_KEYS, GroupRecord
 
 from coordinator.consumer.group import ResolvedRegex, TopicMetadata
 from coordinator.consumer.member import Assignment, ConsumerGroupMember
@@ -20,19 +20,19 @@ def _topic_partitions(cls, assignment: Assignment):
                  for t, ps in sorted(assignment.items(), key=lambda kv: str(kv[0])))
 
 
-def group_epoch(group_id: str, epoch: int) -> ConsumerGroupRecord:
-    return ConsumerGroupRecord(GROUP_EPOCH, group_id, None, _value(GROUP_EPOCH)(epoch=epoch))
+def group_epoch(group_id: str, epoch: int) -> GroupRecord:
+    return GroupRecord(GROUP_EPOCH, group_id, None, _value(GROUP_EPOCH)(epoch=epoch))
 
 
-def partition_metadata(group_id: str, metadata: dict[str, TopicMetadata]) -> ConsumerGroupRecord:
+def partition_metadata(group_id: str, metadata: dict[str, TopicMetadata]) -> GroupRecord:
     cls = _value(PARTITION_METADATA)
     topics = tuple(cls.TopicMetadata(topic_id=t.topic_id, topic_name=t.name,
                                      num_partitions=t.num_partitions, partition_metadata=())
                    for t in sorted(metadata.values(), key=lambda t: t.name))
-    return ConsumerGroupRecord(PARTITION_METADATA, group_id, None, cls(topics=topics))
+    return GroupRecord(PARTITION_METADATA, group_id, None, cls(topics=topics))
 
 
-def member_subscription(group_id: str, m: ConsumerGroupMember) -> ConsumerGroupRecord:
+def member_subscription(group_id: str, m: ConsumerGroupMember) -> GroupRecord:
     value = _value(MEMBER)(
         instance_id=m.instance_id, rack_id=m.rack_id, client_id=m.client_id,
         client_host=m.client_host, subscribed_topic_names=tuple(sorted(m.subscribed_topic_names)),
@@ -42,19 +42,19 @@ def member_subscription(group_id: str, m: ConsumerGroupMember) -> ConsumerGroupR
             session_timeout_ms=m.classic.session_timeout_ms,
             supported_protocols=tuple(_value(MEMBER).ClassicMemberMetadata.ClassicProtocol(
                 name=name, metadata=meta) for name, meta in m.classic.protocols)))
-    return ConsumerGroupRecord(MEMBER, group_id, m.member_id, value)
+    return GroupRecord(MEMBER, group_id, m.member_id, value)
 
 
-def target_epoch(group_id: str, epoch: int, timestamp: int = 0) -> ConsumerGroupRecord:
+def target_epoch(group_id: str, epoch: int, timestamp: int = 0) -> GroupRecord:
     """The target assignment's epoch and when it was computed (0: not computed here, e.g. a
     converted classic group's)."""
-    return ConsumerGroupRecord(TARGET_EPOCH, group_id, None, _value(TARGET_EPOCH)(
+    return GroupRecord(TARGET_EPOCH, group_id, None, _value(TARGET_EPOCH)(
         assignment_epoch=epoch, assignment_timestamp=timestamp))
 
 
-def target_member(group_id: str, member_id: str, assignment: Assignment) -> ConsumerGroupRecord:
+def target_member(group_id: str, member_id: str, assignment: Assignment) -> GroupRecord:
     cls = _value(TARGET_MEMBER)
-    return ConsumerGroupRecord(TARGET_MEMBER, group_id, member_id, cls(
+    return GroupRecord(TARGET_MEMBER, group_id, member_id, cls(
         topic_partitions=_topic_partitions(cls.TopicPartition, assignment)))
 
 
@@ -66,24 +66,24 @@ def _with_epochs(cls, assignment: Assignment, m: ConsumerGroupMember):
                  for t, ps in sorted(assignment.items(), key=lambda kv: str(kv[0])))
 
 
-def current_assignment(group_id: str, m: ConsumerGroupMember) -> ConsumerGroupRecord:
+def current_assignment(group_id: str, m: ConsumerGroupMember) -> GroupRecord:
     cls = _value(CURRENT)
-    return ConsumerGroupRecord(CURRENT, group_id, m.member_id, cls(
+    return GroupRecord(CURRENT, group_id, m.member_id, cls(
         member_epoch=m.member_epoch, previous_member_epoch=m.previous_member_epoch,
         state=int(m.state), assigned_partitions=_with_epochs(cls.TopicPartitions, m.assigned, m),
         partitions_pending_revocation=_with_epochs(cls.TopicPartitions, m.pending_revocation, m)))
 
 
-def regex(group_id: str, expression: str, resolved: ResolvedRegex) -> ConsumerGroupRecord:
-    return ConsumerGroupRecord(REGEX, group_id, expression, _value(REGEX)(
+def regex(group_id: str, expression: str, resolved: ResolvedRegex) -> GroupRecord:
+    return GroupRecord(REGEX, group_id, expression, _value(REGEX)(
         topics=tuple(sorted(resolved.topics)), version=resolved.version, timestamp=resolved.timestamp))
 
 
-def tombstone(kind: int, group_id: str, sub: str | None = None) -> ConsumerGroupRecord:
-    return ConsumerGroupRecord(kind, group_id, sub, None)
+def tombstone(kind: int, group_id: str, sub: str | None = None) -> GroupRecord:
+    return GroupRecord(kind, group_id, sub, None)
 
 
-def member_tombstones(group_id: str, member_id: str) -> list[ConsumerGroupRecord]:
+def member_tombstones(group_id: str, member_id: str) -> list[GroupRecord]:
     """Kafka's removeMember, in its order."""
     return [tombstone(CURRENT, group_id, member_id), tombstone(TARGET_MEMBER, group_id, member_id),
             tombstone(MEMBER, group_id, member_id)]

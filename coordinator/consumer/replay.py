@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from offsets_log.records import ConsumerGroupRecord
+from offsets_log.records import GroupRecord
 
 from coordinator.consumer import records as rec
 from coordinator.consumer.group import ConsumerGroup, ResolvedRegex, TopicMetadata
@@ -11,7 +11,7 @@ from coordinator.consumer.member import (LEAVE_GROUP_MEMBER_EPOCH, ClassicMetada
                                          epochs_of)
 
 
-def replay_into(group: ConsumerGroup, record: ConsumerGroupRecord) -> None:
+def replay_into(group: ConsumerGroup, record: GroupRecord) -> None:
     """Apply one record to ``group`` (the group's own part of replaying)."""
     kind, value = record.type, record.value
     if kind == rec.GROUP_EPOCH:

@@ -126,3 +126,77 @@ CONSUMER_GROUP_RECORDS = SimpleNamespace(
             F("timestamp", "int64"),
         ]),
 )
+
+# KIP-932 share-group records in the offsets log: the key version is the record type (10-15).
+_TOPIC_PARTITIONS_INFO = [F("topic_id", "uuid"), F("topic_name", "string"), F("partitions", "[]int32")]
+
+SHARE_GROUP_RECORDS = SimpleNamespace(
+    member_metadata_key=_group_key("ShareGroupMemberMetadataKey", "10", F("member_id", "string")),
+    member_metadata_value=Message("ShareGroupMemberMetadataValue", None, "data", "0", "0+", [
+        F("rack_id", "string", nullable="0+"),
+        F("client_id", "string"),
+        F("client_host", "string"),
+        F("subscribed_topic_names", "[]string"),
+    ]),
+    metadata_key=_group_key("ShareGroupMetadataKey", "11"),
+    metadata_value=Message("ShareGroupMetadataValue", None, "data", "0", "0+", [
+        F("epoch", "int32"),
+        F("metadata_hash", "int64"),
+    ]),
+    target_assignment_metadata_key=_group_key("ShareGroupTargetAssignmentMetadataKey", "12"),
+    target_assignment_metadata_value=Message(
+        "ShareGroupTargetAssignmentMetadataValue", None, "data", "0", "0+", [
+            F("assignment_epoch", "int32"),
+            F("assignment_timestamp", "int64", default=0, tag=0, tagged="0+", ignorable=True),
+        ]),
+    target_assignment_member_key=_group_key("ShareGroupTargetAssignmentMemberKey", "13",
+                                            F("member_id", "string")),
+    target_assignment_member_value=Message(
+        "ShareGroupTargetAssignmentMemberValue", None, "data", "0", "0+", [
+            F("topic_partitions", "[]TopicPartition", fields=_TOPIC_PARTITIONS),
+        ]),
+    current_member_assignment_key=_group_key("ShareGroupCurrentMemberAssignmentKey", "14",
+                                             F("member_id", "string")),
+    current_member_assignment_value=Message(
+        "ShareGroupCurrentMemberAssignmentValue", None, "data", "0", "0+", [
+            F("member_epoch", "int32"),
+            F("previous_member_epoch", "int32"),
+            F("state", "int8"),
+            F("assigned_partitions", "[]TopicPartitions", fields=_TOPIC_PARTITIONS),
+        ]),
+    state_partition_metadata_key=_group_key("ShareGroupStatePartitionMetadataKey", "15"),
+    state_partition_metadata_value=Message(
+        "ShareGroupStatePartitionMetadataValue", None, "data", "0", "0+", [
+            F("initializing_topics", "[]TopicPartitionsInfo", fields=_TOPIC_PARTITIONS_INFO),
+            F("initialized_topics", "[]TopicPartitionsInfo", fields=_TOPIC_PARTITIONS_INFO),
+            F("deleting_topics", "[]TopicInfo", fields=[F("topic_id", "uuid"), F("topic_name", "string")]),
+        ]),
+)
+
+# The share coordinator's records (``__share_group_state``): a share-partition's whole state
+# (snapshot, key version 0) and the changes since (update, key version 1).
+_SHARE_PARTITION_KEY = [F("group_id", "string"), F("topic_id", "uuid"), F("partition", "int32")]
+_STATE_BATCH = [F("first_offset", "int64"), F("last_offset", "int64"), F("delivery_state", "int8"),
+                F("delivery_count", "int16")]
+
+SHARE_STATE_RECORDS = SimpleNamespace(
+    snapshot_key=Message("ShareSnapshotKey", None, "data", "0", "none", _SHARE_PARTITION_KEY),
+    snapshot_value=Message("ShareSnapshotValue", None, "data", "0", "0+", [
+        F("snapshot_epoch", "int32"),
+        F("state_epoch", "int32"),
+        F("leader_epoch", "int32"),
+        F("start_offset", "int64"),
+        F("delivery_complete_count", "int32", default=-1, tag=0, tagged="0+"),
+        F("create_timestamp", "int64"),
+        F("write_timestamp", "int64"),
+        F("state_batches", "[]StateBatch", fields=_STATE_BATCH),
+    ]),
+    update_key=Message("ShareUpdateKey", None, "data", "1", "none", _SHARE_PARTITION_KEY),
+    update_value=Message("ShareUpdateValue", None, "data", "0", "0+", [
+        F("snapshot_epoch", "int32"),
+        F("leader_epoch", "int32"),
+        F("start_offset", "int64"),
+        F("delivery_complete_count", "int32", default=-1, tag=0, tagged="0+"),
+        F("state_batches", "[]StateBatch", fields=_STATE_BATCH),
+    ]),
+)

@@ -19,7 +19,7 @@ from typing import Iterable, Mapping
 
 from coordinator.metadata import MetadataImage, TopicImage
 from coordinator.routing import shard_for
-from offsets_log.records import ConsumerGroupRecord, decode, encode_record
+from offsets_log.records import GroupRecord, decode, encode_record
 from protocol import REQUESTS
 from protocol.api_keys import ApiKey
 
@@ -163,7 +163,7 @@ class ConsumerHarness(Harness):
 
 def record_kinds(records) -> list[tuple]:
     """(type, sub, tombstone?) of decoded consumer-group records, others as their class name."""
-    return [(r.type, r.sub, r.value is None) if isinstance(r, ConsumerGroupRecord)
+    return [(r.type, r.sub, r.value is None) if isinstance(r, GroupRecord)
             else type(r).__name__ for r in records]
 
 

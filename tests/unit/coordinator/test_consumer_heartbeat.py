@@ -21,7 +21,7 @@ import pytest
 from coordinator.config import CoordinatorConfig
 from coordinator.consumer import records as rec
 from coordinator.consumer.member import ConsumerGroupMember, MemberState
-from offsets_log.records import ConsumerGroupRecord, GroupMetadataTombstone
+from offsets_log.records import GroupRecord, GroupMetadataTombstone
 from protocol.errors import ErrorCode as E
 
 from tests.support.consumer_harness import (CURRENT, GROUP_EPOCH, MEMBER, PARTITION_METADATA,
@@ -789,7 +789,7 @@ def test_member_join_records_in_kafkas_order():
     assert [(r.type, r.sub) for r in records] == [
         (MEMBER, "m1"), (PARTITION_METADATA, None), (GROUP_EPOCH, None), (TARGET_MEMBER, "m1"),
         (TARGET_EPOCH, None), (CURRENT, "m1")]
-    assert all(isinstance(r, ConsumerGroupRecord) and r.value is not None for r in records)
+    assert all(isinstance(r, GroupRecord) and r.value is not None for r in records)
     current = records[-1].value
     assert (current.member_epoch, current.previous_member_epoch, current.state) == (2, 0, 0)
     assert {e for tp in current.assigned_partitions for e in tp.assignment_epochs} == {2}

@@ -23,7 +23,7 @@ from coordinator.config import CoordinatorConfig
 from coordinator.consumer import records as rec
 from coordinator.consumer.group import GroupState
 from coordinator.consumer.member import MemberState
-from offsets_log.records import CONSUMER_GROUP_KEYS, ConsumerGroupRecord
+from offsets_log.records import CONSUMER_GROUP_KEYS, GroupRecord
 from protocol import REQUESTS
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode as E
@@ -245,7 +245,7 @@ def test_assignment_epochs_survive_replay_and_older_records_get_the_member_epoch
     old = Harness()
     old.shard.replay(rec.group_epoch("old", 5))
     old.shard.replay(rec.target_epoch("old", 5))
-    old.shard.replay(ConsumerGroupRecord(CURRENT, "old", "m", cls(
+    old.shard.replay(GroupRecord(CURRENT, "old", "m", cls(
         member_epoch=5, previous_member_epoch=4, state=0,
         assigned_partitions=(cls.TopicPartitions(topic_id=FOO, partitions=(0, 1)),),
         partitions_pending_revocation=())))
