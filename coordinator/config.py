@@ -73,6 +73,17 @@ class CoordinatorConfig(KafkaNamed):
     group_share_assignment_interval_ms: int = 1_000
     group_share_min_assignment_interval_ms: int = 0
     group_share_max_assignment_interval_ms: int = 15_000
+    # KIP-932 share partitions (Kafka's ShareGroupConfig): record locks, deliveries, sessions
+    group_share_record_lock_duration_ms: int = 30_000
+    group_share_min_record_lock_duration_ms: int = 15_000
+    group_share_max_record_lock_duration_ms: int = 60_000
+    group_share_delivery_count_limit: int = 5
+    group_share_min_delivery_count_limit: int = 2
+    group_share_max_delivery_count_limit: int = 10
+    group_share_partition_max_record_locks: int = 2_000
+    group_share_min_partition_max_record_locks: int = 100
+    group_share_max_partition_max_record_locks: int = 4_000
+    group_share_max_share_sessions: int = 2_000
 
     def __post_init__(self) -> None:
         if not 0 < self.message_max_bytes <= MAX_FRAME:
@@ -101,6 +112,11 @@ class CoordinatorConfig(KafkaNamed):
                            self.group_share_min_assignment_interval_ms,
                            self.group_share_max_assignment_interval_ms)
         self._check_assignment_interval()
+        for name in ("record.lock.duration.ms", "delivery.count.limit", "partition.max.record.locks"):
+            field = "group_share_" + name.replace(".", "_")
+            self._check_bounds("group.share." + name, getattr(self, field),
+                               getattr(self, field.replace("group_share_", "group_share_min_")),
+                               getattr(self, field.replace("group_share_", "group_share_max_")))
         if self.group_consumer_migration_policy.lower() not in MIGRATION_POLICIES:
             raise ValueError(f"group.consumer.migration.policy must be one of "
                              f"{', '.join(MIGRATION_POLICIES)}, not {self.group_consumer_migration_policy}")

@@ -243,6 +243,13 @@ class Authorization:
 
     share_group_describe = consumer_group_describe
 
+    async def share_fetch(self, ctx, body, route):
+        """ShareFetch and ShareAcknowledge: READ on the group (a missing group id is the
+        handler's INVALID_REQUEST, answered first); each topic's READ is checked as it is read."""
+        if body.group_id is not None and not self.allowed(ctx, READ, GROUP, body.group_id):
+            return self._refused(ctx, body, E.GROUP_AUTHORIZATION_FAILED)
+        return await route(ctx, body)
+
     async def list_groups(self, ctx, body, route):
         answer = await route(ctx, body)
         if self.allowed(ctx, DESCRIBE, CLUSTER, CLUSTER_NAME, log_denied=False):

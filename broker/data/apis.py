@@ -44,6 +44,11 @@ DATA_APIS = (
           cluster(Operation.DESCRIBE)),
     _data(ApiKey.ELECT_LEADERS, "cluster_admin.elect_leaders", error_answers.elect_leaders,
           cluster(Operation.ALTER)),
+    # share groups' deliveries (share_fetch.py)
+    _data(ApiKey.SHARE_FETCH, "share.share_fetch", error_answers.top_level(ApiKey.SHARE_FETCH),
+          Authorization.share_fetch, feature="share.version"),
+    _data(ApiKey.SHARE_ACKNOWLEDGE, "share.share_acknowledge", error_answers.top_level(ApiKey.SHARE_ACKNOWLEDGE),
+          Authorization.share_fetch, feature="share.version"),
     # transaction markers (txn_markers.py)
     _data(ApiKey.WRITE_TXN_MARKERS, "write_txn_markers", marker_answers.failed,
           Authorization.write_txn_markers),

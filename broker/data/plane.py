@@ -45,6 +45,7 @@ from broker.data.errors import (EXCESSIVE_BATCH, MAX_PARTITIONS_PER_BATCH, MAX_R
 from broker.data.errors import Refused as _Refused
 from broker.data.fetch_sessions import FetchSessions
 from broker.data.parked_fetches import ParkedFetches
+from broker.data.share_fetch import ShareDelivery
 from broker.data.topic_admin import TopicAdmin
 from broker.data.txn_markers import write_txn_markers
 
@@ -101,6 +102,7 @@ class DataPlane:
         self.cluster_admin = ClusterAdmin(self.store, config, topology)
         self.config_apis = ConfigApis(self.store, config, topology.node_ids)
         self.write_txn_markers = partial(write_txn_markers, self, group_marker)
+        self.share = ShareDelivery(self, lambda group: self.config_apis.dynamic.scope("groups").get(group, {}))
         #: (transactional id, producer id, epoch, topic, partition) -> ErrorCode: the transaction
         #: coordinator's check of a transactional produce (set by the broker)
         self.verify_transaction: Callable | None = None

@@ -43,6 +43,8 @@ class Call:
     listener: str = ""
     #: who sent it: ``User:name`` (from SASL or a client certificate), else User:ANONYMOUS
     principal: str = "User:ANONYMOUS"
+    #: the connection it came on (share sessions end with theirs)
+    connection: object = None
 
 
 class Handlers:

@@ -133,6 +133,7 @@ class Broker:
             shards.start_soon(self.flusher.run, self.runners)
             shards.start_soon(self.transactions.run)
             shards.start_soon(data.retention_loop)
+            shards.start_soon(data.share.lock_loop)
             if cfg.log_cleaner_enable:
                 shards.start_soon(data.cleaner_loop)
             if self.journal is not None:

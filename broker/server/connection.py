@@ -99,6 +99,8 @@ class Connection:
         except Exception:                              # a handler bug must not kill the server
             log.exception("closing connection from %s after an internal error", peer)
         finally:
+            if self._inbound is not None:
+                self._inbound.ended.set()
             with trio.move_on_after(1, shield=True):
                 await stream.aclose()
             log.info("connection from %s closed", peer)
@@ -191,7 +193,7 @@ class Connection:
                     principal = session.principal or principal
                 ctx = Call(header.api_key, header.api_version, header.client_id or "", host,
                            until_closed=inbound.until_closed, node_id=self.node_id, listener=listener,
-                           principal=principal)
+                           principal=principal, connection=inbound)
                 began = self.handlers.begin(ctx, body)
                 if began is not None and batch.add(header, ctx, body, began):
                     continue

@@ -26,6 +26,8 @@ class Inbound:
         self.tls = isinstance(stream, trio.SSLStream)
         self.frames = FrameBuffer(max_frame)
         self.closed_by_peer = False
+        #: set once the connection has closed (what outlives a request, like a share session, ends)
+        self.ended = trio.Event()
         self.idle = False                          # waiting for a next request (shutdown closes it)
         self._waited = False                       # the last read had to wait for the client
         self.last_active = trio.current_time()      # of either direction (Kafka's idle expiry)

@@ -53,12 +53,13 @@ async def topic_for_groups(oracle, topic: str, partitions: int) -> None:
     await known_to_groups(oracle, topic, partitions)
 
 
-async def assigned(oracle, group: str, member_id: str, epoch: int, what: str) -> dict:
+async def assigned(oracle, group: str, member_id: str, epoch: int, what: str, topics=None) -> dict:
     """Heartbeat until both brokers give the member an assignment with partitions (the share
-    state of its topics is created after its first heartbeat), then compare."""
+    state of its topics is created after its first heartbeat), then compare. With ``topics``,
+    each heartbeat is a full one, whose answer always carries the assignment."""
     deadline = trio.current_time() + 10
     while True:
-        ours, kafka = await oracle.both(HEARTBEAT, 1, beat(group, member_id, epoch))
+        ours, kafka = await oracle.both(HEARTBEAT, 1, beat(group, member_id, epoch, topics=topics))
         if all(a.assignment is not None and a.assignment.topic_partitions for a in (ours, kafka)) \
                 or trio.current_time() > deadline:
             return oracle.compare(HEARTBEAT, 1, ours, kafka, what=what, unordered=("topic_partitions",))

@@ -1,0 +1,341 @@
+"""ShareFetch and ShareAcknowledge (KIP-932): share-group members acquire records under a lock
+and acknowledge them, within share sessions (Kafka's SharePartitionManager).
+
+The delivery state of each (group, topic partition) is a :class:`coordinator.share.partition.SharePartition`,
+made at the group's first fetch of the partition from its ``share.auto.offset.reset`` (latest
+by default); locks that run out release their records (``lock_loop``); a session that ends,
+or whose connection closes, releases what its member held. A fetch long-polls like Fetch, and
+is woken by appends and by records released. The state is this broker's memory: it does not
+outlive a restart (Kafka keeps it in ``__share_group_state``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from typing import Callable, Mapping
+
+import trio
+
+from coordinator.share.partition import LogBatch, Limits, SharePartition, ShareError
+from coordinator.share.sessions import FINAL_EPOCH, SessionError, ShareSessions
+from protocol.api_keys import ApiKey
+from protocol.control_records import parse_control
+from protocol.exceptions import DecodeError
+from protocol.errors import ErrorCode
+from protocol.messages import RESPONSES
+from protocol.records import read_batches
+
+from topic_log import TopicsError
+
+log = logging.getLogger("groupbroker.data")
+E = ErrorCode
+ShareFetch = RESPONSES[ApiKey.SHARE_FETCH].cls
+ShareAcknowledge = RESPONSES[ApiKey.SHARE_ACKNOWLEDGE].cls
+_PART = ShareFetch.ShareFetchableTopicResponse.PartitionData
+READ_COMMITTED = "read_committed"
+
+
+def _ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _valid_member(member_id: str | None) -> bool:
+    """KafkaApis.isMemberIdValid: 1 to 36 characters."""
+    return bool(member_id) and len(member_id.encode("utf-16-le", "surrogatepass")) <= 72
+
+
+def invalid_ack_batches(batches, version: int, renew: bool) -> bool:
+    """KafkaApis.validateAcknowledgementBatches: ordered, each range covered by its types."""
+    previous, top = -1, 4 if version >= 2 else 3
+    for b in batches:
+        types = b.acknowledge_types
+        if b.first_offset > b.last_offset or b.first_offset < previous or not types \
+                or (len(types) > 1 and b.last_offset - b.first_offset != len(types) - 1) \
+                or any(t < 0 or t > top or (t == 4 and not renew) for t in types):
+            return True
+        previous = b.last_offset
+    return False
+
+
+class ShareDelivery:
+    """The share-partitions of this broker, its share sessions, and the two APIs."""
+
+    def __init__(self, plane, group_configs: Callable[[str], Mapping[str, str]]):
+        self.plane, self.group_configs = plane, group_configs
+        coordinator = plane.config.coordinator
+        self.defaults = coordinator
+        self.partitions: dict[tuple[str, object, int], SharePartition] = {}
+        self.sessions = ShareSessions(coordinator.group_share_max_share_sessions)
+        self._locks_changed = trio.Event()
+        self._watched: set[object] = set()
+        self._nursery: trio.Nursery | None = None
+
+    def limits(self, group_id: str) -> Limits:
+        """The group's settings over the broker's (Kafka's ShareGroupConfigProvider)."""
+        configs, c = self.group_configs(group_id), self.defaults
+
+        def setting(name: str, default: int) -> int:
+            return int(configs.get(name, default))
+        return Limits(setting("share.delivery.count.limit", c.group_share_delivery_count_limit),
+                      setting("share.partition.max.record.locks", c.group_share_partition_max_record_locks),
+                      setting("share.record.lock.duration.ms", c.group_share_record_lock_duration_ms),
+                      configs.get("share.renew.acknowledge.enable", "true").lower() == "true")
+
+    # --- ShareFetch ---------------------------------------------------------------------------
+    async def share_fetch(self, ctx, req):
+        v, group = ctx.version, req.group_id
+        limits = self.limits(group) if group is not None else Limits()
+        if group is None or not _valid_member(req.member_id):
+            return ShareFetch(error_code=E.INVALID_REQUEST)
+        if v >= 2 and req.is_renew_ack and (req.max_bytes or req.min_bytes or req.max_records or req.max_wait_ms):
+            return ShareFetch(error_code=E.INVALID_REQUEST)
+        acking = any(p.acknowledgement_batches for t in req.topics for p in t.partitions)
+        names = {t.topic_id: self.plane.topic_name(t.topic_id) for t in req.topics}
+        wanted = [((t.topic_id, p.partition_index), names[t.topic_id]) for t in req.topics for p in t.partitions]
+        forgotten = [(t.topic_id, p) for t in req.forgotten_topics_data for p in t.partitions]
+        try:
+            context = self.sessions.fetch_context(group, req.member_id, req.share_session_epoch, wanted, forgotten,
+                                                  acking, ctx.connection)
+        except SessionError as e:
+            if e.code == E.SHARE_SESSION_LIMIT_REACHED:
+                await trio.sleep(max(req.max_wait_ms, 0) / 1000)
+            return ShareFetch(error_code=e.code)
+        self._watch(ctx)
+        acks = self._acknowledge(ctx, group, req.member_id, [
+            ((t.topic_id, p.partition_index), names[t.topic_id], p.acknowledgement_batches)
+            for t in req.topics for p in t.partitions], v, req.is_renew_ack) if acking else {}
+        results = []
+        if context.kind != "final" and not (v >= 2 and req.is_renew_ack):
+            results = await self._fetch(ctx, req, context.partitions, limits)
+        answered = self.sessions.answered(context, results)
+        if answered is None:
+            return ShareFetch(error_code=E.INVALID_SHARE_SESSION_EPOCH,
+                              acquisition_lock_timeout_ms=limits.lock_duration_ms)
+        by_key = {(topic_id, p.partition_index): (topic_id, p) for topic_id, p in answered}
+        for key, (code, message) in acks.items():
+            if key in by_key:
+                topic_id, p = by_key[key]
+                by_key[key] = (topic_id, dataclasses.replace(p, acknowledge_error_code=code,
+                                                             acknowledge_error_message=message))
+            else:
+                by_key[key] = (key[0], _PART(partition_index=key[1], error_code=E.NONE, records=b"",
+                                             acknowledge_error_code=code, acknowledge_error_message=message))
+        if req.share_session_epoch == FINAL_EPOCH:
+            self._release(group, req.member_id)
+        endpoints: dict = {}
+        topics: dict = {}
+        for topic_id, p in by_key.values():
+            if p.error_code in (E.NOT_LEADER_OR_FOLLOWER, E.FENCED_LEADER_EPOCH):
+                name = self.plane.topic_name(topic_id)
+                if name is not None:
+                    p = dataclasses.replace(p, current_leader=_PART.LeaderIdAndEpoch(
+                        **self.plane._leader_hint(name, p.partition_index, endpoints, ctx.listener)))
+            topics.setdefault(topic_id, []).append(p)
+        return ShareFetch(error_code=E.NONE, acquisition_lock_timeout_ms=limits.lock_duration_ms, responses=tuple(
+            ShareFetch.ShareFetchableTopicResponse(topic_id=t, partitions=tuple(ps)) for t, ps in topics.items()),
+            node_endpoints=tuple(ShareFetch.NodeEndpoint(**fields) for fields in endpoints.values()))
+
+    async def _fetch(self, ctx, req, partitions, limits: Limits) -> list:
+        """Acquire records of the session's partitions, parking until there are some, an error,
+        or max_wait_ms; (key, has records, error, (topic id, PartitionData)) each."""
+        refused, interested = [], []
+        for key, name in partitions:
+            if name is None:
+                error = E.UNKNOWN_TOPIC_ID
+            elif self.plane.may_read is not None and not self.plane.may_read(ctx, name):
+                error = E.TOPIC_AUTHORIZATION_FAILED
+            elif not self.plane.has_partition(name, key[1]):
+                error = E.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                interested.append((key, name))
+                continue
+            refused.append((key, False, error, (key[0], _PART(partition_index=key[1], error_code=error, records=b""))))
+        if not interested or req.max_records <= 0 or req.max_bytes <= 0:
+            return refused
+        max_bytes = min(req.max_bytes, self.plane.config.fetch_max_bytes)
+        min_bytes = min(req.min_bytes, max_bytes)
+        deadline = trio.current_time() + max(req.max_wait_ms, 0) / 1000
+        while True:
+            results, size, failed = self._acquire(ctx, req, interested, max_bytes, limits)
+            if size >= min_bytes and (size or min_bytes == 0) or failed or trio.current_time() >= deadline:
+                return results + refused
+            with self.plane.parked.park([name_p for name_p in ((n, k[1]) for k, n in interested)]) as waiter:
+                with trio.move_on_at(deadline):
+                    await waiter.wait()
+
+    def _acquire(self, ctx, req, interested, max_bytes: int, limits: Limits):
+        group, member = req.group_id, req.member_id
+        committed = self.group_configs(group).get("share.isolation.level") == READ_COMMITTED
+        per_partition = max(1, max_bytes // len(interested))
+        left, size, failed, results = req.max_records, 0, False, []
+        for key, name in interested:
+            part = _PART(partition_index=key[1], error_code=E.NONE, records=b"")
+            try:
+                log_ = self.plane.led(ctx, name, key[1])
+                sp = self._partition(group, key, log_)
+                acquired, records = [], b""
+                if left > 0 and sp.can_acquire(limits):
+                    offset = max(sp.next_fetch_offset(), log_.log_start_offset)
+                    high = log_.last_stable_offset if committed else log_.high_watermark
+                    if offset < high:
+                        records = log_.read(offset, per_partition, upto=high, one_segment=True)
+                        headers = read_batches(records, verify_crc=False) if records else []
+                        fetched = [_log_batch(h, records) for h in headers]
+                        aborted = [(a.producer_id, a.first_offset) for a in log_.transactions.aborted_between(
+                            offset, fetched[-1].last_offset + 1)] if committed and fetched else None
+                        acquired = sp.acquire(member, fetched, offset, left, req.batch_size, limits, _ms(), aborted)
+                        records = _slice(records, headers, acquired)
+                if acquired:
+                    left -= sum(a.last_offset - a.first_offset + 1 for a in acquired)
+                    size += len(records)
+                    self._locks_changed.set()
+                part = dataclasses.replace(part, records=records, acquired_records=tuple(
+                    _PART.AcquiredRecords(first_offset=a.first_offset, last_offset=a.last_offset,
+                                          delivery_count=a.delivery_count) for a in acquired))
+            except TopicsError as e:
+                failed = True
+                part = dataclasses.replace(part, error_code=e.error_code)
+            results.append((key, bool(part.acquired_records), part.error_code, (key[0], part)))
+        return results, size, failed
+
+    def _partition(self, group: str, key, log_) -> SharePartition:
+        """The group's share-partition, made at its first fetch from share.auto.offset.reset."""
+        sp = self.partitions.get((group, *key))
+        if sp is None:
+            reset = self.group_configs(group).get("share.auto.offset.reset", "latest")
+            start = log_.log_start_offset if reset == "earliest" else log_.high_watermark
+            sp = self.partitions[(group, *key)] = SharePartition(start)
+        return sp
+
+    # --- ShareAcknowledge ---------------------------------------------------------------------
+    async def share_acknowledge(self, ctx, req):
+        v, group = ctx.version, req.group_id
+        if group is None or not _valid_member(req.member_id):
+            return ShareAcknowledge(error_code=E.INVALID_REQUEST)
+        try:
+            self.sessions.acknowledge(group, req.member_id, req.share_session_epoch)
+        except SessionError as e:
+            return ShareAcknowledge(error_code=e.code)
+        names = {t.topic_id: self.plane.topic_name(t.topic_id) for t in req.topics}
+        acks = self._acknowledge(ctx, group, req.member_id, [
+            ((t.topic_id, p.partition_index), names[t.topic_id], p.acknowledgement_batches)
+            for t in req.topics for p in t.partitions], v, v >= 2 and req.is_renew_ack, keep_empty=False)
+        if req.share_session_epoch == FINAL_EPOCH:
+            self._release(group, req.member_id)
+        endpoints: dict = {}
+        topics: dict = {}
+        part_cls = ShareAcknowledge.ShareAcknowledgeTopicResponse.PartitionData
+        for (topic_id, index), (code, message) in acks.items():
+            hint = {}
+            if code in (E.NOT_LEADER_OR_FOLLOWER, E.FENCED_LEADER_EPOCH) and names.get(topic_id):
+                hint = {"current_leader": part_cls.LeaderIdAndEpoch(
+                    **self.plane._leader_hint(names[topic_id], index, endpoints, ctx.listener))}
+            topics.setdefault(topic_id, []).append(part_cls(partition_index=index, error_code=code,
+                                                            error_message=message, **hint))
+        return ShareAcknowledge(error_code=E.NONE, acquisition_lock_timeout_ms=self.limits(group).lock_duration_ms,
+                                responses=tuple(ShareAcknowledge.ShareAcknowledgeTopicResponse(
+                                    topic_id=t, partitions=tuple(ps)) for t, ps in topics.items()),
+                                node_endpoints=tuple(ShareAcknowledge.NodeEndpoint(**f) for f in endpoints.values()))
+
+    def _acknowledge(self, ctx, group: str, member: str, entries, version: int, renew: bool,
+                     keep_empty: bool = True) -> dict:
+        """KafkaApis.handleAcknowledgements: (topic id, partition) -> (error, message)."""
+        out, done = {}, {}
+        limits = self.limits(group)
+        for key, name, batches in entries:
+            if name is None:
+                out[key] = (E.UNKNOWN_TOPIC_ID, None)
+            elif invalid_ack_batches(batches, version, renew):
+                out[key] = (E.INVALID_REQUEST, None)
+            elif self.plane.may_read is not None and not self.plane.may_read(ctx, name):
+                out[key] = (E.TOPIC_AUTHORIZATION_FAILED, None)
+            elif not self.plane.has_partition(name, key[1]):
+                out[key] = (E.UNKNOWN_TOPIC_OR_PARTITION, None)
+            elif not batches:
+                done[key] = (E.NONE, None)
+            else:
+                sp = self.partitions.get((group, *key))
+                if sp is None:
+                    out[key] = (E.UNKNOWN_TOPIC_OR_PARTITION, None)
+                    continue
+                try:
+                    sp.acknowledge(member, [(b.first_offset, b.last_offset, list(b.acknowledge_types))
+                                            for b in batches], limits, _ms())
+                    out[key] = (E.NONE, None)
+                except ShareError as e:
+                    out[key] = (e.code, e.message)
+                self.plane.parked.appended(name, key[1])
+        if any(code == E.NONE for code, _ in out.values()) or keep_empty and out:
+            out.update(done)
+        return out
+
+    # --- sessions and locks -------------------------------------------------------------------
+    def _release(self, group: str, member: str, partitions=None) -> None:
+        """A member's session ended: the records it holds go back to its partitions."""
+        if partitions is None:
+            partitions = self.sessions.release(group, member) or []
+        limits = self.limits(group)
+        for key in partitions:
+            sp = self.partitions.get((group, *key))
+            if sp is not None and sp.release_member(member, limits):
+                name = self.plane.topic_name(key[0])
+                if name is not None:
+                    self.plane.parked.appended(name, key[1])
+
+    def _watch(self, ctx) -> None:
+        """Release the sessions a connection opened once it closes."""
+        connection = ctx.connection
+        if connection is None or connection in self._watched or self._nursery is None:
+            return
+        self._watched.add(connection)
+
+        async def watch():
+            try:
+                await connection.ended.wait()
+            finally:
+                self._watched.discard(connection)
+                ended = self.sessions.disconnected(connection)
+                if ended is not None:
+                    self._release(ended[0], ended[1], ended[2])
+        self._nursery.start_soon(watch)
+
+    async def lock_loop(self) -> None:
+        """Expire acquisition locks as their deadlines pass; watch connections for sessions."""
+        async with trio.open_nursery() as self._nursery:
+            while True:
+                deadlines = [d for d in (sp.next_deadline() for sp in self.partitions.values()) if d is not None]
+                wait = (min(deadlines) - _ms()) / 1000 if deadlines else 60.0
+                self._locks_changed = trio.Event()
+                with trio.move_on_after(max(wait, 0)):
+                    await self._locks_changed.wait()
+                now = _ms()
+                for (group, topic_id, index), sp in list(self.partitions.items()):
+                    if sp.next_deadline() is not None and sp.next_deadline() <= now \
+                            and sp.expire_locks(now, self.limits(group)):
+                        name = self.plane.topic_name(topic_id)
+                        if name is not None:
+                            self.plane.parked.appended(name, index)
+
+
+def _log_batch(h, records: bytes) -> LogBatch:
+    control = h.is_control
+    abort = False
+    if control:
+        try:
+            abort = not parse_control(records[h.position:h.position + h.size])[0]
+        except DecodeError:
+            pass                        # not a marker: a control batch of another kind
+    return LogBatch(h.base_offset, h.base_offset + h.last_offset_delta, h.producer_id, h.is_transactional,
+                    control, abort)
+
+
+def _slice(records: bytes, headers, acquired) -> bytes:
+    """Kafka's maybeSliceFetchRecords: the whole batches that hold the acquired offsets."""
+    if not acquired or len(headers) <= 1:
+        return records if acquired else b""
+    first, last = acquired[0].first_offset, acquired[-1].last_offset
+    start = max((h for h in headers if h.base_offset <= first), key=lambda h: h.base_offset, default=headers[0])
+    end = max((h for h in headers if h.base_offset <= last), key=lambda h: h.base_offset)
+    return records[start.position:end.position + end.size]

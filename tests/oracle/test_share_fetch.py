@@ -1,0 +1,90 @@
+"""ShareFetch and ShareAcknowledge against Apache Kafka: share sessions and their epochs, records
+acquired under a lock and acknowledged (accept, release, reject), delivery counts, the errors of
+each misuse, field by field."""
+
+import trio
+
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+from tests.oracle.steps import batch, produce_body, req, sub, unique
+from tests.support.differential import Alias
+from tests.oracle.test_share_groups import MEMBER, assigned, beat, topic_for_groups
+
+FETCH, ACK = ApiKey.SHARE_FETCH, ApiKey.SHARE_ACKNOWLEDGE
+ACCEPT, RELEASE, REJECT = 1, 2, 3
+
+
+def acks(*batches):
+    return tuple(sub(FETCH, "AcknowledgementBatch", first_offset=f, last_offset=l, acknowledge_types=tuple(t))
+                 for f, l, t in batches)
+
+
+def fetch(group, topic_id, epoch, *, member=MEMBER, partitions=(0,), ack=(), wait_ms=0, min_bytes=1,
+          max_records=500, forgotten=()):
+    parts = tuple(sub(FETCH, "FetchPartition", partition_index=p, acknowledgement_batches=acks(*ack) if ack else ())
+                  for p in partitions)
+    return req(FETCH, group_id=group, member_id=member, share_session_epoch=epoch, max_wait_ms=wait_ms,
+               min_bytes=min_bytes, max_bytes=1 << 20, max_records=max_records, batch_size=max_records,
+               topics=(sub(FETCH, "FetchTopic", topic_id=topic_id, partitions=parts),) if partitions else (),
+               forgotten_topics_data=forgotten)
+
+
+def acknowledge(group, topic_id, epoch, ack, *, member=MEMBER, partition=0):
+    return req(ACK, group_id=group, member_id=member, share_session_epoch=epoch, topics=(
+        sub(ACK, "AcknowledgeTopic", topic_id=topic_id, partitions=(
+            sub(ACK, "AcknowledgePartition", partition_index=partition, acknowledgement_batches=tuple(
+                sub(ACK, "AcknowledgementBatch", first_offset=f, last_offset=l, acknowledge_types=tuple(t))
+                for f, l, t in ack)),)),))
+
+
+async def member_of(oracle, group, topic) -> object:
+    """A share member assigned the topic's partitions on both brokers; the topic id (aliased)."""
+    first = await oracle.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, beat(group, topics=(topic,)), what="joins")
+    answer = await assigned(oracle, group, MEMBER, first["member_epoch"], "assigned", topics=(topic,))
+    return Alias(answer["assignment"]["topic_partitions"][0]["topic_id"])
+
+
+async def records_in(oracle, group, topic_id, epoch, what):
+    """ShareFetch until both brokers deliver something (a long poll of 2 s each)."""
+    return await oracle.call(FETCH, 1, fetch(group, topic_id, epoch, wait_ms=2000), what=what)
+
+
+async def test_fetch_acknowledge_and_redeliver(oracle, request):
+    group, topic = unique(request), unique(request, "-t")
+    await topic_for_groups(oracle, topic, 1)
+    topic_id = await member_of(oracle, group, topic)
+    # (a wait: Kafka reads the share-partition's state from its share coordinator first, and a
+    # fetch that cannot wait may answer before it has)
+    await oracle.call(FETCH, 1, fetch(group, topic_id, 0, wait_ms=300),
+                      what="a session opens; the share-partition starts at the end")
+    await oracle.call(ApiKey.PRODUCE, 11, produce_body(topic, 0, batch([b"a", b"b", b"c"])), what="three records")
+    await records_in(oracle, group, topic_id, 1, "the three records, delivered once")
+    await oracle.call(ACK, 1, acknowledge(group, topic_id, 2, [(0, 0, [ACCEPT]), (1, 1, [RELEASE]), (2, 2, [REJECT])]),
+                      what="accept, release, reject")
+    await records_in(oracle, group, topic_id, 3, "the released record again, delivered twice")
+    await oracle.call(FETCH, 1, fetch(group, topic_id, 4, ack=[(1, 1, [ACCEPT])]), what="accepted within a fetch")
+    await oracle.call(ACK, 1, acknowledge(group, topic_id, 5, [(0, 0, [ACCEPT])]), what="already acknowledged")
+    await oracle.call(ACK, 1, acknowledge(group, topic_id, 6, [(7, 9, [ACCEPT])]), what="past the records")
+    await oracle.call(FETCH, 1, fetch(group, topic_id, -1, partitions=()), what="the session closes")
+
+
+async def test_session_errors(oracle, request):
+    group, topic = unique(request), unique(request, "-t")
+    await topic_for_groups(oracle, topic, 1)
+    topic_id = await member_of(oracle, group, topic)
+    cases = {
+        "no session yet": fetch(group, topic_id, 1),
+        "closing no session": fetch(group, topic_id, -1),
+        "acknowledging in a new session": fetch(group, topic_id, 0, ack=[(0, 0, [ACCEPT])]),
+        "an empty member id": fetch(group, topic_id, 0, member=""),
+        "no group id": fetch(None, topic_id, 0),
+    }
+    for what, body in cases.items():
+        await oracle.call(FETCH, 1, body, what=what)
+    await oracle.call(ACK, 1, acknowledge(group, topic_id, 0, [(0, 0, [ACCEPT])]), what="acknowledge at epoch 0")
+    await oracle.call(ACK, 1, acknowledge(group, topic_id, 1, [(0, 0, [ACCEPT])]), what="acknowledge without a session")
+    await oracle.call(FETCH, 1, fetch(group, topic_id, 0, wait_ms=300), what="a session")
+    await oracle.call(FETCH, 1, fetch(group, topic_id, 5), what="a wrong epoch")
+    await oracle.call(ACK, 1, acknowledge(group, topic_id, 1, [(3, 1, [ACCEPT])]), what="a backwards range")
+    await oracle.call(ACK, 2, acknowledge(group, topic_id, 2, [(0, 0, [4])]), what="a renew without the flag")
+    await oracle.call(ACK, 1, acknowledge(group, topic_id, 3, [(0, 0, [ACCEPT])]), what="nothing acquired here")
