@@ -4,56 +4,101 @@ defaults, and Kafka's validation of a group's new values."""
 
 from __future__ import annotations
 
-#: each group config, the broker setting that gives its default, and that default
-GROUP_CONFIGS = (("consumer.heartbeat.interval.ms", "group.consumer.heartbeat.interval.ms", "5000"),
-                 ("consumer.session.timeout.ms", "group.consumer.session.timeout.ms", "45000"),
-                 ("consumer.assignment.interval.ms", "group.consumer.assignment.interval.ms", "1000"))
+import re
 
-#: each consumer group config, in Kafka's order of definition: its smallest value, and the
-#: broker settings bounding it
+BOOLEAN, STRING, INT = 1, 2, 3          # the config types DescribeConfigs names
+#: each group config in Kafka's order of definition, the broker setting that gives its default
+#: (None: none does), that default, and its type
+GROUP_CONFIGS = (("consumer.session.timeout.ms", "group.consumer.session.timeout.ms", "45000", INT),
+                 ("consumer.heartbeat.interval.ms", "group.consumer.heartbeat.interval.ms", "5000", INT),
+                 ("consumer.assignment.interval.ms", "group.consumer.assignment.interval.ms", "1000", INT),
+                 ("share.session.timeout.ms", "group.share.session.timeout.ms", "45000", INT),
+                 ("share.heartbeat.interval.ms", "group.share.heartbeat.interval.ms", "5000", INT),
+                 ("share.record.lock.duration.ms", "group.share.record.lock.duration.ms", "30000", INT),
+                 ("share.delivery.count.limit", "group.share.delivery.count.limit", "5", INT),
+                 ("share.partition.max.record.locks", "group.share.partition.max.record.locks", "2000", INT),
+                 ("share.auto.offset.reset", None, "latest", STRING),
+                 ("share.isolation.level", None, "read_uncommitted", STRING),
+                 ("share.renew.acknowledge.enable", None, "true", BOOLEAN),
+                 ("share.assignment.interval.ms", "group.share.assignment.interval.ms", "1000", INT))
+
+#: each INT group config: its smallest value, and the broker settings bounding it, in the order
+#: Kafka checks them
 _BOUNDS = {
-    "consumer.session.timeout.ms": (1, "group.consumer.min.session.timeout.ms",
-                                    "group.consumer.max.session.timeout.ms"),
     "consumer.heartbeat.interval.ms": (1, "group.consumer.min.heartbeat.interval.ms",
                                        "group.consumer.max.heartbeat.interval.ms"),
+    "consumer.session.timeout.ms": (1, "group.consumer.min.session.timeout.ms",
+                                    "group.consumer.max.session.timeout.ms"),
     "consumer.assignment.interval.ms": (0, "group.consumer.min.assignment.interval.ms",
                                         "group.consumer.max.assignment.interval.ms"),
+    "share.heartbeat.interval.ms": (1, "group.share.min.heartbeat.interval.ms", "group.share.max.heartbeat.interval.ms"),
+    "share.session.timeout.ms": (1, "group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms"),
+    "share.record.lock.duration.ms": (1000, "group.share.min.record.lock.duration.ms",
+                                      "group.share.max.record.lock.duration.ms"),
+    "share.delivery.count.limit": (2, "group.share.min.delivery.count.limit", "group.share.max.delivery.count.limit"),
+    "share.partition.max.record.locks": (100, "group.share.min.partition.max.record.locks",
+                                         "group.share.max.partition.max.record.locks"),
+    "share.assignment.interval.ms": (0, "group.share.min.assignment.interval.ms",
+                                     "group.share.max.assignment.interval.ms"),
 }
+#: checked only when set (the others are checked at their broker default too)
+_WHEN_SET = ("consumer.assignment.interval.ms", "share.assignment.interval.ms")
+_DURATION = re.compile(r"-?P(?:\d+D)?(?:T(?:\d+H)?(?:\d+M)?(?:\d+(?:\.\d+)?S)?)?\Z", re.IGNORECASE)
 
 
 class InvalidGroupConfig(ValueError):
     """A group config value Kafka refuses (INVALID_CONFIG), with Kafka's message."""
 
 
+def _parse(name: str, value: str):
+    """Kafka's ConfigDef parsing and validators of one group config's new value."""
+    if name == "share.auto.offset.reset":
+        text = value.strip().lower()
+        if text in ("earliest", "latest") or (text.startswith("by_duration:") and _DURATION.match(
+                value.strip()[len("by_duration:"):]) and not value.strip()[len("by_duration:"):].startswith("-")):
+            return value
+        raise InvalidGroupConfig(f"Invalid value {value} for configuration {name}: Invalid value `{value}` for "
+                                 f"configuration {name}. The value must be either 'earliest', 'latest' or of the "
+                                 "format 'by_duration:<PnDTnHnMn.nS>'.")
+    if name == "share.isolation.level":
+        if value not in ("read_committed", "read_uncommitted"):
+            raise InvalidGroupConfig(f"Invalid value {value} for configuration {name}: String must be one of: "
+                                     "read_committed, read_uncommitted")
+        return value
+    if name == "share.renew.acknowledge.enable":
+        if value.strip().lower() not in ("true", "false"):
+            raise InvalidGroupConfig(f"Invalid value {value} for configuration {name}: Expected value to be "
+                                     "either true or false")
+        return value
+    try:
+        number = int(value.strip())
+    except ValueError:
+        raise InvalidGroupConfig(f"Invalid value {value} for configuration {name}: Not a number of type INT") from None
+    least = _BOUNDS[name][0]
+    if number < least:
+        raise InvalidGroupConfig(f"Invalid value {number} for configuration {name}: Value must be at least {least}")
+    return number
+
+
 def validate_group_configs(wanted: dict[str, str], coordinator) -> None:
-    """Kafka's GroupConfig.validate for consumer groups, against the broker's ``coordinator``
-    settings: each value an INT of its range, within the broker's bounds, the session longer
-    than the heartbeat interval. The values not set are the broker's (the assignment
-    interval's bounds are checked only when it is set)."""
+    """Kafka's GroupConfig.validate against the broker's ``coordinator`` settings: each value
+    of its type and range, within the broker's bounds, each session longer than its heartbeat
+    interval. The values not set are the broker's."""
     bound = {name: getattr(coordinator, field) for name, field in coordinator.kafka_names().items()}
     values = {name: bound[f"group.{name}"] for name in _BOUNDS}
-    for name, (least, _, _) in _BOUNDS.items():
-        if name not in wanted:
-            continue
-        try:
-            values[name] = int(wanted[name])
-        except ValueError:
-            raise InvalidGroupConfig(f"Invalid value {wanted[name]} for configuration {name}: "
-                                     "Not a number of type INT") from None
-        if values[name] < least:
-            raise InvalidGroupConfig(f"Invalid value {values[name]} for configuration {name}: "
-                                     f"Value must be at least {least}")
-    for name in ("consumer.heartbeat.interval.ms", "consumer.session.timeout.ms",
-                 "consumer.assignment.interval.ms"):
-        _, low, high = _BOUNDS[name]
-        if name == "consumer.assignment.interval.ms" and name not in wanted:
+    for name, _, _, _ in GROUP_CONFIGS:
+        if name in wanted:
+            values[name] = _parse(name, wanted[name])
+    for name, (_, low, high) in _BOUNDS.items():
+        if name in _WHEN_SET and name not in wanted:
             continue
         if values[name] < bound[low]:
             raise InvalidGroupConfig(f"{name} must be greater than or equal to {low}")
         if values[name] > bound[high]:
             raise InvalidGroupConfig(f"{name} must be less than or equal to {high}")
-    if values["consumer.session.timeout.ms"] <= values["consumer.heartbeat.interval.ms"]:
-        raise InvalidGroupConfig("consumer.session.timeout.ms must be greater than consumer.heartbeat.interval.ms")
+    for kind in ("consumer", "share"):
+        if values[f"{kind}.session.timeout.ms"] <= values[f"{kind}.heartbeat.interval.ms"]:
+            raise InvalidGroupConfig(f"{kind}.session.timeout.ms must be greater than {kind}.heartbeat.interval.ms")
 
 
 def group_setting(configs, group_id: str, name: str, default: int, low: int, high: int) -> int:

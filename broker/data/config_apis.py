@@ -202,12 +202,12 @@ class ConfigApis:
     def _group_rows(self, group: str) -> list[tuple]:
         overrides = self.dynamic.scope("groups").get(group, {})
         rows = []
-        for name, broker_name, default in GROUP_CONFIGS:
+        for name, broker_name, default, type_ in GROUP_CONFIGS:
             chain = [(name, overrides[name], GROUP_CONFIG)] if name in overrides else []
             if broker_name in self.props:
                 chain.append((broker_name, self.props[broker_name], STATIC_BROKER_CONFIG))
-            chain.append((broker_name, default, DEFAULT_CONFIG))
-            rows.append((name, chain[0][1], False, chain[0][2], tuple(chain), 3, _BROKER_DOCS.get(name)))
+            chain.append((broker_name or name, default, DEFAULT_CONFIG))
+            rows.append((name, chain[0][1], False, chain[0][2], tuple(chain), type_, _BROKER_DOCS.get(name)))
         return rows
 
     def _logger_rows(self, name: str) -> list[tuple]:
@@ -322,7 +322,7 @@ class ConfigApis:
             self._reconfigure()
 
     async def _alter_group(self, r, change, validate_only: bool) -> None:
-        known = {name for name, _, _ in GROUP_CONFIGS}
+        known = {name for name, *_ in GROUP_CONFIGS}
         unknown = next((c.name for c in r.configs if c.name not in known), None)
         if unknown is not None:
             raise _Failed(E.INVALID_CONFIG, f"Unknown group config name: {unknown}")

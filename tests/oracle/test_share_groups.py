@@ -149,3 +149,35 @@ async def test_other_group_apis_meet_a_share_group(oracle, request):
     commit = dataclasses.replace(commit, group_id=classic)
     await oracle.call(ApiKey.OFFSET_COMMIT, 8, commit, what="a simple group")
     await oracle.call(HEARTBEAT, 1, beat(classic, topics=(topic,)), what="a share member of a classic group")
+
+
+SHARE_CONFIGS = ("share.session.timeout.ms", "share.heartbeat.interval.ms", "share.record.lock.duration.ms",
+                 "share.delivery.count.limit", "share.partition.max.record.locks", "share.auto.offset.reset",
+                 "share.isolation.level", "share.renew.acknowledge.enable", "share.assignment.interval.ms")
+
+
+async def test_share_group_configs(oracle, request):
+    from tests.oracle.test_admin import GROUP, IAC, SET, described, describe, incremental
+    group = unique(request)
+    await described(oracle, 4, describe((GROUP, group, SHARE_CONFIGS), synonyms=True), "a share group's configs")
+    cases = {
+        "earliest": [("share.auto.offset.reset", SET, "earliest")],
+        "by duration": [("share.auto.offset.reset", SET, "by_duration:PT1H")],
+        "a bad reset": [("share.auto.offset.reset", SET, "sometimes")],
+        "read_committed": [("share.isolation.level", SET, "read_committed")],
+        "a bad isolation level": [("share.isolation.level", SET, "READ_COMMITTED")],
+        "a delivery limit below the broker's least": [("share.delivery.count.limit", SET, "1")],
+        "a delivery limit above its bound": [("share.delivery.count.limit", SET, "11")],
+        "a lock too short": [("share.record.lock.duration.ms", SET, "999")],
+        "a lock under the broker's minimum": [("share.record.lock.duration.ms", SET, "1000")],
+        "few record locks": [("share.partition.max.record.locks", SET, "50")],
+        "a session shorter than the heartbeat": [("share.session.timeout.ms", SET, "1000"),
+                                                 ("share.heartbeat.interval.ms", SET, "2000")],
+        "renewal off": [("share.renew.acknowledge.enable", SET, "no")],
+        "an assignment interval": [("share.assignment.interval.ms", SET, "20000")],
+    }
+    for what, changes in cases.items():
+        await oracle.call(IAC, 1, incremental((GROUP, group, changes), validate_only=True), what=what)
+    await oracle.call(IAC, 1, incremental((GROUP, group, [("share.auto.offset.reset", SET, "earliest"),
+                                                          ("share.delivery.count.limit", SET, "3")])), what="set")
+    await described(oracle, 4, describe((GROUP, group, SHARE_CONFIGS), synonyms=True), "after the change")
