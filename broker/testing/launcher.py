@@ -57,7 +57,8 @@ TEST_DEFAULTS = {"group.initial.rebalance.delay.ms": "50", "group.min.session.ti
                  "group.share.heartbeat.interval.ms": "500",
                  "group.share.min.heartbeat.interval.ms": "100",
                  "group.share.session.timeout.ms": "10000",
-                 "group.share.min.session.timeout.ms": "1000"}
+                 "group.share.min.session.timeout.ms": "1000",
+                 "group.share.min.record.lock.duration.ms": "1000"}
 
 
 def wait_until_answering(host: str, port: int, timeout: float) -> None:

@@ -459,6 +459,7 @@ public class JavaScenarios {
             case "slow" -> slowConsumer(args[3]);
             case "transactions" -> Transactions.run();
             case "admin" -> AdminScenario.run(Long.parseLong(args[3]));
+            case "share" -> ShareScenario.run(args[3]);
             default -> throw new IllegalArgumentException("unknown scenario " + scenario);
         };
         System.out.println(Json.json(result));
