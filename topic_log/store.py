@@ -7,8 +7,8 @@ line of ours, so a topic whose creation was cut short by a crash comes back whol
 nothing and are discarded with a log line). Deleting renames the directories to ``*.delete``
 before removing them, so a crash mid-delete never resurrects a partial topic. A clean
 shutdown leaves Kafka's ``.kafka_cleanshutdown`` marker, and the next start skips recovery.
-``__consumer_offsets-*`` and ``__transaction_state-*`` belong to the coordinators' logs and are
-ignored.
+``__consumer_offsets-*``, ``__transaction_state-*`` and ``__share_group_state-*`` belong to the
+coordinators' logs and are ignored.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 
 OFFSETS_TOPIC = "__consumer_offsets"
 #: the coordinators' own logs (offsets_log), never topic partitions of the data plane
-INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, "__transaction_state"})
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, "__transaction_state", "__share_group_state"})
 METADATA_FILE = "partition.metadata"
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"        # Kafka's name for the same marker
 MAX_NAME_LENGTH = 249

@@ -171,6 +171,7 @@ class DataPlane:
         return True
 
     def close(self) -> None:
+        self.share.close()
         self.cleaner.stop()
         self.store.flush()
         self.store.close()

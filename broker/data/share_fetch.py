@@ -5,14 +5,16 @@ The delivery state of each (group, topic partition) is a :class:`coordinator.sha
 made at the group's first fetch of the partition from its ``share.auto.offset.reset`` (latest
 by default); locks that run out release their records (``lock_loop``); a session that ends,
 or whose connection closes, releases what its member held. A fetch long-polls like Fetch, and
-is woken by appends and by records released. The state is this broker's memory: it does not
-outlive a restart (Kafka keeps it in ``__share_group_state``).
+is woken by appends and by records released. What each acknowledgement, release and expiry
+changes is appended to ``__share_group_state`` (:mod:`coordinator.share.state`) before it is
+answered, and a share-partition made after a restart starts from it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import time
 from typing import Callable, Mapping
 
@@ -20,6 +22,9 @@ import trio
 
 from coordinator.share.partition import LogBatch, Limits, SharePartition, ShareError
 from coordinator.share.sessions import FINAL_EPOCH, SessionError, ShareSessions
+from coordinator.share.state import STATE_TOPIC, ShareStates, decode, state_partition
+from offsets_log.errors import LogFailedError, RecordError
+from offsets_log.log import ShardLog
 from protocol.api_keys import ApiKey
 from protocol.control_records import parse_control
 from protocol.exceptions import DecodeError
@@ -35,6 +40,8 @@ ShareFetch = RESPONSES[ApiKey.SHARE_FETCH].cls
 ShareAcknowledge = RESPONSES[ApiKey.SHARE_ACKNOWLEDGE].cls
 _PART = ShareFetch.ShareFetchableTopicResponse.PartitionData
 READ_COMMITTED = "read_committed"
+#: Kafka's share.coordinator.state.topic.num.partitions
+STATE_PARTITIONS = 50
 
 
 def _ms() -> int:
@@ -71,6 +78,9 @@ class ShareDelivery:
         self._locks_changed = trio.Event()
         self._watched: set[object] = set()
         self._nursery: trio.Nursery | None = None
+        self.states = ShareStates()
+        self._logs: dict[int, ShardLog] = {}
+        self.loaded = trio.Event()
 
     def limits(self, group_id: str) -> Limits:
         """The group's settings over the broker's (Kafka's ShareGroupConfigProvider)."""
@@ -85,6 +95,7 @@ class ShareDelivery:
 
     # --- ShareFetch ---------------------------------------------------------------------------
     async def share_fetch(self, ctx, req):
+        await self.loaded.wait()
         v, group = ctx.version, req.group_id
         limits = self.limits(group) if group is not None else Limits()
         if group is None or not _valid_member(req.member_id):
@@ -105,10 +116,16 @@ class ShareDelivery:
         self._watch(ctx)
         acks = self._acknowledge(ctx, group, req.member_id, [
             ((t.topic_id, p.partition_index), names[t.topic_id], p.acknowledgement_batches)
-            for t in req.topics for p in t.partitions], v, req.is_renew_ack) if acking else {}
+            for t in req.topics for p in t.partitions], v, req.is_renew_ack, settling=True) if acking else {}
         results = []
-        if context.kind != "final" and not (v >= 2 and req.is_renew_ack):
-            results = await self._fetch(ctx, req, context.partitions, limits)
+        try:
+            if context.kind != "final" and not (v >= 2 and req.is_renew_ack):
+                results = await self._fetch(ctx, req, context.partitions, limits)
+        finally:
+            for key in acks:
+                sp = self.partitions.get((group, *key))
+                if sp is not None:
+                    sp.settle()
         answered = self.sessions.answered(context, results)
         if answered is None:
             return ShareFetch(error_code=E.INVALID_SHARE_SESSION_EPOCH,
@@ -204,13 +221,18 @@ class ShareDelivery:
         """The group's share-partition, made at its first fetch from share.auto.offset.reset."""
         sp = self.partitions.get((group, *key))
         if sp is None:
-            reset = self.group_configs(group).get("share.auto.offset.reset", "latest")
-            start = log_.log_start_offset if reset == "earliest" else log_.high_watermark
-            sp = self.partitions[(group, *key)] = SharePartition(start)
+            durable = self.states.read((group, *key))
+            start = -1 if durable is None else durable.start_offset
+            if start == -1:
+                reset = self.group_configs(group).get("share.auto.offset.reset", "latest")
+                start = log_.log_start_offset if reset == "earliest" else log_.high_watermark
+            sp = self.partitions[(group, *key)] = SharePartition.restored(
+                start, [] if durable is None else durable.batches)
         return sp
 
     # --- ShareAcknowledge ---------------------------------------------------------------------
     async def share_acknowledge(self, ctx, req):
+        await self.loaded.wait()
         v, group = ctx.version, req.group_id
         if group is None or not _valid_member(req.member_id):
             return ShareAcknowledge(error_code=E.INVALID_REQUEST)
@@ -240,7 +262,7 @@ class ShareDelivery:
                                 node_endpoints=tuple(ShareAcknowledge.NodeEndpoint(**f) for f in endpoints.values()))
 
     def _acknowledge(self, ctx, group: str, member: str, entries, version: int, renew: bool,
-                     keep_empty: bool = True) -> dict:
+                     keep_empty: bool = True, settling: bool = False) -> dict:
         """KafkaApis.handleAcknowledgements: (topic id, partition) -> (error, message)."""
         out, done = {}, {}
         limits = self.limits(group)
@@ -262,8 +284,8 @@ class ShareDelivery:
                     continue
                 try:
                     sp.acknowledge(member, [(b.first_offset, b.last_offset, list(b.acknowledge_types))
-                                            for b in batches], limits, _ms())
-                    out[key] = (E.NONE, None)
+                                            for b in batches], limits, _ms(), settling)
+                    out[key] = (E.NONE, None) if self._persist(group, key, sp) else (E.UNKNOWN_SERVER_ERROR, None)
                 except ShareError as e:
                     out[key] = (e.code, e.message)
                 self.plane.parked.appended(name, key[1])
@@ -280,6 +302,7 @@ class ShareDelivery:
         for key in partitions:
             sp = self.partitions.get((group, *key))
             if sp is not None and sp.release_member(member, limits):
+                self._persist(group, key, sp)
                 name = self.plane.topic_name(key[0])
                 if name is not None:
                     self.plane.parked.appended(name, key[1])
@@ -301,8 +324,46 @@ class ShareDelivery:
                     self._release(ended[0], ended[1], ended[2])
         self._nursery.start_soon(watch)
 
+    # --- durable state --------------------------------------------------------------------------
+    def _open(self, partition: int) -> ShardLog:
+        shard_log = self._logs.get(partition)
+        if shard_log is None:
+            shard_log = self._logs[partition] = ShardLog(
+                os.path.join(self.plane.config.data_dir, f"{STATE_TOPIC}-{partition}"))
+        return shard_log
+
+    def _load(self) -> None:
+        """Replay every ``__share_group_state`` log there is (worker thread)."""
+        for partition in range(STATE_PARTITIONS):
+            if os.path.isdir(os.path.join(self.plane.config.data_dir, f"{STATE_TOPIC}-{partition}")):
+                for _, record in self._open(partition).read_all():
+                    try:
+                        self.states.replay(*decode(record))
+                    except RecordError as e:
+                        log.error("%s-%d: a record skipped: %s", STATE_TOPIC, partition, e)
+
+    def _persist(self, group: str, key, sp: SharePartition) -> bool:
+        """Append what the share-partition has to make durable; whether that worked."""
+        now = _ms()
+        state_key = (group, *key)
+        try:
+            record = self.states.write(state_key, *sp.durable_state(), now)
+            self._open(state_partition(state_key, STATE_PARTITIONS)).append([record], now)
+        except (LogFailedError, RecordError) as e:
+            log.error("group %s: the share state of %s-%d cannot be written: %s", group, key[0], key[1], e)
+            return False
+        self.states.replay(*decode(record))
+        return True
+
+    def close(self) -> None:
+        for shard_log in self._logs.values():
+            shard_log.close()
+
     async def lock_loop(self) -> None:
-        """Expire acquisition locks as their deadlines pass; watch connections for sessions."""
+        """Load the durable state, then expire acquisition locks as their deadlines pass and
+        watch the connections of share sessions."""
+        await trio.to_thread.run_sync(self._load)
+        self.loaded.set()
         async with trio.open_nursery() as self._nursery:
             while True:
                 deadlines = [d for d in (sp.next_deadline() for sp in self.partitions.values()) if d is not None]
@@ -314,6 +375,7 @@ class ShareDelivery:
                 for (group, topic_id, index), sp in list(self.partitions.items()):
                     if sp.next_deadline() is not None and sp.next_deadline() <= now \
                             and sp.expire_locks(now, self.limits(group)):
+                        self._persist(group, (topic_id, index), sp)
                         name = self.plane.topic_name(topic_id)
                         if name is not None:
                             self.plane.parked.appended(name, index)

@@ -58,6 +58,9 @@ class Delivery:
     count: int
     member: str = NO_MEMBER
     deadline: int | None = None          # when the acquisition lock expires (ACQUIRED only)
+    #: released by an acknowledgement whose write is still under way (Kafka's ongoing state
+    #: transition): not acquirable until :meth:`SharePartition.settle`
+    settling: bool = False
 
 
 @dataclass(slots=True)
@@ -94,9 +97,42 @@ class Limits:
 class SharePartition:
     def __init__(self, start_offset: int):
         self.start_offset = self.end_offset = start_offset
+        self._settling = False
         self._firsts: list[int] = []
         self._batches: dict[int, Batch] = {}
         self._find_next = False
+
+    @classmethod
+    def restored(cls, start_offset: int, batches) -> SharePartition:
+        """A share-partition from its durable state: its start offset and (first, last, state,
+        delivery count) batches, none of them acquired any more."""
+        sp = cls(start_offset)
+        for first, last, state, count in batches:
+            if last >= start_offset:
+                sp._add(Batch(max(first, start_offset), last, Delivery(state, count)))
+        if sp._firsts:
+            sp.end_offset = sp._batches[sp._firsts[-1]].last
+            sp._find_next = True
+            sp._advance()
+        return sp
+
+    def durable_state(self) -> tuple[int, list[tuple[int, int, int, int]], int]:
+        """(start offset, batches, delivery-complete count) to make durable: every run of the
+        cache that is not acquired (acquiring is never written, as in Kafka)."""
+        out: list[tuple[int, int, int, int]] = []
+        complete = 0
+        for batch in self.batches():
+            for first, last, d in batch.deliveries():
+                if d.state == ACQUIRED or last < self.start_offset:
+                    continue
+                first = max(first, self.start_offset)
+                if d.state in TERMINAL:
+                    complete += last - first + 1
+                if out and out[-1][1] == first - 1 and out[-1][2:] == (d.state, d.count):
+                    out[-1] = (out[-1][0], last, d.state, d.count)
+                else:
+                    out.append((first, last, d.state, d.count))
+        return self.start_offset, out, complete
 
     # --- reading --------------------------------------------------------------------------
     def batches(self) -> list[Batch]:
@@ -129,7 +165,7 @@ class SharePartition:
             return self.end_offset
         for batch in self.batches():
             for first, _, d in batch.deliveries():
-                if d.state == AVAILABLE:
+                if d.state == AVAILABLE and not d.settling:
                     return first
         self._find_next = False
         return self.end_offset + 1
@@ -210,14 +246,14 @@ class SharePartition:
         for batch in cached:
             if count >= wanted:
                 break
-            available = [d.count for _, _, d in batch.deliveries() if d.state == AVAILABLE]
+            available = [d.count for _, _, d in batch.deliveries() if d.state == AVAILABLE and not d.settling]
             throttle = bool(available) and max(available) >= throttle_at
             if throttle and count > 0:
                 break
             whole_fits = batch.first >= fetched_base and batch.last <= last_to_acquire
             if not whole_fits or batch.offsets is not None or throttle:
                 if batch.offsets is None:
-                    if batch.whole.state != AVAILABLE:
+                    if batch.whole.state != AVAILABLE or batch.whole.settling:
                         continue
                     batch.split()
                 singles = self._acquire_offsets(member, batch, fetched_base, last_to_acquire, limit,
@@ -228,7 +264,7 @@ class SharePartition:
                 if throttle and got:
                     break
                 continue
-            if batch.whole.state != AVAILABLE:
+            if batch.whole.state != AVAILABLE or batch.whole.settling:
                 continue
             d = batch.whole
             d.state, d.count, d.member, d.deadline = ACQUIRED, d.count + 1, member, deadline
@@ -245,7 +281,7 @@ class SharePartition:
         taken, cap = 0, None
         size = batch.last - batch.first + 1
         for offset, d in batch.offsets.items():
-            if offset < low or offset > high or d.state != AVAILABLE:
+            if offset < low or offset > high or d.state != AVAILABLE or d.settling:
                 continue
             if limit > 2 and d.count == limit - 1 and taken > 0:
                 break
@@ -294,9 +330,12 @@ class SharePartition:
         return kept
 
     # --- acknowledging --------------------------------------------------------------------
-    def acknowledge(self, member: str, batches, limits: Limits, now: int) -> None:
+    def acknowledge(self, member: str, batches, limits: Limits, now: int, settling: bool = False) -> None:
         """Kafka's acknowledge: each (first, last, types) in order; the first refusal undoes
-        this call's changes and raises :class:`ShareError`."""
+        this call's changes and raises :class:`ShareError`. ``settling``: the records released
+        stay out of reach until :meth:`settle` (a ShareFetch's own fetch does not take again
+        what it releases, as Kafka's is done while the release is being written)."""
+        self._settling = settling
         saved = {first: _copy(batch) for first, batch in self._batches.items()}
         saved_find_next = self._find_next
         try:
@@ -379,8 +418,16 @@ class SharePartition:
         d.state, d.member, d.deadline = state, NO_MEMBER, None
         if state == AVAILABLE:
             self._find_next = True
+            d.settling = self._settling
 
     # --- releasing ------------------------------------------------------------------------
+    def settle(self) -> None:
+        """The releases of the last acknowledgement are written: those records may go again."""
+        self._settling = False
+        for batch in self._batches.values():
+            for _, _, d in batch.deliveries():
+                d.settling = False
+
     def release_member(self, member: str, limits: Limits) -> bool:
         """A member's session ended: what it holds is available again (archived at the limit,
         or below the start offset). Whether anything changed."""
