@@ -225,7 +225,6 @@ def with_default_message(key: ApiKey):
 SHARE_GROUP_HEARTBEAT_FAILED = top_level(ApiKey.SHARE_GROUP_HEARTBEAT)
 SHARE_GROUP_DESCRIBE_FAILED = described_groups(ApiKey.SHARE_GROUP_DESCRIBE)
 GROUP_TYPES_OFF = {
-    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: describe_share_group_offsets,
     ApiKey.ALTER_SHARE_GROUP_OFFSETS: with_default_message(ApiKey.ALTER_SHARE_GROUP_OFFSETS),
     ApiKey.DELETE_SHARE_GROUP_OFFSETS: with_default_message(ApiKey.DELETE_SHARE_GROUP_OFFSETS),
     ApiKey.STREAMS_GROUP_HEARTBEAT: top_level(ApiKey.STREAMS_GROUP_HEARTBEAT),

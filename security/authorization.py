@@ -18,6 +18,7 @@ from protocol.error_messages import default_message
 from protocol.errors import ErrorCode as E
 from protocol.messages import RESPONSES
 from protocol.registry import API_TABLE
+from protocol.wire import ZERO_UUID
 
 from security.acls import CLUSTER_NAME, Authorizer, Operation, ResourceType, host_of
 
@@ -242,6 +243,32 @@ class Authorization:
         return self._with_group_operations(ctx, answer) if body.include_authorized_operations else answer
 
     share_group_describe = consumer_group_describe
+
+    async def describe_share_group_offsets(self, ctx, body, route):
+        """DESCRIBE on each group (else GROUP_AUTHORIZATION_FAILED for it) and on each topic named
+        (else TOPIC_AUTHORIZATION_FAILED for its partitions); of all the group's topics, those
+        the client may not describe are left out."""
+        cls = RESPONSES[ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS].cls
+        allowed = [g for g in body.groups if self.allowed(ctx, DESCRIBE, GROUP, g.group_id)]
+        answer = await route(ctx, dataclasses.replace(body, groups=tuple(allowed)))
+        answered = {g.group_id: g for g in answer.groups}
+        groups = []
+        for g in body.groups:
+            if g.group_id not in answered:
+                groups.append(cls.DescribeShareGroupOffsetsResponseGroup(
+                    group_id=g.group_id, error_code=E.GROUP_AUTHORIZATION_FAILED, error_message=None))
+                continue
+            got = answered[g.group_id]
+            topics = []
+            for t in got.topics:
+                if self.allowed(ctx, DESCRIBE, TOPIC, t.topic_name, log_denied=g.topics is not None):
+                    topics.append(t)
+                elif g.topics is not None:
+                    topics.append(dataclasses.replace(t, topic_id=ZERO_UUID, partitions=tuple(
+                        dataclasses.replace(p, start_offset=-1, lag=-1, error_code=E.TOPIC_AUTHORIZATION_FAILED)
+                        for p in t.partitions)))
+            groups.append(dataclasses.replace(got, topics=tuple(topics)))
+        return dataclasses.replace(answer, groups=tuple(groups))
 
     async def share_fetch(self, ctx, body, route):
         """ShareFetch and ShareAcknowledge: READ on the group (a missing group id is the

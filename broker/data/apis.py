@@ -49,6 +49,8 @@ DATA_APIS = (
           Authorization.share_fetch, feature="share.version"),
     _data(ApiKey.SHARE_ACKNOWLEDGE, "share.share_acknowledge", error_answers.top_level(ApiKey.SHARE_ACKNOWLEDGE),
           Authorization.share_fetch, feature="share.version"),
+    _data(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, "share.describe_offsets", error_answers.describe_share_group_offsets,
+          Authorization.describe_share_group_offsets, feature="share.version"),
     # transaction markers (txn_markers.py)
     _data(ApiKey.WRITE_TXN_MARKERS, "write_txn_markers", marker_answers.failed,
           Authorization.write_txn_markers),

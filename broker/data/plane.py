@@ -85,7 +85,8 @@ def _now_ms() -> int:
 class DataPlane:
     def __init__(self, config: BrokerConfig, topology: Topology,
                  on_topics_deleted: Callable[[set[str]], None] = lambda names: None,
-                 group_marker: Callable[..., Awaitable[ErrorCode]] | None = None):
+                 group_marker: Callable[..., Awaitable[ErrorCode]] | None = None,
+                 share_partitions: Callable[[str], dict] = lambda group: {}):
         self.config, self.topology = config, topology
         self.on_topics_deleted = on_topics_deleted
         self.store = TopicStore(config.data_dir, num_partitions=config.num_partitions,
@@ -102,7 +103,8 @@ class DataPlane:
         self.cluster_admin = ClusterAdmin(self.store, config, topology)
         self.config_apis = ConfigApis(self.store, config, topology.node_ids)
         self.write_txn_markers = partial(write_txn_markers, self, group_marker)
-        self.share = ShareDelivery(self, lambda group: self.config_apis.dynamic.scope("groups").get(group, {}))
+        self.share = ShareDelivery(self, lambda group: self.config_apis.dynamic.scope("groups").get(group, {}),
+                                   share_partitions)
         #: (transactional id, producer id, epoch, topic, partition) -> ErrorCode: the transaction
         #: coordinator's check of a transactional produce (set by the broker)
         self.verify_transaction: Callable | None = None

@@ -31,6 +31,7 @@ from protocol.exceptions import DecodeError
 from protocol.errors import ErrorCode
 from protocol.messages import RESPONSES
 from protocol.records import read_batches
+from protocol.wire import ZERO_UUID
 
 from topic_log import TopicsError
 
@@ -38,6 +39,7 @@ log = logging.getLogger("groupbroker.data")
 E = ErrorCode
 ShareFetch = RESPONSES[ApiKey.SHARE_FETCH].cls
 ShareAcknowledge = RESPONSES[ApiKey.SHARE_ACKNOWLEDGE].cls
+DescribeOffsets = RESPONSES[ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS].cls
 _PART = ShareFetch.ShareFetchableTopicResponse.PartitionData
 READ_COMMITTED = "read_committed"
 #: Kafka's share.coordinator.state.topic.num.partitions
@@ -69,8 +71,11 @@ def invalid_ack_batches(batches, version: int, renew: bool) -> bool:
 class ShareDelivery:
     """The share-partitions of this broker, its share sessions, and the two APIs."""
 
-    def __init__(self, plane, group_configs: Callable[[str], Mapping[str, str]]):
-        self.plane, self.group_configs = plane, group_configs
+    def __init__(self, plane, group_configs: Callable[[str], Mapping[str, str]],
+                 initialized: Callable[[str], Mapping] = lambda group: {}):
+        """``initialized``: a share group's partitions with share state (topic id -> the
+        coordinator's record of them), from its group coordinator."""
+        self.plane, self.group_configs, self.initialized = plane, group_configs, initialized
         coordinator = plane.config.coordinator
         self.defaults = coordinator
         self.partitions: dict[tuple[str, object, int], SharePartition] = {}
@@ -292,6 +297,46 @@ class ShareDelivery:
         if any(code == E.NONE for code, _ in out.values()) or keep_empty and out:
             out.update(done)
         return out
+
+    # --- DescribeShareGroupOffsets --------------------------------------------------------------
+    async def describe_offsets(self, ctx, req):
+        """Each share-partition's start offset and (v1) lag, from its durable state: -1 until a
+        first acknowledgement, release or expiry wrote it; all the group's initialized
+        partitions when no topics are named (Kafka never checks that the group exists)."""
+        await self.loaded.wait()
+        image = self.plane.store.metadata_image()
+        cls = DescribeOffsets.DescribeShareGroupOffsetsResponseGroup
+        topic_cls = cls.DescribeShareGroupOffsetsResponseTopic
+        part_cls = topic_cls.DescribeShareGroupOffsetsResponsePartition
+        groups = []
+        for g in req.groups:
+            if g.topics is None:
+                asked = sorted(((e.name, sorted(e.partitions)) for e in self.initialized(g.group_id).values()))
+            else:
+                asked = [(t.topic_name, list(t.partitions)) for t in g.topics]
+            known, unknown = [], []
+            for name, partitions in asked:
+                topic = image.topics.get(name)
+                if topic is None:
+                    unknown.append(topic_cls(topic_name=name, topic_id=ZERO_UUID, partitions=tuple(
+                        part_cls(partition_index=p, start_offset=-1, leader_epoch=0, error_code=E.NONE)
+                        for p in partitions)))
+                    continue
+                known.append(topic_cls(topic_name=name, topic_id=topic.topic_id, partitions=tuple(
+                    self._offset_of(g.group_id, name, topic, p, part_cls) for p in partitions)))
+            groups.append(cls(group_id=g.group_id, topics=tuple(known + unknown), error_code=E.NONE))
+        return DescribeOffsets(groups=tuple(groups))
+
+    def _offset_of(self, group: str, name: str, topic, partition: int, part_cls):
+        state = self.states.read((group, topic.topic_id, partition)) if partition < topic.num_partitions else None
+        if state is None or state.start_offset == -1:
+            return part_cls(partition_index=partition, start_offset=-1, leader_epoch=0, error_code=E.NONE)
+        lag = -1
+        if state.delivery_complete_count != -1:
+            end = self.plane.store.partition(name, partition).high_watermark
+            lag = end - state.start_offset - state.delivery_complete_count
+        return part_cls(partition_index=partition, start_offset=state.start_offset, leader_epoch=state.leader_epoch,
+                        lag=lag, error_code=E.NONE)
 
     # --- sessions and locks -------------------------------------------------------------------
     def _release(self, group: str, member: str, partitions=None) -> None:

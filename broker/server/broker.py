@@ -22,6 +22,7 @@ from functools import partial
 
 import trio
 
+from coordinator.routing import shard_for
 from coordinator.shard import Shard
 from offsets_log.errors import OffsetsLogError
 from security.setup import ListenerSecurity, build_security
@@ -69,7 +70,9 @@ class Broker:
             log.warning("log.flush.interval.ms=%d flushes nothing unless log.flush.scheduler.interval.ms "
                         "is set too (its default is never), as in Kafka", config.log_flush_interval_ms)
         data = DataPlane(config, self.topology, self._forget_topics,
-                         group_marker=lambda shard, *marker: self.runners[shard].complete_transaction(*marker))
+                         group_marker=lambda shard, *marker: self.runners[shard].complete_transaction(*marker),
+                         share_partitions=lambda group: self.runners[
+                             shard_for(group, len(self.runners))].shard.share.initialized_partitions(group))
         self.runners = [ShardRunner(Shard(i, config.coordinator, journal=self.journal is not None),
                                     partial(open_log, config.data_dir, self.topology, GROUP_TOPIC, i),
                                     journal=self.journal, flusher=self.flusher, metadata=data.store.metadata_image,

@@ -331,6 +331,12 @@ class ShareGroupManager:
         self.apply(out, [rec.state_partitions(group_id, {}, _combined(group.initialized, group.initializing),
                                               group.deleting)])
 
+    def initialized_partitions(self, group_id: str) -> dict:
+        """A share group's partitions with share state: topic id -> Initialized (none for a
+        group this shard does not hold)."""
+        group = self.groups.get(group_id)
+        return {} if group is None else dict(group.initialized)
+
     # --- leaving and fencing ------------------------------------------------------------------
     def _leave(self, out: CoordinatorResult, now: int, req):
         group = self.group(req.group_id)

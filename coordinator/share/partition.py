@@ -98,6 +98,7 @@ class SharePartition:
     def __init__(self, start_offset: int):
         self.start_offset = self.end_offset = start_offset
         self._settling = False
+        self._to_write = None
         self._firsts: list[int] = []
         self._batches: dict[int, Batch] = {}
         self._find_next = False
@@ -117,8 +118,15 @@ class SharePartition:
         return sp
 
     def durable_state(self) -> tuple[int, list[tuple[int, int, int, int]], int]:
-        """(start offset, batches, delivery-complete count) to make durable: every run of the
-        cache that is not acquired (acquiring is never written, as in Kafka)."""
+        """(start offset, batches, delivery-complete count) to make durable after a change: as
+        they were before the change moved the start offset (Kafka writes the start offset it
+        had, the next write carries the new one), every run of the cache that is not acquired
+        (acquiring is never written, as in Kafka)."""
+        if self._to_write is not None:
+            return self._to_write
+        return self._state_now()
+
+    def _state_now(self) -> tuple[int, list[tuple[int, int, int, int]], int]:
         out: list[tuple[int, int, int, int]] = []
         complete = 0
         for batch in self.batches():
@@ -463,6 +471,7 @@ class SharePartition:
     def _advance(self) -> None:
         """Kafka's maybeUpdateCachedStateAndOffsets: the start offset moves past the records
         whose delivery is complete, and whole batches behind it leave the cache."""
+        self._to_write = self._state_now()
         floor = self._floor(self.start_offset)
         if floor is None:
             return
