@@ -1,0 +1,122 @@
+"""Issue 28: confluent-kafka's ShareConsumer (librdkafka's share consumer) in a share group,
+against groupbroker and against Apache Kafka 4.3.1 at once: explicit acknowledgement (release
+then accept, reject, a poison record archived at the delivery limit) and the records of a member
+that stays silent redelivered after the lock duration; the outcomes compared."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+ck = pytest.importorskip("confluent_kafka")
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic  # noqa: E402
+
+RECORDS = 12
+NAMES = {ck.AcknowledgeType.ACCEPT: "ACCEPT", ck.AcknowledgeType.RELEASE: "RELEASE",
+         ck.AcknowledgeType.REJECT: "REJECT"}
+
+
+def _prepare(bootstrap: str, topic: str, group: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(15)
+    resource = ConfigResource(ConfigResource.Type.GROUP, group, incremental_configs=[
+        ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
+        for name, value in (("share.auto.offset.reset", "earliest"), ("share.delivery.count.limit", "3"),
+                            ("share.record.lock.duration.ms", "2000"))])
+    admin.incremental_alter_configs([resource])[resource].result(15)
+    producer = ck.Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for i in range(RECORDS):
+        producer.produce(topic, value=b"v%d" % i, key=b"k%d" % i, partition=0)
+    assert producer.flush(15) == 0
+
+
+def _member(bootstrap: str, group: str, topic: str):
+    consumer = ck.ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group,
+                                 "share.acknowledgement.mode": "explicit"})
+    consumer.subscribe([topic])
+    return consumer
+
+
+def explicit(bootstrap: str) -> dict:
+    topic, group = f"ck-share-{uuid.uuid4().hex[:6]}", f"ck-group-{uuid.uuid4().hex[:6]}"
+    _prepare(bootstrap, topic, group)
+    consumer = _member(bootstrap, group, topic)
+    seen, done, poison = [], set(), 0
+    deadline = time.monotonic() + 60
+    try:
+        while (len(done) < RECORDS or poison < 3) and time.monotonic() < deadline:
+            for m in consumer.poll(0.3):
+                if m.error():
+                    continue
+                value, count = m.value().decode(), m.delivery_count()
+                if value == "v3":
+                    kind = ck.AcknowledgeType.RELEASE if count == 1 else ck.AcknowledgeType.ACCEPT
+                elif value == "v5":
+                    kind = ck.AcknowledgeType.REJECT
+                elif value == "v7":
+                    kind, poison = ck.AcknowledgeType.RELEASE, poison + 1
+                else:
+                    kind = ck.AcknowledgeType.ACCEPT
+                consumer.acknowledge(m, kind)
+                seen.append((value, count, NAMES[kind]))
+                if kind != ck.AcknowledgeType.RELEASE or value == "v7":
+                    done.add(value)
+            consumer.commit_sync()
+        later = [m for m in consumer.poll(2.5) if not m.error()]
+        return {"deliveries": sorted(seen), "after": len(later)}
+    finally:
+        consumer.close()
+
+
+def silent(bootstrap: str) -> dict:
+    topic, group = f"ck-silent-{uuid.uuid4().hex[:6]}", f"ck-group-{uuid.uuid4().hex[:6]}"
+    _prepare(bootstrap, topic, group)
+    quiet = _member(bootstrap, group, topic)
+    first = []
+    deadline = time.monotonic() + 60
+    while not first and time.monotonic() < deadline:
+        first = [(m.value().decode(), m.delivery_count()) for m in quiet.poll(0.3) if not m.error()]
+    other = _member(bootstrap, group, topic)
+    second = []
+    try:
+        while len(second) < len(first) and time.monotonic() < deadline:
+            for m in other.poll(0.3):
+                if not m.error():
+                    other.acknowledge(m, ck.AcknowledgeType.ACCEPT)
+                    second.append((m.value().decode(), m.delivery_count()))
+            other.commit_sync()
+    finally:
+        other.close()
+        quiet.close()
+    return {"silent": sorted(first), "other": sorted(second)}
+
+
+def both(scenario, ours: str, kafka: str) -> tuple[dict, dict]:
+    with ThreadPoolExecutor(2) as pool:
+        a, b = pool.submit(scenario, ours), pool.submit(scenario, kafka)
+        return a.result(), b.result()
+
+
+def test_explicit_acknowledgement(oracle_twin, kafka_oracle):
+    ours, kafka = both(explicit, oracle_twin.bootstrap, kafka_oracle.bootstrap_servers)
+    for doc, broker in ((ours, "groupbroker"), (kafka, "Kafka")):
+        by_value: dict[str, list] = {}
+        for value, count, kind in doc["deliveries"]:
+            by_value.setdefault(value, []).append((count, kind))
+        assert by_value["v3"] == [(1, "RELEASE"), (2, "ACCEPT")], (broker, by_value)
+        assert by_value["v5"] == [(1, "REJECT")], (broker, by_value)
+        assert by_value["v7"] == [(1, "RELEASE"), (2, "RELEASE"), (3, "RELEASE")], (broker, by_value)
+        assert doc["after"] == 0, broker
+    assert ours == kafka
+
+
+def test_a_silent_members_records_come_back(oracle_twin, kafka_oracle):
+    ours, kafka = both(silent, oracle_twin.bootstrap, kafka_oracle.bootstrap_servers)
+    for doc, broker in ((ours, "groupbroker"), (kafka, "Kafka")):
+        assert doc["silent"] and all(count == 1 for _, count in doc["silent"]), (broker, doc)
+        assert [v for v, _ in doc["other"]] == [v for v, _ in doc["silent"]], (broker, doc)
+        assert all(count == 2 for _, count in doc["other"]), (broker, doc)
+    assert ours == kafka
