@@ -9,6 +9,7 @@
 //	franz-driver eos     BOOTSTRAP IN_TOPIC OUT_TOPIC GROUP CLIENT_ID TXN_ID HOLD_MS
 //	franz-driver read    BOOTSTRAP TOPIC COUNT [uncommitted]
 //	franz-driver offsets BOOTSTRAP GROUP TOPIC
+//	franz-driver share   BOOTSTRAP TOPIC GROUP COUNT
 //
 // topics creates the topics (replication factor 1). produce writes the values
 // m<START>..m<START+COUNT-1>, value m<i> to partition i%PARTITIONS, and exits once all are
@@ -21,8 +22,11 @@
 // committing its offsets in the transaction. read reads TOPIC from the start with
 // read_committed (read_uncommitted if asked) until it has COUNT records and nothing more comes
 // for a second. offsets
-// prints the group's committed offsets and the topic's end offsets. SIGTERM makes a member
-// leave the group and exit 0.
+// prints the group's committed offsets and the topic's end offsets. share is one member of a
+// share group (KIP-932) that acknowledges each record: m3 RELEASE at its first delivery (ACCEPT
+// at the next), m5 REJECT, m7 RELEASE every time (until the delivery limit archives it), the
+// rest ACCEPT, until COUNT values are done and m7 came three times; each delivery is an event.
+// SIGTERM makes a member leave the group and exit 0.
 package main
 
 import (
@@ -337,6 +341,42 @@ func ints(args []string) []int {
 	return out
 }
 
+func share(bootstrap, topic, group string, count int) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.ShareGroup(group), kgo.ConsumeTopics(topic))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	done, poison := map[string]bool{}, 0
+	for (len(done) < count || poison < 3) && ctx.Err() == nil {
+		fetches := cl.PollFetches(ctx)
+		fetches.EachRecord(func(r *kgo.Record) {
+			value, n := string(r.Value), r.DeliveryCount()
+			status, name := kgo.AckAccept, "ACCEPT"
+			switch {
+			case value == "m3" && n == 1:
+				status, name = kgo.AckRelease, "RELEASE"
+			case value == "m5":
+				status, name = kgo.AckReject, "REJECT"
+			case value == "m7":
+				status, name = kgo.AckRelease, "RELEASE"
+				poison++
+			}
+			r.Ack(status)
+			if status != kgo.AckRelease || value == "m7" {
+				done[value] = true
+			}
+			emit("delivery", map[string]any{"value": value, "count": n, "ack": name})
+		})
+		if err := cl.FlushAcks(ctx); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
 func main() {
 	log.SetOutput(os.Stderr)
 	log.SetFlags(log.Ltime | log.Lmicroseconds)
@@ -359,6 +399,8 @@ func main() {
 		err = read(args[1], args[2], ints(args[3:4])[0], kgo.ReadUncommitted())
 	case len(args) == 4 && args[0] == "offsets":
 		err = offsets(args[1], args[2], args[3])
+	case len(args) == 5 && args[0] == "share":
+		err = share(args[1], args[2], args[3], ints(args[4:])[0])
 	default:
 		log.Fatalf("usage: see the comment at the top of main.go")
 	}
