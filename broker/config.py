@@ -117,8 +117,8 @@ class BrokerConfig:
     admin_port: int | None = None          # the fault-injection endpoint; None: off, 0: a free port
     journal_enable: bool = True            # the group event journal (broker/journal/recorder.py)
     #: the finalized level of share.version (what formatting a Kafka cluster with
-    #: ``--feature share.version=N`` sets): 1 serves share groups
-    share_version: int = 0
+    #: ``--feature share.version=N`` sets): 1, Kafka 4.3's default, serves share groups
+    share_version: int = 1
     journal_sample_ms: int = 10_000        # how often partitions' log-end offsets are sampled
     journal_commit_interval_ms: int = 1_000  # a member's commits within this are one line
     journal_segment_bytes: int = 64 << 20

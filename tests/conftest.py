@@ -75,8 +75,7 @@ KAFKA_COSTS: list[str] = []        # what the oracle cost this run (printed in t
 #: consumer groups of at most 4 members, so that a test can fill one.
 ORACLE_SETTINGS = {**TEST_DEFAULTS, "group.initial.rebalance.delay.ms": "0", "group.consumer.max.size": "4",
                    "group.share.max.size": "4"}
-#: what a Kafka 4.3 cluster finalizes by default and groupbroker only when told
-OUR_FEATURES = {"groupbroker.feature.share.version": "1"}
+
 
 
 @pytest.fixture(scope="session")
@@ -100,7 +99,7 @@ def oracle_twin(tmp_path_factory) -> BrokerProcess:
     """The groupbroker that differential tests compare with ``kafka_oracle``: same settings,
     same node id, one for the run (tests use their own group and topic names on both)."""
     home = tmp_path_factory.mktemp("oracle-twin")
-    twin = BrokerProcess(home / "data", home / "broker.log", {**ORACLE_SETTINGS, **OUR_FEATURES}).start()
+    twin = BrokerProcess(home / "data", home / "broker.log", ORACLE_SETTINGS).start()
     yield twin
     twin.stop()
 

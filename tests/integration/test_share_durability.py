@@ -69,7 +69,7 @@ class ShareMember:
 
 @pytest.fixture
 def share_broker(start_broker):
-    return start_broker({"groupbroker.feature.share.version": "1", "group.initial.rebalance.delay.ms": "0"})
+    return start_broker({"group.initial.rebalance.delay.ms": "0"})
 
 
 def prepare(broker, topic: str, group: str) -> None:

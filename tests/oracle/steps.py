@@ -30,8 +30,11 @@ def own_pair(home, settings: dict, features: dict[str, int] | None = None):
         kafka = KafkaProcess(home / "kafka", settings, features=features).start()
     except KafkaUnavailable as e:
         missing(str(e))
+    ours_settings = dict(settings)
+    if features and "share.version" in features:      # what Kafka's format sets, groupbroker's setting sets
+        ours_settings["groupbroker.feature.share.version"] = str(features["share.version"])
     try:
-        ours = BrokerProcess(home / "ours", home / "ours.log", settings).start()
+        ours = BrokerProcess(home / "ours", home / "ours.log", ours_settings).start()
         try:
             yield ours, kafka
         finally:
