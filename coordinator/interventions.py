@@ -25,6 +25,7 @@ from protocol.messages import REQUESTS
 
 from coordinator.classic.group import ClassicGroup
 from coordinator.consumer import records as rec
+from coordinator.share import records as share_records
 from coordinator.consumer.group import ConsumerGroup
 from coordinator.consumer.member import ConsumerGroupMember, MemberState, new_member_id
 from coordinator.events import Cause, Event, Expiry
@@ -62,6 +63,14 @@ def _consumer_member(shard, group_id: str, member_id: str) -> tuple[ConsumerGrou
 
 def force_rebalance(shard, out: CoordinatorResult, now: int, group_id: str) -> str:
     """Start a rebalance, as a new member or a metadata change would."""
+    share = shard.share.groups.get(group_id)
+    if share is not None:
+        if share.is_empty():
+            raise InterventionError(f"group {group_id!r} is Empty: no members to rebalance")
+        epoch = share.group_epoch + 1
+        out.note(now, Event.GROUP_EPOCH_BUMPED, share, None, epoch=epoch, cause=Cause.FORCED)
+        shard.share.apply(out, [share_records.group_epoch(group_id, epoch, share.metadata_hash)])
+        return f"share group {group_id}: group epoch bumped to {epoch}; members get a new assignment"
     consumer = shard.consumer.groups.get(group_id)
     if consumer is not None:
         if consumer.is_empty():
@@ -82,6 +91,13 @@ def force_rebalance(shard, out: CoordinatorResult, now: int, group_id: str) -> s
 
 def expire_member(shard, out: CoordinatorResult, now: int, group_id: str, member_id: str) -> str:
     """End a member's session now, exactly as a missed session timeout does."""
+    share = shard.share.groups.get(group_id)
+    if share is not None:
+        member = share.members.get(member_id)
+        if member is None:
+            raise InterventionError(f"group {group_id!r} has no member {member_id!r}")
+        shard.share.fence(out, now, share, member, Expiry.SESSION)
+        return f"member {member_id} of share group {group_id} expired"
     if group_id in shard.consumer.groups:
         group, member = _consumer_member(shard, group_id, member_id)
         shard.consumer.fence(out, now, group, member, Expiry.SESSION)

@@ -138,8 +138,10 @@ class SharePartitionManager:
                 start, [] if durable is None else durable.batches)
         return sp
 
-    def next_deadline(self) -> int | None:
-        deadlines = [d for d in (sp.next_deadline() for sp in self.partitions.values()) if d is not None]
+    def next_deadline(self, skip=frozenset()) -> int | None:
+        """The earliest lock deadline, but for the groups in ``skip``."""
+        deadlines = [d for (group, *_), sp in self.partitions.items() if group not in skip
+                     for d in (sp.next_deadline(),) if d is not None]
         return min(deadlines) if deadlines else None
 
     # --- acknowledging and releasing ----------------------------------------------------------
@@ -196,10 +198,13 @@ class SharePartitionManager:
         ended = self.sessions.disconnected(connection)
         return [] if ended is None else self.release(*ended)
 
-    def expire(self, now: int) -> list[Key]:
-        """Release the records whose locks ran out; the partitions changed."""
+    def expire(self, now: int, skip=frozenset(), groups=None) -> list[Key]:
+        """Release the records whose locks ran out (of ``groups``, or all but ``skip``); the
+        partitions changed."""
         changed = []
         for (group, topic_id, index), sp in list(self.partitions.items()):
+            if group in skip or (groups is not None and group not in groups):
+                continue
             deadline = sp.next_deadline()
             if deadline is not None and deadline <= now and sp.expire_locks(now, self.limits(group)):
                 self.persist(group, (topic_id, index), sp)

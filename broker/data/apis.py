@@ -46,9 +46,9 @@ DATA_APIS = (
           cluster(Operation.ALTER)),
     # share groups' deliveries (share_fetch.py)
     _data(ApiKey.SHARE_FETCH, "share.share_fetch", error_answers.top_level(ApiKey.SHARE_FETCH),
-          Authorization.share_fetch, feature="share.version"),
+          Authorization.share_fetch, feature="share.version", injectable=True),
     _data(ApiKey.SHARE_ACKNOWLEDGE, "share.share_acknowledge", error_answers.top_level(ApiKey.SHARE_ACKNOWLEDGE),
-          Authorization.share_fetch, feature="share.version"),
+          Authorization.share_fetch, feature="share.version", injectable=True),
     _data(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, "share.describe_offsets", error_answers.describe_share_group_offsets,
           Authorization.describe_share_group_offsets, feature="share.version"),
     # transaction markers (txn_markers.py)

@@ -41,6 +41,8 @@ class ShareDelivery:
         self._locks_changed = trio.Event()
         self._watched: set[object] = set()
         self._nursery: trio.Nursery | None = None
+        #: share groups whose locks a fault keeps from running out
+        self.held: set[str] = set()
 
     def _may_read(self, ctx) -> Callable[[str], bool]:
         return (lambda name: True) if self.plane.may_read is None else (lambda name: self.plane.may_read(ctx, name))
@@ -214,6 +216,16 @@ class ShareDelivery:
                 self._woken(self.manager.disconnected(connection))
         self._nursery.start_soon(watch)
 
+    def expire_locks(self, group: str) -> int:
+        """Fault injection: every lock of the group runs out now; how many partitions changed."""
+        changed = self.manager.expire(2**62, groups={group})
+        self._woken(changed)
+        return len(changed)
+
+    def hold_locks(self, group: str, hold: bool) -> None:
+        (self.held.add if hold else self.held.discard)(group)
+        self._locks_changed.set()
+
     def close(self) -> None:
         self.manager.close()
 
@@ -224,8 +236,8 @@ class ShareDelivery:
         self.loaded.set()
         async with trio.open_nursery() as self._nursery:
             while True:
-                deadline = self.manager.next_deadline()
+                deadline = self.manager.next_deadline(skip=self.held)
                 self._locks_changed = trio.Event()
                 with trio.move_on_after(60.0 if deadline is None else max((deadline - now_ms()) / 1000, 0)):
                     await self._locks_changed.wait()
-                self._woken(self.manager.expire(now_ms()))
+                self._woken(self.manager.expire(now_ms(), skip=self.held))

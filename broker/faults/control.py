@@ -36,8 +36,9 @@ class BrokerControl:
     cluster's placement (``cluster``), and the ACLs (``acls``: the connection's ACL APIs)."""
 
     def __init__(self, faults, runners: list, transactions, topology, txn_partitions: int,
-                 cluster: ClusterMoves, acls):
+                 cluster: ClusterMoves, acls, share=None):
         self.faults, self.runners, self.transactions = faults, runners, transactions
+        self.share = share                    # the share-partitions' runtime (broker/data/share_fetch.py)
         self.topology, self.txn_partitions, self.cluster, self.acls = topology, txn_partitions, cluster, acls
 
     async def execute(self, op: str, **args):
@@ -128,6 +129,17 @@ class BrokerControl:
     async def op_expire_member(self, group: str, member: str) -> str:
         """End MEMBER's session now, as a missed session timeout would (either group type)."""
         return await self._runner(group).intervene(interventions.expire_member, group, member)
+
+    async def op_expire_locks(self, group: str) -> str:
+        """Let every acquisition lock of share group GROUP run out now: its records go back to
+        their partitions (archived at the delivery limit), as when the lock duration passes."""
+        return f"share group {group}: {self.share.expire_locks(group)} lock(s) expired"
+
+    async def op_hold_locks(self, group: str, hold: bool = True) -> str:
+        """Keep share group GROUP's acquisition locks from running out (a stuck consumer's
+        records stay locked) until released with hold=false; then the overdue ones expire."""
+        self.share.hold_locks(group, hold)
+        return f"share group {group}: locks {'held' if hold else 'released'}"
 
     async def op_fence_instance(self, group: str, instance: str) -> str:
         """Fence the static member with group.instance.id INSTANCE: a new incarnation takes

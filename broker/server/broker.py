@@ -94,7 +94,7 @@ class Broker:
         moves = ClusterMoves(self.topology, data, self.runners, self.transactions, txn_partitions, self.nodes)
         data.cluster_admin.elect = moves.move_leader
         self.control = BrokerControl(self.faults, self.runners, self.transactions, self.topology, txn_partitions,
-                                     moves, self.handlers.connection)
+                                     moves, self.handlers.connection, data.share)
         self._stop = trio.Event()
         self._everything: trio.CancelScope | None = None
         self._crashed = False

@@ -25,6 +25,7 @@ from tests.support.trio_client import TrioClient
 from tests.support.consumer_wire import Member, create_topic, describe, group_state, heartbeat as cg_heartbeat
 from tests.support.processes import wait_until
 from tests.support.wire import join_stable_member
+from tests.oracle.steps import batch
 
 E = ErrorCode
 Heartbeat, FindCoordinator, Produce = REQUESTS[ApiKey.HEARTBEAT].cls, REQUESTS[ApiKey.FIND_COORDINATOR].cls, REQUESTS[ApiKey.PRODUCE].cls
@@ -406,3 +407,61 @@ async def test_faults_leave_the_offsets_log_intact(tmp_path):
         broker.stop()                                   # serve() returns once the logs are closed
     assert tools.verify_all(str(tmp_path), None) == []
     assert len(list(tools.dump(str(tmp_path), shard_for(group, 50)))) >= 3     # the group records are there
+
+
+# --- share groups (KIP-932) ---------------------------------------------------------------------
+
+SGH, SF = REQUESTS[ApiKey.SHARE_GROUP_HEARTBEAT].cls, REQUESTS[ApiKey.SHARE_FETCH].cls
+
+
+async def share_member(client, group: str, topic: str, member: str = "share-member-0001"):
+    """A share member with its topic's partition assigned: (member epoch, topic id)."""
+    epoch = 0
+    with trio.fail_after(10):
+        while True:
+            answer = await client.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, SGH(
+                group_id=group, member_id=member, member_epoch=epoch, subscribed_topic_names=(topic,)))
+            assert answer.error_code == E.NONE, answer
+            epoch = answer.member_epoch
+            if answer.assignment.topic_partitions:
+                return epoch, answer.assignment.topic_partitions[0].topic_id
+            await trio.sleep(0.1)
+
+
+async def share_fetch(client, group: str, topic_id, epoch: int, member: str = "share-member-0001"):
+    part = SF.FetchTopic.FetchPartition(partition_index=0, acknowledgement_batches=())
+    return await client.call(ApiKey.SHARE_FETCH, 1, SF(
+        group_id=group, member_id=member, share_session_epoch=epoch, max_wait_ms=2000, min_bytes=1,
+        max_records=100, batch_size=100, topics=(SF.FetchTopic(topic_id=topic_id, partitions=(part,)),),
+        forgotten_topics_data=()))
+
+
+def acquired(answer) -> list[tuple[int, int, int]]:
+    return [(a.first_offset, a.last_offset, a.delivery_count)
+            for t in answer.responses for p in t.partitions for a in p.acquired_records]
+
+
+async def test_share_group_faults(broker):
+    client = await TrioClient.connect(broker.port)
+    await create_topic(client, "sh-orders", 1)
+    epoch, topic_id = await share_member(client, "sh", "sh-orders")
+    assert acquired(await share_fetch(client, "sh", topic_id, 0)) == []          # starts at the end
+    await client.call(ApiKey.PRODUCE, 9, Produce(transactional_id=None, acks=-1, timeout_ms=5000, topic_data=(
+        Produce.TopicProduceData(name="sh-orders", partition_data=(Produce.TopicProduceData.PartitionProduceData(
+            index=0, records=batch([b"a", b"b"])),)),)))
+    assert acquired(await share_fetch(client, "sh", topic_id, 1)) == [(0, 1, 1)]
+
+    await broker.control.execute("hold_locks", group="sh")
+    assert await broker.control.execute("expire_locks", group="sh") == "share group sh: 1 lock(s) expired"
+    assert acquired(await share_fetch(client, "sh", topic_id, 2)) == [(0, 1, 2)]      # redelivered
+
+    await broker.control.execute("fail", api="ShareFetch", error="NOT_LEADER_OR_FOLLOWER", group="sh")
+    assert (await share_fetch(client, "sh", topic_id, 3)).error_code == E.NOT_LEADER_OR_FOLLOWER
+
+    assert await broker.control.execute("force_rebalance", group="sh") == \
+        "share group sh: group epoch bumped to 4; members get a new assignment"
+    assert await broker.control.execute("expire_member", group="sh", member="share-member-0001") == \
+        "member share-member-0001 of share group sh expired"
+    answer = await client.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, SGH(
+        group_id="sh", member_id="share-member-0001", member_epoch=epoch))
+    assert answer.error_code == E.UNKNOWN_MEMBER_ID
