@@ -150,7 +150,8 @@ def error_response(api_key: int, version: int, request, error: ErrorCode):
         described = ConsumerGroupDescribeResponse.DescribedGroup
         return ConsumerGroupDescribeResponse(groups=tuple(
             described(group_id=g, error_code=error) for g in request.group_ids))
-    if api_key == ApiKey.SHARE_GROUP_HEARTBEAT:
+    if api_key in (ApiKey.SHARE_GROUP_HEARTBEAT, ApiKey.ALTER_SHARE_GROUP_OFFSETS,
+                   ApiKey.DELETE_SHARE_GROUP_OFFSETS):
         return RESPONSES[api_key].cls(error_code=error)
     if api_key == ApiKey.SHARE_GROUP_DESCRIBE:
         described = RESPONSES[api_key].cls.DescribedGroup

@@ -64,6 +64,8 @@ class Shard:
         self._handlers = {
             ApiKey.SHARE_GROUP_HEARTBEAT: share.heartbeat,
             ApiKey.SHARE_GROUP_DESCRIBE: share.describe,
+            ApiKey.ALTER_SHARE_GROUP_OFFSETS: share.alter_offsets,
+            ApiKey.DELETE_SHARE_GROUP_OFFSETS: share.delete_offsets,
             ApiKey.CONSUMER_GROUP_HEARTBEAT: consumer.heartbeat,
             ApiKey.CONSUMER_GROUP_DESCRIBE: consumer.describe,
             ApiKey.JOIN_GROUP: self._join_group,

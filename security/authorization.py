@@ -270,6 +270,12 @@ class Authorization:
             groups.append(dataclasses.replace(got, topics=tuple(topics)))
         return dataclasses.replace(answer, groups=tuple(groups))
 
+    async def delete_share_offsets(self, ctx, body, route):
+        """DeleteShareGroupOffsets: DELETE on the group; each topic's READ is the handler's."""
+        if not self.allowed(ctx, DELETE, GROUP, body.group_id):
+            return self._refused(ctx, body, E.GROUP_AUTHORIZATION_FAILED)
+        return await route(ctx, body)
+
     async def share_fetch(self, ctx, body, route):
         """ShareFetch and ShareAcknowledge: READ on the group (a missing group id is the
         handler's INVALID_REQUEST, answered first); each topic's READ is checked as it is read."""

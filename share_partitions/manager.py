@@ -241,6 +241,17 @@ class SharePartitionManager:
         self.states.replay(*decode(record))
         return True
 
+    def reset(self, group: str, key: Key, start_offset: int | None) -> None:
+        """New share state for a share-partition (AlterShareGroupOffsets; None deletes it, as
+        DeleteShareGroupOffsets does); a share-partition in memory is dropped, so the next
+        fetch starts from the new state."""
+        now, state_key = now_ms(), (group, *key)
+        record = self.states.delete(state_key) if start_offset is None else \
+            self.states.reset(state_key, start_offset, now)
+        self._open(state_partition(state_key, STATE_PARTITIONS)).append([record], now)
+        self.states.replay(*decode(record))
+        self.partitions.pop(state_key, None)
+
     def close(self) -> None:
         for shard_log in self._logs.values():
             shard_log.close()

@@ -51,6 +51,12 @@ DATA_APIS = (
           Authorization.share_fetch, feature="share.version", injectable=True),
     _data(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, "share.describe_offsets", error_answers.describe_share_group_offsets,
           Authorization.describe_share_group_offsets, feature="share.version"),
+    _data(ApiKey.ALTER_SHARE_GROUP_OFFSETS, "share.alter_offsets",
+          error_answers.with_default_message(ApiKey.ALTER_SHARE_GROUP_OFFSETS), Authorization.share_fetch,
+          feature="share.version"),
+    _data(ApiKey.DELETE_SHARE_GROUP_OFFSETS, "share.delete_offsets",
+          error_answers.with_default_message(ApiKey.DELETE_SHARE_GROUP_OFFSETS), Authorization.delete_share_offsets,
+          feature="share.version"),
     # transaction markers (txn_markers.py)
     _data(ApiKey.WRITE_TXN_MARKERS, "write_txn_markers", marker_answers.failed,
           Authorization.write_txn_markers),

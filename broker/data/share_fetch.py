@@ -16,6 +16,7 @@ import trio
 
 from coordinator.share.sessions import FINAL_EPOCH, SessionError
 from protocol.api_keys import ApiKey
+from protocol.error_messages import default_message
 from protocol.errors import ErrorCode
 from protocol.messages import RESPONSES
 from protocol.wire import ZERO_UUID
@@ -25,6 +26,8 @@ E = ErrorCode
 ShareFetch = RESPONSES[ApiKey.SHARE_FETCH].cls
 ShareAcknowledge = RESPONSES[ApiKey.SHARE_ACKNOWLEDGE].cls
 DescribeOffsets = RESPONSES[ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS].cls
+AlterOffsets = RESPONSES[ApiKey.ALTER_SHARE_GROUP_OFFSETS].cls
+DeleteOffsets = RESPONSES[ApiKey.DELETE_SHARE_GROUP_OFFSETS].cls
 _PART = ShareFetch.ShareFetchableTopicResponse.PartitionData
 _ACK_PART = ShareAcknowledge.ShareAcknowledgeTopicResponse.PartitionData
 _LEADERSHIP = (E.NOT_LEADER_OR_FOLLOWER, E.FENCED_LEADER_EPOCH)
@@ -34,8 +37,10 @@ class ShareDelivery:
     """``initialized``: a share group's partitions with share state, from its group coordinator."""
 
     def __init__(self, plane, group_configs: Callable[[str], Mapping[str, str]],
-                 initialized: Callable[[str], Mapping] = lambda group: {}):
-        self.plane, self.initialized = plane, initialized
+                 initialized: Callable[[str], Mapping] = lambda group: {}, group_call=None):
+        """``group_call(api_key, version, request)``: a request answered by its group's
+        coordinator shard (Alter/DeleteShareGroupOffsets change the group's records there)."""
+        self.plane, self.initialized, self.group_call = plane, initialized, group_call
         self.manager = SharePartitionManager(plane.config.data_dir, plane.config.coordinator, group_configs)
         self.loaded = trio.Event()
         self._locks_changed = trio.Event()
@@ -200,6 +205,62 @@ class ShareDelivery:
                 for name, topic_id, parts in rows)))
         return DescribeOffsets(groups=tuple(groups))
 
+    # --- Alter/DeleteShareGroupOffsets -----------------------------------------------------------
+    async def alter_offsets(self, ctx, req):
+        """KafkaApis' checks of each topic, the group coordinator's of the group (empty, a share
+        group or none), then the new share state written for the partitions it accepted."""
+        await self.loaded.wait()
+        may_read, refused, kept = self._may_read(ctx), [], []
+        topic_cls = AlterOffsets.AlterShareGroupOffsetsResponseTopic
+        for t in req.topics:
+            error = E.TOPIC_AUTHORIZATION_FAILED if not may_read(t.topic_name) else \
+                E.UNKNOWN_TOPIC_OR_PARTITION if not self.plane.topic_exists(t.topic_name) else E.NONE
+            if error == E.NONE:
+                kept.append(t)
+                continue
+            refused.append(topic_cls(topic_name=t.topic_name, topic_id=self._topic_id(t.topic_name), partitions=tuple(
+                topic_cls.AlterShareGroupOffsetsResponsePartition(
+                    partition_index=p.partition_index, error_code=error, error_message=default_message(error))
+                for p in t.partitions)))
+        answer = await self.group_call(ApiKey.ALTER_SHARE_GROUP_OFFSETS, ctx.version,
+                                       dataclasses.replace(req, topics=tuple(kept)))
+        if answer.error_code != E.NONE:
+            return _whole(answer)
+        offsets = {(t.topic_name, p.partition_index): p.start_offset for t in kept for p in t.partitions}
+        for t in answer.responses:
+            for p in t.partitions:
+                if p.error_code == E.NONE:
+                    self.manager.reset(req.group_id, (t.topic_id, p.partition_index),
+                                       offsets[(t.topic_name, p.partition_index)])
+        return dataclasses.replace(answer, responses=tuple(refused) + answer.responses)
+
+    async def delete_offsets(self, ctx, req):
+        await self.loaded.wait()
+        may_read, refused, kept = self._may_read(ctx), [], []
+        topic_cls = DeleteOffsets.DeleteShareGroupOffsetsResponseTopic
+        for t in req.topics:
+            if may_read(t.topic_name):
+                kept.append(t)
+            else:
+                refused.append(topic_cls(topic_name=t.topic_name, topic_id=ZERO_UUID,
+                                         error_code=E.TOPIC_AUTHORIZATION_FAILED,
+                                         error_message=default_message(E.TOPIC_AUTHORIZATION_FAILED)))
+        answer = await self.group_call(ApiKey.DELETE_SHARE_GROUP_OFFSETS, ctx.version,
+                                       dataclasses.replace(req, topics=tuple(kept)))
+        if answer.error_code != E.NONE:
+            return _whole(answer)
+        image = self.plane.store.metadata_image()
+        for t in answer.responses:
+            topic = image.by_id.get(t.topic_id)
+            if t.error_code == E.NONE and topic is not None:
+                for p in range(topic.num_partitions):
+                    self.manager.reset(req.group_id, (t.topic_id, p), None)
+        return dataclasses.replace(answer, responses=tuple(refused) + answer.responses)
+
+    def _topic_id(self, name: str):
+        topic = self.plane.store.metadata_image().topics.get(name)
+        return ZERO_UUID if topic is None else topic.topic_id
+
     # --- sessions and locks -------------------------------------------------------------------
     def _watch(self, ctx) -> None:
         """Release the sessions a connection opened once it closes."""
@@ -241,3 +302,10 @@ class ShareDelivery:
                 with trio.move_on_after(60.0 if deadline is None else max((deadline - now_ms()) / 1000, 0)):
                     await self._locks_changed.wait()
                 self._woken(self.manager.expire(now_ms(), skip=self.held))
+
+
+def _whole(answer):
+    """A group coordinator's refusal as KafkaApis sends it: the error alone, with the error's own
+    message when the coordinator gave none."""
+    return dataclasses.replace(answer, responses=(),
+                               error_message=answer.error_message or default_message(answer.error_code))

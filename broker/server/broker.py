@@ -71,8 +71,9 @@ class Broker:
                         "is set too (its default is never), as in Kafka", config.log_flush_interval_ms)
         data = DataPlane(config, self.topology, self._forget_topics,
                          group_marker=lambda shard, *marker: self.runners[shard].complete_transaction(*marker),
-                         share_partitions=lambda group: self.runners[
-                             shard_for(group, len(self.runners))].shard.share.initialized_partitions(group))
+                         share_partitions=lambda group: self._runner(group).shard.share.initialized_partitions(group),
+                         group_call=lambda key, version, request: self._runner(request.group_id).call(
+                             key, version, request))
         self.runners = [ShardRunner(Shard(i, config.coordinator, journal=self.journal is not None),
                                     partial(open_log, config.data_dir, self.topology, GROUP_TOPIC, i),
                                     journal=self.journal, flusher=self.flusher, metadata=data.store.metadata_image,
@@ -99,6 +100,9 @@ class Broker:
         self._everything: trio.CancelScope | None = None
         self._crashed = False
         self.ready = trio.Event()          # set once every shard has loaded its log
+
+    def _runner(self, group_id: str) -> ShardRunner:
+        return self.runners[shard_for(group_id, len(self.runners))]
 
     @property
     def ports(self) -> dict[int, int]:

@@ -54,6 +54,23 @@ class Initialized:
     timestamp: int = -1
 
 
+@dataclass(frozen=True, slots=True)
+class StateMetadata:
+    """Which topics of a share group id have share state: being created, created, being
+    deleted (Kafka keeps this beside the groups: AlterShareGroupOffsets records it for a group
+    that does not exist)."""
+    initializing: dict = field(default_factory=dict)      # topic id -> Initialized
+    initialized: dict = field(default_factory=dict)       # topic id -> Initialized
+    deleting: dict = field(default_factory=dict)          # topic id -> topic name
+
+    def assignable(self, topic_id: uuid.UUID, partition: int) -> bool:
+        entry = self.initialized.get(topic_id)
+        return entry is not None and partition in entry.partitions
+
+
+NO_STATE = StateMetadata()
+
+
 class ShareGroup:
     protocol_type = "share"
     group_type = "share"
@@ -69,12 +86,6 @@ class ShareGroup:
         self.members_capacity = 2
         self.target: dict[str, Assignment] = {}
         self.subscribed_names: Counter[str] = Counter()
-        #: topic id -> partitions whose share state exists, or is being created
-        self.initialized: dict[uuid.UUID, Initialized] = {}
-        self.initializing: dict[uuid.UUID, Initialized] = {}
-        self.deleting: dict[uuid.UUID, str] = {}
-        #: whether a share-state record exists (its tombstone goes with the group)
-        self.has_state_metadata = False
         self.metadata_refresh_deadline = 0
         self.metadata_refresh_epoch = -1
         self.state = ShareGroupState.EMPTY
@@ -104,10 +115,6 @@ class ShareGroup:
 
     def members_in_kafka_order(self) -> list[ShareMember]:
         return members_in_table_order(self.members, self.members_capacity)
-
-    def assignable(self, topic_id: uuid.UUID, partition: int) -> bool:
-        entry = self.initialized.get(topic_id)
-        return entry is not None and partition in entry.partitions
 
     # --- changing (from replay only) ----------------------------------------------------------
     def update_member(self, member: ShareMember) -> None:

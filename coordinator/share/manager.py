@@ -23,7 +23,9 @@ from offsets_log.records import GroupRecord, encode_record
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.logtext import safe
+from protocol.error_messages import default_message
 from protocol.messages import RESPONSES
+from protocol.wire import ZERO_UUID
 
 from coordinator import responses as r
 from coordinator.actions import RequestContext
@@ -41,7 +43,7 @@ from coordinator.result import CoordinatorResult
 from coordinator.routing import shard_for
 from coordinator.share import assignor
 from coordinator.share import records as rec
-from coordinator.share.group import Initialized, ShareGroup, ShareMember, metadata_hash
+from coordinator.share.group import NO_STATE, Initialized, ShareGroup, ShareMember, StateMetadata, metadata_hash
 from coordinator.timers import Timers
 
 log = logging.getLogger("groupbroker.coordinator")
@@ -49,6 +51,8 @@ log = logging.getLogger("groupbroker.coordinator")
 E = ErrorCode
 HeartbeatResponse = RESPONSES[ApiKey.SHARE_GROUP_HEARTBEAT].cls
 DescribeResponse = RESPONSES[ApiKey.SHARE_GROUP_DESCRIBE].cls
+AlterOffsets = RESPONSES[ApiKey.ALTER_SHARE_GROUP_OFFSETS].cls
+DeleteOffsets = RESPONSES[ApiKey.DELETE_SHARE_GROUP_OFFSETS].cls
 LEAVE_GROUP_MEMBER_EPOCH = -1
 NEVER = 2**63
 ASSIGNOR_NAME = "simple"
@@ -96,6 +100,8 @@ class ShareGroupManager:
         #: group id -> the type of the live group of another type with that id, if any
         self.other_type = other_type
         self.groups: dict[str, ShareGroup] = {}
+        #: group id -> the topics with share state (kept apart from the groups, as in Kafka)
+        self.state_metadata: dict[str, StateMetadata] = {}
         self.image: MetadataImage = EMPTY_IMAGE
         self.group_configs: Mapping[str, Mapping[str, str]] = {}
 
@@ -260,14 +266,15 @@ class ShareGroupManager:
     def _initialized_unassigned(self, group: ShareGroup) -> bool:
         """Kafka's initializedAssignmentPending: a subscribed topic's initialized partitions are
         not exactly those of the target assignment."""
-        if group.is_empty() or not group.initialized or not group.subscribed_names:
+        initialized = self.state_metadata.get(group.group_id, NO_STATE).initialized
+        if group.is_empty() or not initialized or not group.subscribed_names:
             return False
         assigned: dict = {}
         for parts in group.target.values():
             for topic_id, partitions in parts.items():
                 assigned.setdefault(topic_id, set()).update(partitions)
         return any(entry.name in group.subscribed_names and assigned.get(topic_id) != set(entry.partitions)
-                   for topic_id, entry in group.initialized.items())
+                   for topic_id, entry in initialized.items())
 
     def _new_target(self, out: CoordinatorResult, now: int, group: ShareGroup, epoch: int,
                     updated: ShareMember, records: list):
@@ -282,7 +289,8 @@ class ShareGroupManager:
                      for t in self._metadata(group.subscribed_topic_names(group.members.get(updated.member_id),
                                                                           updated)).values()}
         try:
-            assignment = assignor.assign(specs, described, group.assignable)
+            assignment = assignor.assign(specs, described,
+                                         self.state_metadata.get(group.group_id, NO_STATE).assignable)
         except PartitionAssignorError as e:
             log.error("group %s: failed to compute a new target assignment for epoch %d: %s",
                       safe(group.group_id), epoch, e)
@@ -303,39 +311,115 @@ class ShareGroupManager:
     def _initializing(self, group: ShareGroup, names: set[str], now: int) -> list:
         """Kafka's maybeCreateInitializeShareGroupStateRequest: the subscribed partitions without
         share state are recorded as initializing."""
+        meta = self.state_metadata.get(group.group_id, NO_STATE)
         wanted: dict = {}
         for name in sorted(names):
             topic = self.image.topics.get(name)
             if topic is None:
                 continue
             have = set()
-            for known in (group.initialized, group.initializing):
+            for known in (meta.initialized, meta.initializing):
                 if topic.topic_id in known:
                     have |= known[topic.topic_id].partitions
             if len(have) < topic.num_partitions:
                 wanted[topic.topic_id] = Initialized(
                     name, frozenset(p for p in range(topic.num_partitions) if p not in have), now)
+        return self._initializing_records(group.group_id, wanted)
+
+    def _initializing_records(self, group_id: str, wanted: dict) -> list:
+        """Kafka's addInitializingTopicsRecords."""
         if not wanted:
             return []
-        initializing = _combined(group.initializing, wanted)
-        deleting = {t: n for t, n in group.deleting.items() if t not in initializing}
-        return [rec.state_partitions(group.group_id, initializing, group.initialized, deleting)]
+        meta = self.state_metadata.get(group_id, NO_STATE)
+        initializing = _combined(meta.initializing, wanted)
+        deleting = {t: n for t, n in meta.deleting.items() if t not in initializing}
+        return [rec.state_partitions(group_id, initializing, meta.initialized, deleting)]
 
     def initialize(self, out: CoordinatorResult, group_id: str) -> None:
         """The share state of the initializing partitions now exists (Kafka's
         initializeShareGroupState after the share coordinator answered): they become
         initialized, and assignable at the members' next heartbeats."""
-        group = self.groups.get(group_id)
-        if group is None or not group.initializing:
+        meta = self.state_metadata.get(group_id, NO_STATE)
+        if not meta.initializing:
             return
-        self.apply(out, [rec.state_partitions(group_id, {}, _combined(group.initialized, group.initializing),
-                                              group.deleting)])
+        self.apply(out, [rec.state_partitions(group_id, {}, _combined(meta.initialized, meta.initializing),
+                                              meta.deleting)])
 
     def initialized_partitions(self, group_id: str) -> dict:
-        """A share group's partitions with share state: topic id -> Initialized (none for a
-        group this shard does not hold)."""
-        group = self.groups.get(group_id)
-        return {} if group is None else dict(group.initialized)
+        """A share group id's partitions with share state: topic id -> Initialized."""
+        return dict(self.state_metadata.get(group_id, NO_STATE).initialized)
+
+    # --- Alter/DeleteShareGroupOffsets ----------------------------------------------------------
+    def _empty_group(self, group_id: str, create: bool) -> ShareGroup:
+        if not group_id:
+            raise GroupError(E.INVALID_GROUP_ID)
+        if not self.owns(group_id):
+            raise GroupError(E.NOT_COORDINATOR)
+        group = self._group(group_id, create) if create else self.group(group_id)
+        if group.members:
+            raise GroupError(E.NON_EMPTY_GROUP, "The group is not empty.")
+        return group
+
+    def alter_offsets(self, out: CoordinatorResult, now: int, ctx: RequestContext, req) -> None:
+        """Kafka's alterShareGroupOffsets: an empty share group (none yet is fine) gets new
+        share state at these start offsets; the data plane writes it once this is answered."""
+        topic_cls = AlterOffsets.AlterShareGroupOffsetsResponseTopic
+        part_cls = topic_cls.AlterShareGroupOffsetsResponsePartition
+        unknown = dict(error_code=E.UNKNOWN_TOPIC_OR_PARTITION, error_message=default_message(E.UNKNOWN_TOPIC_OR_PARTITION))
+        try:
+            self._empty_group(req.group_id, create=True)
+            topics, wanted = [], {}
+            for t in req.topics:
+                topic = self.image.topics.get(t.topic_name)
+                if topic is None:
+                    topics.append(topic_cls(topic_name=t.topic_name, topic_id=ZERO_UUID, partitions=tuple(
+                        part_cls(partition_index=p.partition_index, **unknown) for p in t.partitions)))
+                    continue
+                valid = frozenset(p.partition_index for p in t.partitions if p.partition_index < topic.num_partitions)
+                wanted[topic.topic_id] = Initialized(t.topic_name, valid, now)
+                topics.append(topic_cls(topic_name=t.topic_name, topic_id=topic.topic_id, partitions=tuple(
+                    part_cls(partition_index=p.partition_index, error_code=E.NONE) if p.partition_index in valid
+                    else part_cls(partition_index=p.partition_index, **unknown) for p in t.partitions)))
+            self.apply(out, self._initializing_records(req.group_id, wanted))
+            self.initialize(out, req.group_id)
+            response = AlterOffsets(error_code=E.NONE, responses=tuple(topics))
+        except GroupError as e:
+            response = AlterOffsets(error_code=e.code, error_message=e.message)
+        out.reply(ctx.token, ApiKey.ALTER_SHARE_GROUP_OFFSETS, ctx.version, response)
+
+    def delete_offsets(self, out: CoordinatorResult, now: int, ctx: RequestContext, req) -> None:
+        """Kafka's DeleteShareGroupOffsets: an empty share group forgets the share state of
+        whole topics; the data plane deletes it once this is answered."""
+        topic_cls = DeleteOffsets.DeleteShareGroupOffsetsResponseTopic
+        try:
+            self._empty_group(req.group_id, create=False)
+            meta = self.state_metadata.get(req.group_id)
+            errors, done = [], []
+            if meta is not None:
+                initialized, deleting = dict(meta.initialized), dict(meta.deleting)
+                for t in req.topics:
+                    topic = self.image.topics.get(t.topic_name)
+                    if topic is None:
+                        errors.append(topic_cls(topic_name=t.topic_name, topic_id=ZERO_UUID,
+                                                error_code=E.UNKNOWN_TOPIC_OR_PARTITION,
+                                                error_message=default_message(E.UNKNOWN_TOPIC_OR_PARTITION)))
+                    elif topic.topic_id in initialized or topic.topic_id in deleting:
+                        initialized.pop(topic.topic_id, None)
+                        deleting[topic.topic_id] = t.topic_name
+                        done.append(topic_cls(topic_name=t.topic_name, topic_id=topic.topic_id, error_code=E.NONE))
+                    else:
+                        errors.append(topic_cls(topic_name=t.topic_name, topic_id=ZERO_UUID,
+                                                error_code=E.UNKNOWN_TOPIC_OR_PARTITION,
+                                                error_message="There is no offset information to delete."))
+                self.apply(out, [rec.state_partitions(req.group_id, meta.initializing, initialized, deleting)])
+                if done:         # the share state is gone: no longer being deleted
+                    gone = {t.topic_id for t in done}
+                    self.apply(out, [rec.state_partitions(req.group_id, meta.initializing, initialized,
+                                                          {t: n for t, n in deleting.items() if t not in gone})])
+            response = DeleteOffsets(error_code=E.NONE, responses=tuple(done + errors))
+        except GroupError as e:
+            response = DeleteOffsets(error_code=e.code, error_message=e.message)
+        out.reply(ctx.token, ApiKey.DELETE_SHARE_GROUP_OFFSETS, ctx.version, response)
 
     # --- leaving and fencing ------------------------------------------------------------------
     def _leave(self, out: CoordinatorResult, now: int, req):
@@ -378,6 +462,12 @@ class ShareGroupManager:
             self.replay(record)
 
     def replay(self, record: GroupRecord) -> None:
+        if record.type == rec.STATE_PARTITIONS:
+            if record.value is None:
+                self.state_metadata.pop(record.group, None)
+            else:
+                self.state_metadata[record.group] = rec.state_metadata(record.value)
+            return
         group = self.groups.get(record.group)
         if group is None:
             if record.value is None:
@@ -395,6 +485,7 @@ class ShareGroupManager:
 
     def unload(self) -> None:
         self.groups.clear()
+        self.state_metadata.clear()
 
     # --- ShareGroupDescribe ---------------------------------------------------------------------
     def describe(self, out: CoordinatorResult, now: int, ctx: RequestContext, req) -> None:

@@ -8,7 +8,7 @@ import uuid
 from offsets_log.records import SHARE_GROUP_KEYS, GroupRecord
 
 from coordinator.consumer.member import Assignment, MemberState, assignment_of
-from coordinator.share.group import Initialized, ShareGroup, ShareMember
+from coordinator.share.group import Initialized, ShareGroup, ShareMember, StateMetadata
 
 MEMBER, GROUP_EPOCH, TARGET_EPOCH, TARGET_MEMBER, CURRENT, STATE_PARTITIONS = 10, 11, 12, 13, 14, 15
 
@@ -119,11 +119,12 @@ def replay_into(group: ShareGroup, record: GroupRecord) -> None:
                                         previous_member_epoch=value.previous_member_epoch,
                                         state=MemberState(value.state),
                                         assigned=assignment_of(value.assigned_partitions)))
-    elif kind == STATE_PARTITIONS:
-        group.has_state_metadata = value is not None
 
-        def entries(infos):
-            return {i.topic_id: Initialized(i.topic_name, frozenset(i.partitions)) for i in infos}
-        group.initializing = {} if value is None else entries(value.initializing_topics)
-        group.initialized = {} if value is None else entries(value.initialized_topics)
-        group.deleting = {} if value is None else {i.topic_id: i.topic_name for i in value.deleting_topics}
+
+
+def state_metadata(value) -> StateMetadata:
+    """A share-state record's value as the manager keeps it."""
+    def entries(infos):
+        return {i.topic_id: Initialized(i.topic_name, frozenset(i.partitions)) for i in infos}
+    return StateMetadata(entries(value.initializing_topics), entries(value.initialized_topics),
+                         {i.topic_id: i.topic_name for i in value.deleting_topics})

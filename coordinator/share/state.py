@@ -95,7 +95,17 @@ class ShareStates:
         return update_record(key, current.snapshot_epoch, current.leader_epoch, start_offset, delivery_complete,
                              combine(batches, start_offset))
 
+    def reset(self, key: Key, start_offset: int, now: int) -> Record:
+        """Kafka's InitializeShareGroupState: a fresh snapshot at ``start_offset`` (-1: from the
+        group's share.auto.offset.reset), no batches."""
+        current = self.states.get(key)
+        return snapshot_record(key, PartitionState(
+            start_offset=start_offset, state_epoch=0 if current is None else current.state_epoch + 1,
+            snapshot_epoch=0 if current is None else current.snapshot_epoch + 1,
+            delivery_complete_count=-1 if start_offset == -1 else 0, created=now), now)
+
     def delete(self, key: Key) -> Record:
+        """Kafka's DeleteShareGroupState: the snapshot's tombstone."""
         return Record(_key(SNAPSHOT, key), None)
 
     def replay(self, kind: int, key: Key, value) -> None:

@@ -117,3 +117,36 @@ async def test_describe_share_group_offsets(oracle, request):
     await oracle.call(ACK, 1, acknowledge(group, topic_id, 3, [(2, 3, [ACCEPT])]), what="the rest accepted")
     await oracle.call(DESCRIBE_OFFSETS, 1, offsets_of(group, None), what="every initialized partition",
                       unordered=("partitions",))
+
+
+ALTER, DELETE = ApiKey.ALTER_SHARE_GROUP_OFFSETS, ApiKey.DELETE_SHARE_GROUP_OFFSETS
+
+
+def alter(group, topics):
+    return req(ALTER, group_id=group, topics=tuple(
+        sub(ALTER, "AlterShareGroupOffsetsRequestTopic", topic_name=t, partitions=tuple(
+            sub(ALTER, "AlterShareGroupOffsetsRequestPartition", partition_index=p, start_offset=o) for p, o in ps))
+        for t, ps in topics))
+
+
+def delete(group, *topics):
+    return req(DELETE, group_id=group, topics=tuple(
+        sub(DELETE, "DeleteShareGroupOffsetsRequestTopic", topic_name=t) for t in topics))
+
+
+async def test_alter_and_delete_share_group_offsets(oracle, request):
+    group, topic = unique(request), unique(request, "-t")
+    await topic_for_groups(oracle, topic, 2)
+    await oracle.call(DELETE, 0, delete(group, topic), what="delete: no such group")
+    await oracle.call(ALTER, 0, alter("", [(topic, [(0, 1)])]), what="alter: no group id")
+    await oracle.call(ALTER, 0, alter(group, [(topic, [(0, 1), (1, 0), (7, 0)]), ("no-such-topic", [(0, 0)])]),
+                      what="alter: a group that does not exist yet")
+    await oracle.call(ApiKey.PRODUCE, 11, produce_body(topic, 0, batch([b"a", b"b", b"c", b"d"])), what="records")
+    topic_id = await member_of(oracle, group, topic)
+    await oracle.call(ALTER, 0, alter(group, [(topic, [(0, 2)])]), what="alter: a group with a member")
+    await oracle.call(DELETE, 0, delete(group, topic), what="delete: a group with a member")
+    await oracle.call(FETCH, 1, fetch(group, topic_id, 0, wait_ms=2000),
+                      what="the first fetch starts at the altered offset")
+    await oracle.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, beat(group, epoch=-1), what="the member leaves")
+    await oracle.call(DELETE, 0, delete(group, topic, "no-such-topic"), what="delete: an empty group")
+    await oracle.call(DELETE, 0, delete(group, topic), what="delete: nothing left to delete")
