@@ -1,5 +1,5 @@
 """What a shard asks its driver to do, in order: make records durable, answer requests,
-note events in the journal.
+note events in the journal, create a share group's share state.
 
 A shard never performs I/O. Every call returns a list of these; the driver (the broker's shard
 task, or a test) executes them in order, so a :class:`Reply` that follows a :class:`Persist`
@@ -40,7 +40,16 @@ class Journal(NamedTuple):
     details: dict
 
 
-Action = Reply | Persist | Journal
+@dataclass(frozen=True, slots=True)
+class ShareStateInit:
+    """New share state for these partitions of a share group (Kafka's InitializeShareGroupState
+    to its share coordinator): topic id -> partitions; each starts from the group's
+    share.auto.offset.reset, whatever state it had before."""
+    group: str
+    partitions: dict
+
+
+Action = Reply | Persist | Journal | ShareStateInit
 
 
 @dataclass(slots=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from offsets_log.errors import RecordTooLargeError
 from offsets_log.records import BATCH_OVERHEAD, Record, batch_size
 
-from coordinator.actions import Action, Journal, Persist, Reply
+from coordinator.actions import Action, Journal, Persist, Reply, ShareStateInit
 
 
 class CoordinatorResult:
@@ -47,6 +47,9 @@ class CoordinatorResult:
         if self.journal:
             self.actions.append(Journal(event, now, self.shard_id, group.group_id, group.generation,
                                         member, details))
+
+    def init_share_state(self, group: str, partitions: dict) -> None:
+        self.actions.append(ShareStateInit(group, partitions))
 
     # --- within one operation -------------------------------------------------------------
     def mark(self) -> int:

@@ -257,6 +257,14 @@ class ShareDelivery:
                     self.manager.reset(req.group_id, (t.topic_id, p), None)
         return dataclasses.replace(answer, responses=tuple(refused) + answer.responses)
 
+    def initialize_state(self, group: str, partitions: dict) -> None:
+        """The group coordinator initialized these partitions of a share group: new share state,
+        from the group's share.auto.offset.reset (a group deleted and made again, a topic's new
+        partitions, offsets deleted: each starts afresh, as in Kafka)."""
+        for topic_id, indexes in partitions.items():
+            for index in indexes:
+                self.manager.reset(group, (topic_id, index), -1)
+
     def _topic_id(self, name: str):
         topic = self.plane.store.metadata_image().topics.get(name)
         return ZERO_UUID if topic is None else topic.topic_id

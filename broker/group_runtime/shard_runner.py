@@ -35,7 +35,7 @@ from typing import Callable, Mapping
 
 import trio
 
-from coordinator.actions import Journal, Persist, Reply, RequestContext
+from coordinator.actions import Journal, Persist, Reply, RequestContext, ShareStateInit
 from coordinator.result import CoordinatorResult, StepFailed
 from coordinator.interventions import InterventionError
 from coordinator.metadata import EMPTY_IMAGE, MetadataImage
@@ -172,8 +172,10 @@ class ShardRunner:
     def __init__(self, shard: Shard, open_log: Callable[[], ShardLog], *,
                  compact_interval_s: float = 600.0, wall_clock=time.time, journal=None,
                  flusher: Flusher | None = None, metadata: Callable[[], MetadataImage] = lambda: EMPTY_IMAGE,
-                 group_configs: Callable[[], Mapping[str, Mapping[str, str]]] = lambda: _NO_CONFIGS):
+                 group_configs: Callable[[], Mapping[str, Mapping[str, str]]] = lambda: _NO_CONFIGS,
+                 share_state_init: Callable[[str, dict], None] = lambda group, partitions: None):
         self.shard = shard
+        self.share_state_init = share_state_init     # the share-partitions' new state (data plane)
         self._open_log = open_log        # opens (and recovers) the shard's log: in a worker thread
         self.log: ShardLog | None = None
         #: the broker's, shared by every shard; a runner on its own runs one with Kafka's defaults
@@ -587,6 +589,9 @@ class ShardRunner:
             if isinstance(action, Journal):
                 if self.journal is not None:
                     self.journal.record(action)
+                continue
+            if isinstance(action, ShareStateInit):
+                self.share_state_init(action.group, action.partitions)
                 continue
             ticket = action.token
             if self.failed:

@@ -335,13 +335,16 @@ class ShareGroupManager:
         deleting = {t: n for t, n in meta.deleting.items() if t not in initializing}
         return [rec.state_partitions(group_id, initializing, meta.initialized, deleting)]
 
-    def initialize(self, out: CoordinatorResult, group_id: str) -> None:
-        """The share state of the initializing partitions now exists (Kafka's
-        initializeShareGroupState after the share coordinator answered): they become
-        initialized, and assignable at the members' next heartbeats."""
+    def initialize(self, out: CoordinatorResult, group_id: str, fresh: bool = True) -> None:
+        """The initializing partitions get share state (``fresh``: new state, from the group's
+        share.auto.offset.reset; else the caller writes it) and become initialized (Kafka's
+        initializeShareGroupState once the share coordinator answered), assignable at the
+        members' next heartbeats."""
         meta = self.state_metadata.get(group_id, NO_STATE)
         if not meta.initializing:
             return
+        if fresh:
+            out.init_share_state(group_id, {t: e.partitions for t, e in meta.initializing.items()})
         self.apply(out, [rec.state_partitions(group_id, {}, _combined(meta.initialized, meta.initializing),
                                               meta.deleting)])
 
@@ -381,7 +384,7 @@ class ShareGroupManager:
                     part_cls(partition_index=p.partition_index, error_code=E.NONE) if p.partition_index in valid
                     else part_cls(partition_index=p.partition_index, **unknown) for p in t.partitions)))
             self.apply(out, self._initializing_records(req.group_id, wanted))
-            self.initialize(out, req.group_id)
+            self.initialize(out, req.group_id, fresh=False)
             response = AlterOffsets(error_code=E.NONE, responses=tuple(topics))
         except GroupError as e:
             response = AlterOffsets(error_code=e.code, error_message=e.message)

@@ -113,3 +113,22 @@ def test_acknowledgements_outlive_the_broker(share_broker, how):
     # after a restart 5-9 are one available batch (neighbouring batches of one state and count
     # are joined when written, as Kafka's share coordinator joins them)
     assert delivered == ([(5, 9, 2)] if how == "restart" else [(5, 5, 2), (6, 9, 1)]), delivered
+
+
+def test_a_share_group_deleted_and_made_again_starts_afresh(share_broker):
+    topic, group = "again", "again-share"
+    prepare(share_broker, topic, group)
+    member = ShareMember(share_broker, group, topic)
+    topic_id = member.join()
+    assert member.fetch(topic_id) == [(0, 9, 1)]
+    member.fetch(topic_id, acks=[(0, 9, ACCEPT)])
+    leave = req(ApiKey.SHARE_GROUP_HEARTBEAT, group_id=group, member_id=MEMBER, member_epoch=-1, rack_id=None,
+                subscribed_topic_names=None)
+    assert member.client.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, leave).error_code == 0
+    deleted = member.client.call(ApiKey.DELETE_GROUPS, 2, req(ApiKey.DELETE_GROUPS, groups_names=(group,)))
+    assert deleted.results[0].error_code == 0, deleted
+    member.close()
+    member = ShareMember(share_broker, group, topic)
+    topic_id = member.join()
+    assert member.fetch(topic_id) == [(0, 9, 1)]          # everything again, from the earliest offset
+    member.close()
