@@ -439,6 +439,70 @@ def test_groupbroker_groups_matches_the_real_tool(groups, brokers, oracle_twin):
             assert fix(ours.stderr).strip() == fix(real.stderr).strip(), ask
 
 
+# --- kafka-share-groups ------------------------------------------------------------------------------
+
+SHARE_GROUPS = "org.apache.kafka.tools.consumer.group.ShareGroupCommand"
+SHARE_TOPIC, SHARE_GROUP = "clitools-share-orders", "clitools-share"
+
+
+def share_member_once(port: int, group: str, topic: str, records: int) -> None:
+    """A confluent-kafka share consumer that accepts ``records`` records and leaves."""
+    ck = import_client("confluent_kafka")
+    member = ck.ShareConsumer({"bootstrap.servers": f"127.0.0.1:{port}", "group.id": group,
+                               "share.acknowledgement.mode": "explicit"})
+    member.subscribe([topic])
+    taken, deadline = 0, time.monotonic() + 30
+    try:
+        while taken < records and time.monotonic() < deadline:
+            for m in member.poll(0.3):
+                if m.error() is None and taken < records:
+                    member.acknowledge(m, ck.AcknowledgeType.ACCEPT)
+                    taken += 1
+                elif m.error() is None:
+                    member.acknowledge(m, ck.AcknowledgeType.RELEASE)
+            member.commit_sync()
+    finally:
+        member.close()
+    assert taken == records, f"{taken} of {records} records on port {port}"
+
+
+def test_share_groups(brokers, tool_runner):
+    """kafka-share-groups: --list, --describe (offsets, --members, --state) of an empty share
+    group and of an unknown one, --reset-offsets (--dry-run, --execute), --delete-offsets,
+    --delete."""
+    pair = Pair(tool_runner, brokers)
+    pair.add(TOPICS, "--create", "--topic", SHARE_TOPIC, "--partitions", "1")
+    pair.add(CONFIGS, "--alter", "--entity-type", "groups", "--entity-name", SHARE_GROUP, "--add-config",
+             "share.auto.offset.reset=earliest")
+    for kafka, ours in pair.run():
+        assert kafka.code == ours.code == 0, (kafka, ours)
+    for port in brokers.values():
+        produce(port, SHARE_TOPIC, {0: 6})
+        share_member_once(port, SHARE_GROUP, SHARE_TOPIC, 4)
+    steps = [pair.add(SHARE_GROUPS, "--list"),
+             pair.add(SHARE_GROUPS, "--list", "--state", "Empty"),
+             pair.add(SHARE_GROUPS, "--describe", "--group", SHARE_GROUP),
+             pair.add(SHARE_GROUPS, "--describe", "--group", SHARE_GROUP, "--members"),
+             pair.add(SHARE_GROUPS, "--describe", "--group", SHARE_GROUP, "--state"),
+             pair.add(SHARE_GROUPS, "--describe", "--group", "clitools-nobody"),
+             pair.add(SHARE_GROUPS, "--reset-offsets", "--group", SHARE_GROUP, "--topic", SHARE_TOPIC,
+                      "--to-earliest", "--dry-run"),
+             pair.add(SHARE_GROUPS, "--reset-offsets", "--group", SHARE_GROUP, "--topic", SHARE_TOPIC,
+                      "--to-earliest", "--execute"),
+             pair.add(SHARE_GROUPS, "--describe", "--group", SHARE_GROUP),
+             pair.add(SHARE_GROUPS, "--delete-offsets", "--group", SHARE_GROUP, "--topic", SHARE_TOPIC),
+             pair.add(SHARE_GROUPS, "--delete", "--group", SHARE_GROUP),
+             pair.add(SHARE_GROUPS, "--delete", "--group", "clitools-nobody"),
+             pair.add(SHARE_GROUPS, "--list")]
+    results = pair.run()
+    seen = [same(r, brokers, filter_=own_groups_only if i in (0, 1, len(steps) - 1) else None)
+            for i, r in enumerate(results)]
+    assert SHARE_GROUP in seen[0].lines()
+    # 4 of 6 records accepted: the start offset Kafka wrote before it moved, and a lag of 2
+    assert [line.split() for line in seen[2].lines()[2:]] == [[SHARE_GROUP, SHARE_TOPIC, "0", "0", "2"]]
+    assert SHARE_GROUP not in seen[-1].lines()
+
+
 # --- kafka-topics, kafka-get-offsets, kafka-console-producer/-consumer ----------------------------------
 
 def test_topics_offsets_and_console_tools(brokers, tool_runner):
