@@ -268,3 +268,25 @@ def test_recipe_that_does_not_reproduce_exits_non_zero(full_broker):
     assert done.returncode == 1, done.stdout + done.stderr[-3000:]
     assert "RESULT:" not in done.stdout
     found(r"^NOT REPRODUCED: B's poll\(\) raised GroupMaxSizeReachedError", done.stdout)
+
+
+# --- share groups (KIP-932), with confluent-kafka's ShareConsumer ---------------------------------------
+
+def test_share_poison_message():
+    out = reproduced("share_poison_message.py", limit=20)
+    found(r"^RESULT: POISON MESSAGE ARCHIVED reproduced: r2 was delivered 3 times \(delivery counts 1, 2, 3\) "
+          r"and then never again; the other 4 records were accepted$", out)
+
+
+def test_share_crashed_consumer():
+    out = reproduced("share_crashed_consumer.py", limit=20)
+    after = found(r"^RESULT: REDELIVERY AFTER LOCK EXPIRY reproduced: B got A's (\d+) records with delivery "
+                  r"count 2, ([\d.]+) s after A took them \(lock duration 2 s\)$", out)
+    assert int(after.group(1)) > 0 and float(after.group(2)) >= 1.9
+
+
+def test_share_two_consumers():
+    out = reproduced("share_two_consumers.py", limit=20)
+    shares = found(r"^RESULT: ONE PARTITION, TWO CONSUMERS reproduced: A received (\d+) and B (\d+) of "
+                   r"partition 0's 200 records, none twice$", out)
+    assert int(shares.group(1)) > 0 and int(shares.group(2)) > 0
