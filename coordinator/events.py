@@ -30,6 +30,11 @@ class Event(enum.StrEnum):
     ERROR = "error"                            # a group-API error answered (written by the broker)
     LOG_END_OFFSET = "log_end_offset"          # a periodic sample of a partition's end (broker)
     JOURNAL_OPENED = "journal_opened"          # the broker started writing (a run boundary)
+    # KIP-932 share groups (written by the broker's share-partitions)
+    SHARE_DELIVERED = "share_delivered"        # ``records`` acquired by a member, ``redelivered`` of them
+    SHARE_ACKNOWLEDGED = "share_acknowledged"  # a member's acknowledgements: accepted, released,
+    #                                            rejected, archived (released at the delivery limit)
+    SHARE_LOCKS_EXPIRED = "share_locks_expired"  # locks ran out: ``records`` back, ``archived`` of them
 
 
 class Cause(enum.StrEnum):

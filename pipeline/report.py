@@ -1,5 +1,5 @@
 """report.html: one self-contained page (PNG charts inlined as base64, no scripts, no links):
-classic groups' rebalances, lag and errors, then consumer groups' (KIP-848) group epochs and
+classic groups' rebalances, lag and errors, share groups' deliveries, then consumer groups' (KIP-848) group epochs and
 their members' reconciliation.
 
 :func:`gather` collects the little the page shows from the tables (a few hundred rows at most,
@@ -58,6 +58,8 @@ def gather(tables: dict[str, DataFrame], events: DataFrame) -> dict:
         "recent": reb.orderBy(F.desc("start_time")).limit(TABLE_ROWS).collect(),
         "counts": {name: df.count() for name, df in tables.items()},
         **_consumer_groups(tables),
+        "share": tables["share_members"].orderBy("source", "group", F.col("member").asc_nulls_last())
+                                        .limit(TABLE_ROWS).collect(),
     }
 
 
@@ -308,6 +310,12 @@ Reconciliation time runs from the epoch's start to the member's STABLE at that e
 {_table(data["consumer_members"], ["source", "group", "client_id", "member", "epochs", "reconciled",
                                    "unfinished", "epochs_revoking", "epochs_waiting", "slowest_ms",
                                    "mean_ms"])}
+<h2 id="share-groups">Share groups (KIP-932): deliveries per member</h2>
+<p>Records each member acquired (redelivered: with a delivery count above 1), what its
+acknowledgements made of them (archived: released at the delivery limit), and records per second
+between its first and last delivery; a row without a member counts the group's locks that ran out.</p>
+{_table(data["share"], ["source", "group", "member", "delivered", "redelivered", "redelivery_rate",
+                        "accepted", "released", "rejected", "archived", "lock_expired", "records_per_s"])}
 </body></html>
 """
     with open(path, "w", encoding="utf-8") as f:

@@ -83,6 +83,9 @@ JOURNAL_SCHEMA = T.StructType([
     T.StructField("assignor", T.StringType()),
     T.StructField("previous_epoch", T.IntegerType()),
     T.StructField("target_epoch", T.IntegerType()),
+    # KIP-932 share groups: share_delivered, share_acknowledged, share_locks_expired
+    *[T.StructField(name, T.LongType()) for name in ("records", "redelivered", "accepted", "released",
+                                                     "rejected", "archived")],
     T.StructField("_corrupt", T.StringType()),
 ])
 #: the events as :func:`journal_events` returns them, with ``target_members``: the number of

@@ -268,6 +268,33 @@ def member_reconciliations(epochs: DataFrame) -> DataFrame:
         F.count(F.when(F.col("outcome") == "unfinished", 1)).over(member).alias("member_unfinished"))
 
 
+def share_members(events: DataFrame) -> DataFrame:
+    """Each share-group member's deliveries and what became of them; a group's expired locks
+    on a row of their own (no member)."""
+    share = events.filter(F.col("event").startswith("share_"))
+
+    def total(event: str, column: str) -> F.Column:
+        return F.sum(F.when(F.col("event") == event, F.col(column)).otherwise(F.lit(0))).cast("long")
+    delivered_t = F.when(F.col("event") == "share_delivered", F.col("t"))
+    rows = share.groupBy("source", "group", "member").agg(
+        total("share_delivered", "records").alias("delivered"),
+        total("share_delivered", "redelivered").alias("redelivered"),
+        total("share_acknowledged", "accepted").alias("accepted"),
+        total("share_acknowledged", "released").alias("released"),
+        total("share_acknowledged", "rejected").alias("rejected"),
+        (total("share_acknowledged", "archived") + total("share_locks_expired", "archived")).alias("archived"),
+        total("share_locks_expired", "records").alias("lock_expired"),
+        F.min(delivered_t).alias("_first"), F.max(delivered_t).alias("_last"))
+    span_s = F.greatest((F.col("_last") - F.col("_first")) / 1000.0, F.lit(1.0))
+    return rows.select(
+        "source", "group", "member", "delivered", "redelivered",
+        F.when(F.col("delivered") > 0, F.col("redelivered") / F.col("delivered")).alias("redelivery_rate"),
+        "accepted", "released", "rejected", "archived", "lock_expired",
+        F.when(F.col("delivered") > 0, F.col("delivered") / span_s).alias("records_per_s"),
+        F.timestamp_millis(F.col("_first")).alias("first_delivery"),
+        F.timestamp_millis(F.col("_last")).alias("last_delivery"))
+
+
 def member_errors(events: DataFrame) -> DataFrame:
     """Every error answered, counted per group, member, API and error."""
     return events.filter(F.col("event") == "error").groupBy(

@@ -198,18 +198,30 @@ class SharePartitionManager:
         ended = self.sessions.disconnected(connection)
         return [] if ended is None else self.release(*ended)
 
-    def expire(self, now: int, skip=frozenset(), groups=None) -> list[Key]:
-        """Release the records whose locks ran out (of ``groups``, or all but ``skip``); the
-        partitions changed."""
+    def expire(self, now: int, skip=frozenset(), groups=None) -> list[tuple[str, Key, int, int]]:
+        """Release the records whose locks ran out (of ``groups``, or all but ``skip``):
+        (group, partition, records released, of them archived) of each partition changed."""
         changed = []
         for (group, topic_id, index), sp in list(self.partitions.items()):
             if group in skip or (groups is not None and group not in groups):
                 continue
             deadline = sp.next_deadline()
-            if deadline is not None and deadline <= now and sp.expire_locks(now, self.limits(group)):
+            expired = sp.expire_locks(now, self.limits(group)) if deadline is not None and deadline <= now else []
+            if expired:
                 self.persist(group, (topic_id, index), sp)
-                changed.append((topic_id, index))
+                changed.append((group, (topic_id, index), sum(last - first + 1 for first, last, _ in expired),
+                                sum(last - first + 1 for first, last, state in expired if state != 0)))
         return changed
+
+    def tallies(self, group: str, keys) -> list[tuple[Key, dict]]:
+        """(partition, {outcome: records}) acknowledged since last asked, and forget them."""
+        out = []
+        for key in keys:
+            sp = self.partitions.get((group, *key))
+            if sp is not None and sp.tally:
+                out.append((key, dict(sp.tally)))
+                sp.tally.clear()
+        return out
 
     # --- durable state ------------------------------------------------------------------------
     def _open(self, partition: int) -> ShardLog:

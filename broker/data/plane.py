@@ -86,7 +86,8 @@ class DataPlane:
     def __init__(self, config: BrokerConfig, topology: Topology,
                  on_topics_deleted: Callable[[set[str]], None] = lambda names: None,
                  group_marker: Callable[..., Awaitable[ErrorCode]] | None = None,
-                 share_partitions: Callable[[str], dict] = lambda group: {}, group_call=None):
+                 share_partitions: Callable[[str], dict] = lambda group: {}, group_call=None,
+                 journal=None):
         self.config, self.topology = config, topology
         self.on_topics_deleted = on_topics_deleted
         self.store = TopicStore(config.data_dir, num_partitions=config.num_partitions,
@@ -104,7 +105,7 @@ class DataPlane:
         self.config_apis = ConfigApis(self.store, config, topology.node_ids)
         self.write_txn_markers = partial(write_txn_markers, self, group_marker)
         self.share = ShareDelivery(self, lambda group: self.config_apis.dynamic.scope("groups").get(group, {}),
-                                   share_partitions, group_call)
+                                   share_partitions, group_call, journal)
         #: (transactional id, producer id, epoch, topic, partition) -> ErrorCode: the transaction
         #: coordinator's check of a transactional produce (set by the broker)
         self.verify_transaction: Callable | None = None

@@ -14,6 +14,7 @@ from typing import Callable, Mapping
 
 import trio
 
+from coordinator.events import Event
 from coordinator.share.sessions import FINAL_EPOCH, SessionError
 from protocol.api_keys import ApiKey
 from protocol.error_messages import default_message
@@ -37,10 +38,11 @@ class ShareDelivery:
     """``initialized``: a share group's partitions with share state, from its group coordinator."""
 
     def __init__(self, plane, group_configs: Callable[[str], Mapping[str, str]],
-                 initialized: Callable[[str], Mapping] = lambda group: {}, group_call=None):
+                 initialized: Callable[[str], Mapping] = lambda group: {}, group_call=None, journal=None):
         """``group_call(api_key, version, request)``: a request answered by its group's
         coordinator shard (Alter/DeleteShareGroupOffsets change the group's records there)."""
         self.plane, self.initialized, self.group_call = plane, initialized, group_call
+        self.journal = journal              # broker/journal/recorder.py's BrokerJournal, or None
         self.manager = SharePartitionManager(plane.config.data_dir, plane.config.coordinator, group_configs)
         self.loaded = trio.Event()
         self._locks_changed = trio.Event()
@@ -51,6 +53,16 @@ class ShareDelivery:
 
     def _may_read(self, ctx) -> Callable[[str], bool]:
         return (lambda name: True) if self.plane.may_read is None else (lambda name: self.plane.may_read(ctx, name))
+
+    def _note(self, event: str, group: str, key, member: str | None = None, **fields) -> None:
+        """A share-group event for the journal (deliveries, acknowledgements, expired locks)."""
+        if self.journal is not None:
+            self.journal.share({"event": event, "group": group, "member": member,
+                                "topic": self.plane.topic_name(key[0]), "partition": key[1], **fields})
+
+    def _acknowledged(self, group: str, member: str, keys) -> None:
+        for key, tally in self.manager.tallies(group, keys):
+            self._note(Event.SHARE_ACKNOWLEDGED, group, key, member, **tally)
 
     def _woken(self, keys) -> None:
         """Records came back to these partitions: wake the fetches parked on them."""
@@ -86,6 +98,7 @@ class ShareDelivery:
                 ((t.topic_id, p.partition_index), names[t.topic_id], p.acknowledgement_batches)
                 for t in req.topics for p in t.partitions], v, req.is_renew_ack, may_read=self._may_read(ctx),
                 exists=self.plane.has_partition, settling=True)
+            self._acknowledged(group, req.member_id, acks)
             self._woken(acks)
         results = []
         try:
@@ -137,8 +150,13 @@ class ShareDelivery:
         while True:
             reads, size = self.manager.acquire(req.group_id, req.member_id, interested, open_log, req.max_records,
                                                req.batch_size, max_bytes)
-            if any(r.acquired for r in reads):
-                self._locks_changed.set()
+            for r in reads:
+                if r.acquired:
+                    self._locks_changed.set()
+                    self._note(Event.SHARE_DELIVERED, req.group_id, r.key, req.member_id,
+                               records=sum(a.last_offset - a.first_offset + 1 for a in r.acquired),
+                               redelivered=sum(a.last_offset - a.first_offset + 1 for a in r.acquired
+                                               if a.delivery_count > 1))
             failed = any(r.error for r in reads)
             if size >= min_bytes and (size or min_bytes == 0) or failed or trio.current_time() >= deadline:
                 return [(r.key, bool(r.acquired), r.error, (r.key[0], _PART(
@@ -165,6 +183,7 @@ class ShareDelivery:
             ((t.topic_id, p.partition_index), names[t.topic_id], p.acknowledgement_batches)
             for t in req.topics for p in t.partitions], v, v >= 2 and req.is_renew_ack,
             may_read=self._may_read(ctx), exists=self.plane.has_partition, keep_empty=False)
+        self._acknowledged(group, req.member_id, acks)
         self._woken(acks)
         if req.share_session_epoch == FINAL_EPOCH:
             self._woken(m.release(group, req.member_id))
@@ -287,9 +306,13 @@ class ShareDelivery:
 
     def expire_locks(self, group: str) -> int:
         """Fault injection: every lock of the group runs out now; how many partitions changed."""
-        changed = self.manager.expire(2**62, groups={group})
-        self._woken(changed)
-        return len(changed)
+        return len(self._expired(self.manager.expire(2**62, groups={group})))
+
+    def _expired(self, changed: list) -> list:
+        for group, key, records, archived in changed:
+            self._note(Event.SHARE_LOCKS_EXPIRED, group, key, records=records, archived=archived)
+        self._woken([key for _, key, _, _ in changed])
+        return changed
 
     def hold_locks(self, group: str, hold: bool) -> None:
         (self.held.add if hold else self.held.discard)(group)
@@ -309,7 +332,7 @@ class ShareDelivery:
                 self._locks_changed = trio.Event()
                 with trio.move_on_after(60.0 if deadline is None else max((deadline - now_ms()) / 1000, 0)):
                     await self._locks_changed.wait()
-                self._woken(self.manager.expire(now_ms(), skip=self.held))
+                self._expired(self.manager.expire(now_ms(), skip=self.held))
 
 
 def _whole(answer):

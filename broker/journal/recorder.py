@@ -98,6 +98,10 @@ class BrokerJournal:
                             "member": member or getattr(ticket.response, "member_id", None) or None,
                             "api": api, "error": error.name, "generation_sent": sent})
 
+    def share(self, event: dict) -> None:
+        """One share-group line (broker/data/share_fetch.py)."""
+        self.writer.append({"t": self.now_ms(), **event})
+
     def topics_deleted(self, topics) -> None:
         """One ``topic_deleted`` line per deleted topic (the report forgets its partitions)."""
         now = self.now_ms()

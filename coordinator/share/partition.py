@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import bisect
 import math
+from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Iterator, NamedTuple
 
@@ -24,6 +25,7 @@ TERMINAL = (ACKNOWLEDGED, ARCHIVED)
 GAP, ACCEPT, RELEASE, REJECT, RENEW = 0, 1, 2, 3, 4
 #: an acknowledgement's type -> the state it moves a record to
 _ACKED_STATE = {GAP: ARCHIVED, ACCEPT: ACKNOWLEDGED, RELEASE: AVAILABLE, REJECT: ARCHIVED}
+_OUTCOME = {GAP: "rejected", ACCEPT: "accepted", RELEASE: "released", REJECT: "rejected"}
 NO_MEMBER = ""
 
 
@@ -97,6 +99,9 @@ class Limits:
 class SharePartition:
     def __init__(self, start_offset: int):
         self.start_offset = self.end_offset = start_offset
+        #: records acknowledged since last read, by outcome (accepted, released, rejected,
+        #: archived: released at the delivery limit), for the journal
+        self.tally: Counter[str] = Counter()
         self._settling = False
         self._to_write = None
         self._firsts: list[int] = []
@@ -345,7 +350,7 @@ class SharePartition:
         what it releases, as Kafka's is done while the release is being written)."""
         self._settling = settling
         saved = {first: _copy(batch) for first, batch in self._batches.items()}
-        saved_find_next = self._find_next
+        saved_find_next, saved_tally = self._find_next, Counter(self.tally)
         try:
             for first, last, types in batches:
                 if any(t != GAP and not ACCEPT <= t <= RENEW for t in types):
@@ -355,7 +360,7 @@ class SharePartition:
                 for batch in self._acknowledged_batches(first, last):
                     self._acknowledge_batch(member, batch, first, last, types, limits, now)
         except ShareError:
-            self._batches, self._find_next = saved, saved_find_next
+            self._batches, self._find_next, self.tally = saved, saved_find_next, saved_tally
             raise
         self._advance()
 
@@ -404,29 +409,32 @@ class SharePartition:
                                      "The offset cannot be acknowledged. The offset is not acquired.")
                 if d.member != member:
                     raise ShareError(ErrorCode.INVALID_RECORD_STATE, "Member is not the owner of offset")
-                self._apply(d, types[offset - first] if len(types) > 1 else types[0], limits, now)
+                self._apply(d, types[offset - first] if len(types) > 1 else types[0], limits, now, 1)
             return
         if batch.whole.state != ACQUIRED:
             raise ShareError(ErrorCode.INVALID_RECORD_STATE,
                              "The batch cannot be acknowledged. The batch is not in the acquired state.")
-        self._apply(batch.whole, types[0], limits, now)
+        self._apply(batch.whole, types[0], limits, now, batch.last - batch.first + 1)
 
-    def _apply(self, d: Delivery, ack_type: int, limits: Limits, now: int) -> None:
+    def _apply(self, d: Delivery, ack_type: int, limits: Limits, now: int, records: int) -> None:
         if ack_type == RENEW:
             if not limits.renew_enabled:
                 raise ShareError(ErrorCode.INVALID_RECORD_STATE,
                                  "Renewing acquisition locks is not enabled for the group.")
             d.deadline = now + limits.lock_duration_ms
             return
-        self._release(d, _ACKED_STATE[ack_type], limits)
+        state = self._release(d, _ACKED_STATE[ack_type], limits)
+        self.tally[_OUTCOME[ack_type] if state != ARCHIVED or ack_type != RELEASE else "archived"] += records
 
-    def _release(self, d: Delivery, state: int, limits: Limits) -> None:
+    def _release(self, d: Delivery, state: int, limits: Limits) -> int:
+        """The state the record (or batch) goes to: ``state``, or archived at the limit."""
         if state == AVAILABLE and d.count >= limits.delivery_count_limit:
             state = ARCHIVED
         d.state, d.member, d.deadline = state, NO_MEMBER, None
         if state == AVAILABLE:
             self._find_next = True
             d.settling = self._settling
+        return state
 
     # --- releasing ------------------------------------------------------------------------
     def settle(self) -> None:
@@ -462,8 +470,8 @@ class SharePartition:
                 batch.split()
             for first, last, d in batch.deliveries():
                 if d.state == ACQUIRED and d.deadline is not None and d.deadline <= now:
-                    self._release(d, ARCHIVED if last < self.start_offset else AVAILABLE, limits)
-                    expired.append((first, last, d.state))
+                    expired.append((first, last, self._release(
+                        d, ARCHIVED if last < self.start_offset else AVAILABLE, limits)))
         if expired:
             self._advance()
         return expired
