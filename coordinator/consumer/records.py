@@ -15,7 +15,8 @@ def _value(kind: int):
     return CONSUMER_GROUP_KEYS[kind][1].cls
 
 
-def _topic_partitions(cls, assignment: Assignment):
+def topic_partitions(cls, assignment: Assignment):
+    """An assignment as a record's TopicPartitions entries, in a stable order."""
     return tuple(cls(topic_id=t, partitions=tuple(sorted(ps)))
                  for t, ps in sorted(assignment.items(), key=lambda kv: str(kv[0])))
 
@@ -55,7 +56,7 @@ def target_epoch(group_id: str, epoch: int, timestamp: int = 0) -> GroupRecord:
 def target_member(group_id: str, member_id: str, assignment: Assignment) -> GroupRecord:
     cls = _value(TARGET_MEMBER)
     return GroupRecord(TARGET_MEMBER, group_id, member_id, cls(
-        topic_partitions=_topic_partitions(cls.TopicPartition, assignment)))
+        topic_partitions=topic_partitions(cls.TopicPartition, assignment)))
 
 
 def _with_epochs(cls, assignment: Assignment, m: ConsumerGroupMember):

@@ -8,6 +8,7 @@ import uuid
 from offsets_log.records import SHARE_GROUP_KEYS, GroupRecord
 
 from coordinator.consumer.member import Assignment, MemberState, assignment_of
+from coordinator.consumer.records import topic_partitions
 from coordinator.share.group import Initialized, ShareGroup, ShareMember, StateMetadata
 
 MEMBER, GROUP_EPOCH, TARGET_EPOCH, TARGET_MEMBER, CURRENT, STATE_PARTITIONS = 10, 11, 12, 13, 14, 15
@@ -15,11 +16,6 @@ MEMBER, GROUP_EPOCH, TARGET_EPOCH, TARGET_MEMBER, CURRENT, STATE_PARTITIONS = 10
 
 def _value(kind: int):
     return SHARE_GROUP_KEYS[kind][1].cls
-
-
-def _topic_partitions(cls, assignment: Assignment):
-    return tuple(cls(topic_id=t, partitions=tuple(sorted(ps)))
-                 for t, ps in sorted(assignment.items(), key=lambda kv: str(kv[0])))
 
 
 def group_epoch(group_id: str, epoch: int, metadata_hash: int) -> GroupRecord:
@@ -40,14 +36,14 @@ def target_epoch(group_id: str, epoch: int, timestamp: int) -> GroupRecord:
 def target_member(group_id: str, member_id: str, assignment: Assignment) -> GroupRecord:
     cls = _value(TARGET_MEMBER)
     return GroupRecord(TARGET_MEMBER, group_id, member_id, cls(
-        topic_partitions=_topic_partitions(cls.TopicPartition, assignment)))
+        topic_partitions=topic_partitions(cls.TopicPartition, assignment)))
 
 
 def current_assignment(group_id: str, m: ShareMember) -> GroupRecord:
     cls = _value(CURRENT)
     return GroupRecord(CURRENT, group_id, m.member_id, cls(
         member_epoch=m.member_epoch, previous_member_epoch=m.previous_member_epoch, state=int(m.state),
-        assigned_partitions=_topic_partitions(cls.TopicPartitions, m.assigned)))
+        assigned_partitions=topic_partitions(cls.TopicPartitions, m.assigned)))
 
 
 def state_partitions(group_id: str, initializing: dict[uuid.UUID, Initialized],

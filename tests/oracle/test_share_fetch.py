@@ -2,10 +2,7 @@
 acquired under a lock and acknowledged (accept, release, reject), delivery counts, the errors of
 each misuse, field by field."""
 
-import trio
-
 from protocol.api_keys import ApiKey
-from protocol.errors import ErrorCode
 from tests.oracle.steps import batch, produce_body, req, sub, unique
 from tests.support.differential import Alias
 from tests.oracle.test_share_groups import MEMBER, assigned, beat, topic_for_groups
