@@ -106,6 +106,7 @@ class SharePartitionManager:
             try:
                 log_ = open_log(key)
                 sp = self.partition(group, key, log_)
+                sp.log_start_moved(log_.log_start_offset)
                 if left > 0 and sp.can_acquire(limits):
                     offset = max(sp.next_fetch_offset(), log_.log_start_offset)
                     high = log_.last_stable_offset if committed else log_.high_watermark

@@ -342,6 +342,25 @@ class SharePartition:
         self._advance()
         return kept
 
+    def log_start_moved(self, log_start: int) -> None:
+        """Kafka's updateCacheAndOffsets: records below the log's new start offset (retention,
+        DeleteRecords) are gone: the available ones are archived, the start offset moves to it
+        (acquired ones stay until acknowledged or their lock runs out, then are archived)."""
+        if log_start <= self.start_offset:
+            return
+        for batch in self.batches():
+            if batch.first >= log_start:
+                break
+            if batch.offsets is None and batch.last >= log_start:
+                batch.split()
+            for first, last, d in batch.deliveries():
+                if last < log_start and d.state == AVAILABLE:
+                    d.state = ARCHIVED
+        self.start_offset = log_start
+        self.end_offset = max(self.end_offset, log_start)
+        self._find_next = True
+        self._advance()
+
     # --- acknowledging --------------------------------------------------------------------
     def acknowledge(self, member: str, batches, limits: Limits, now: int, settling: bool = False) -> None:
         """Kafka's acknowledge: each (first, last, types) in order; the first refusal undoes

@@ -93,6 +93,18 @@ def test_read_committed_skips_aborted_transactions():
     assert got == [Acquired(2, 4, 1)]                                    # the marker stays, for the client
 
 
+def test_records_gone_from_the_log_leave_the_share_partition():
+    sp = SharePartition(0)
+    acquired(sp)
+    sp.acknowledge("a", [(0, 9, [RELEASE])], LIMITS, 1)
+    sp.log_start_moved(6)                                               # retention took 0-5
+    assert sp.start_offset == 6 and sp.in_flight() == 4
+    assert acquired(sp, member="b", log=[LogBatch(6, 9)]) == [Acquired(6, 9, 2)]
+    empty = SharePartition(0)
+    empty.log_start_moved(50)
+    assert (empty.start_offset, empty.next_fetch_offset()) == (50, 50)
+
+
 def test_session_epochs():
     sessions = ShareSessions(max_sessions=1)
     key = (uuid.uuid4(), 0)
