@@ -92,7 +92,8 @@ class SharePartitionManager:
 
     # --- acquiring ----------------------------------------------------------------------------
     def acquire(self, group: str, member: str, interested: list[Key], open_log: Callable[[Key], object],
-                max_records: int, batch_size: int, max_bytes: int) -> tuple[list[Read], int]:
+                max_records: int, batch_size: int, max_bytes: int, record_limit: bool = False
+                ) -> tuple[list[Read], int]:
         """One pass over the partitions (``open_log`` gives each one's log, or raises the
         TopicsError it is answered with): records acquired for ``member``, at most
         ``max_records`` in all (whole batches: it may be passed), each partition read up to an
@@ -116,7 +117,8 @@ class SharePartitionManager:
                         fetched = [_log_batch(h, records) for h in headers]
                         aborted = [(a.producer_id, a.first_offset) for a in log_.transactions.aborted_between(
                             offset, fetched[-1].last_offset + 1)] if committed and fetched else None
-                        read.acquired = sp.acquire(member, fetched, offset, left, batch_size, limits, now_ms(), aborted)
+                        read.acquired = sp.acquire(member, fetched, offset, left, batch_size, limits, now_ms(),
+                                                   aborted, record_limit)
                         read.records = _slice(records, headers, read.acquired)
                 left -= sum(a.last_offset - a.first_offset + 1 for a in read.acquired)
                 size += len(read.records)

@@ -32,6 +32,8 @@ DeleteOffsets = RESPONSES[ApiKey.DELETE_SHARE_GROUP_OFFSETS].cls
 _PART = ShareFetch.ShareFetchableTopicResponse.PartitionData
 _ACK_PART = ShareAcknowledge.ShareAcknowledgeTopicResponse.PartitionData
 _LEADERSHIP = (E.NOT_LEADER_OR_FOLLOWER, E.FENCED_LEADER_EPOCH)
+#: ShareFetch v2's ShareAcquireMode: 0 batch_optimized, 1 record_limit
+RECORD_LIMIT = 1
 
 
 class ShareDelivery:
@@ -149,7 +151,7 @@ class ShareDelivery:
         open_log = lambda key: self.plane.led(ctx, named[key], key[1])          # noqa: E731
         while True:
             reads, size = self.manager.acquire(req.group_id, req.member_id, interested, open_log, req.max_records,
-                                               req.batch_size, max_bytes)
+                                               req.batch_size, max_bytes, req.share_acquire_mode == RECORD_LIMIT)
             for r in reads:
                 if r.acquired:
                     self._locks_changed.set()

@@ -193,10 +193,12 @@ class SharePartition:
 
     # --- acquiring ------------------------------------------------------------------------
     def acquire(self, member: str, fetched: list[LogBatch], fetch_offset: int, max_records: int,
-                batch_size: int, limits: Limits, now: int, aborted=None) -> list[Acquired]:
-        """Kafka's acquire in batch-optimized mode: records from the log (new ones) and cached
-        available ones, whole batches at a time, for ``member``; ``aborted`` ([(producer id,
-        first offset)]) for a read_committed group."""
+                batch_size: int, limits: Limits, now: int, aborted=None,
+                record_limit: bool = False) -> list[Acquired]:
+        """Kafka's acquire: records from the log (new ones) and cached available ones, for
+        ``member``: whole batches at a time (batch-optimized mode), or at most ``max_records``
+        records, batches split to keep to it (``record_limit``, ShareAcquireMode 1);
+        ``aborted`` ([(producer id, first offset)]) for a read_committed group."""
         if max_records <= 0 or not fetched or fetched[-1].last_offset < self.start_offset:
             return []
         wanted = min(max_records, limits.max_record_locks - self.in_flight())
@@ -215,20 +217,21 @@ class SharePartition:
         cached = self._range(min(fetched[0].base_offset, base), last_to_acquire)
         deadline = now + limits.lock_duration_ms
         if not cached:
-            acquired = self._acquire_new(member, base, last_to_acquire, batch_size, wanted, fetched, deadline)
+            acquired = self._acquire_new(member, base, last_to_acquire, batch_size, wanted, fetched, deadline,
+                                         record_limit)
         else:
             acquired = self._acquire_cached(member, cached, fetched[0].base_offset, last_to_acquire, wanted,
-                                            limits, deadline)
+                                            limits, deadline, record_limit)
             count = sum(a.last_offset - a.first_offset + 1 for a in acquired)
             if count < wanted and cached[-1].last < last_to_acquire:
                 acquired += self._acquire_new(member, cached[-1].last + 1, last_to_acquire, batch_size,
-                                              wanted - count, fetched, deadline)
+                                              wanted - count, fetched, deadline, record_limit)
         if aborted and acquired:
             acquired = self._drop_aborted(acquired, fetched, aborted)
         return acquired
 
     def _acquire_new(self, member: str, first: int, last: int, batch_size: int, wanted: int,
-                     fetched: list[LogBatch], deadline: int) -> list[Acquired]:
+                     fetched: list[LogBatch], deadline: int, record_limit: bool = False) -> list[Acquired]:
         if not self._firsts and self.end_offset > first:
             first = self.end_offset
         if first > last:
@@ -236,6 +239,19 @@ class SharePartition:
         if wanted < last - first + 1:                 # whole log batches, even past the limit
             target = first + wanted - 1
             last = next((b.last_offset for b in fetched if b.base_offset <= target <= b.last_offset), target)
+        if record_limit:            # one batch: the first ``wanted`` acquired, the rest available
+            batch = Batch(first, last, Delivery(ACQUIRED, 1, member, deadline))
+            self._add(batch)
+            if self._firsts[0] == first:
+                self.start_offset = first
+            self.end_offset = max(self.end_offset, last)
+            if last - first + 1 <= wanted:
+                return [Acquired(first, last, 1)]
+            batch.split()
+            for offset in range(first + wanted, last + 1):
+                batch.offsets[offset] = Delivery(AVAILABLE, 0)
+            self._find_next = True
+            return [Acquired(first, first + wanted - 1, 1)]
         ranges, current = [], first
         if last - first + 1 > batch_size:
             for b in fetched:
@@ -251,7 +267,7 @@ class SharePartition:
         return [Acquired(low, high, 1) for low, high in ranges]
 
     def _acquire_cached(self, member: str, cached: list[Batch], fetched_base: int, last_to_acquire: int,
-                        wanted: int, limits: Limits, deadline: int) -> list[Acquired]:
+                        wanted: int, limits: Limits, deadline: int, record_limit: bool = False) -> list[Acquired]:
         limit = limits.delivery_count_limit
         throttle_at = max(2, math.ceil(limit / 2))
         acquired: list[Acquired] = []
@@ -264,13 +280,14 @@ class SharePartition:
             if throttle and count > 0:
                 break
             whole_fits = batch.first >= fetched_base and batch.last <= last_to_acquire
-            if not whole_fits or batch.offsets is not None or throttle:
+            too_many = record_limit and batch.last - batch.first + 1 > wanted - count
+            if not whole_fits or batch.offsets is not None or throttle or too_many:
                 if batch.offsets is None:
                     if batch.whole.state != AVAILABLE or batch.whole.settling:
                         continue
                     batch.split()
                 singles = self._acquire_offsets(member, batch, fetched_base, last_to_acquire, limit,
-                                                throttle_at, deadline)
+                                                throttle_at, deadline, wanted - count if record_limit else None)
                 acquired += singles
                 got = sum(a.last_offset - a.first_offset + 1 for a in singles)
                 count += got
@@ -287,7 +304,7 @@ class SharePartition:
 
     @staticmethod
     def _acquire_offsets(member: str, batch: Batch, low: int, high: int, limit: int, throttle_at: int,
-                         deadline: int) -> list[Acquired]:
+                         deadline: int, most: int | None = None) -> list[Acquired]:
         """Kafka's acquireSubsetBatchRecords: the available offsets of a split batch; records
         delivered often go in ever smaller groups, one on its last attempt alone."""
         got: list[Acquired] = []
@@ -306,7 +323,7 @@ class SharePartition:
                 got[-1] = got[-1]._replace(last_offset=offset)
             else:
                 got.append(Acquired(offset, offset, d.count))
-            if (d.count == limit and limit > 2) or (cap is not None and taken == cap):
+            if (d.count == limit and limit > 2) or (cap is not None and taken == cap) or taken == most:
                 break
         return got
 

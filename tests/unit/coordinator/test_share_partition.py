@@ -28,6 +28,15 @@ def test_new_records_are_acquired_whole_batches_at_a_time():
     assert acquired(SharePartition(0), batch_size=5) == [Acquired(0, 4, 1), Acquired(5, 9, 1)]
 
 
+def test_record_limit_acquires_at_most_max_records():
+    sp = SharePartition(0)
+    got = sp.acquire("a", LOG, 0, 3, 500, LIMITS, 0, record_limit=True)
+    assert got == [Acquired(0, 2, 1)]
+    assert sp.acquire("b", LOG, sp.next_fetch_offset(), 4, 500, LIMITS, 0, record_limit=True) == [
+        Acquired(3, 4, 1), Acquired(5, 6, 1)]                           # the rest of a batch, then new ones
+    assert sp.acquire("c", LOG, sp.next_fetch_offset(), 500, 500, LIMITS, 0, record_limit=True) == [Acquired(7, 9, 1)]
+
+
 def test_acknowledgements_move_the_start_offset():
     sp = SharePartition(0)
     acquired(sp)
