@@ -2,6 +2,8 @@
 acquired under a lock and acknowledged (accept, release, reject), delivery counts, the errors of
 each misuse, field by field."""
 
+import dataclasses
+
 from protocol.api_keys import ApiKey
 from tests.oracle.steps import batch, produce_body, req, sub, unique
 from tests.support.differential import Alias
@@ -147,3 +149,19 @@ async def test_alter_and_delete_share_group_offsets(oracle, request):
     await oracle.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, beat(group, epoch=-1), what="the member leaves")
     await oracle.call(DELETE, 0, delete(group, topic, "no-such-topic"), what="delete: an empty group")
     await oracle.call(DELETE, 0, delete(group, topic), what="delete: nothing left to delete")
+
+
+async def test_record_limit_acquire_mode(oracle, request):
+    """ShareFetch v2 with ShareAcquireMode 1 (record_limit): at most MaxRecords records, the
+    batch split to keep to it."""
+    group, topic = unique(request), unique(request, "-t")
+    await topic_for_groups(oracle, topic, 1)
+    topic_id = await member_of(oracle, group, topic)
+    await oracle.call(FETCH, 2, fetch(group, topic_id, 0, wait_ms=300), what="a session")
+    await oracle.call(ApiKey.PRODUCE, 11, produce_body(topic, 0, batch([b"%d" % i for i in range(7)])),
+                      what="one batch of 7")
+    limited = dataclasses.replace(fetch(group, topic_id, 1, wait_ms=2000, max_records=3), share_acquire_mode=1)
+    await oracle.call(FETCH, 2, limited, what="3 of the batch's 7 records")
+    await oracle.call(FETCH, 2, dataclasses.replace(limited, share_session_epoch=2), what="the next 3")
+    await oracle.call(FETCH, 2, dataclasses.replace(limited, share_session_epoch=3, max_records=500),
+                      what="the last one")
