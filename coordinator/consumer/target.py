@@ -42,11 +42,18 @@ def build_target(group: ConsumerGroup, epoch: int, assignor, metadata: dict[str,
     topics = {t.topic_id: TopicSpec(name=t.name, num_partitions=t.num_partitions)
               for t in metadata.values()}
     assignment = assignor.assign(specs, topics)
+    return assignment, target_records(rec, group, specs, assignment, epoch, now)
+
+
+def target_records(records_of, group, member_ids, assignment: dict, epoch: int, now: int) -> list:
+    """The records of a new target assignment (``assignment`` normalised in place: empty topics
+    dropped): each member's whose assignment changed, then the epoch with ``now``.
+    ``records_of``: the group type's records module (consumer or share)."""
     records = []
-    for member_id in sorted(specs):
+    for member_id in sorted(member_ids):
         new = {t: frozenset(ps) for t, ps in assignment.get(member_id, {}).items() if ps}
         assignment[member_id] = new
         if new != group.target.get(member_id):
-            records.append(rec.target_member(group.group_id, member_id, new))
-    records.append(rec.target_epoch(group.group_id, epoch, now))
-    return assignment, records
+            records.append(records_of.target_member(group.group_id, member_id, new))
+    records.append(records_of.target_epoch(group.group_id, epoch, now))
+    return records

@@ -35,6 +35,7 @@ from coordinator.consumer.assignors import MemberSpec, PartitionAssignorError, T
 from coordinator.consumer.group import TopicMetadata
 from coordinator.consumer.manager import _blank
 from coordinator.consumer.member import EMPTY, MemberState
+from coordinator.consumer.target import target_records
 from coordinator.errors import GroupError
 from coordinator.events import Event, Expiry
 from coordinator.group_configs import group_setting
@@ -295,12 +296,7 @@ class ShareGroupManager:
             log.error("group %s: failed to compute a new target assignment for epoch %d: %s",
                       safe(group.group_id), epoch, e)
             raise GroupError(E.UNKNOWN_SERVER_ERROR) from None     # Kafka's answer has no message
-        for member_id in sorted(specs):
-            new = {t: frozenset(ps) for t, ps in assignment.get(member_id, {}).items() if ps}
-            assignment[member_id] = new
-            if new != group.target.get(member_id):
-                records.append(rec.target_member(group.group_id, member_id, new))
-        records.append(rec.target_epoch(group.group_id, epoch, now))
+        records += target_records(rec, group, specs, assignment, epoch, now)
         log.info("group %s: new target assignment for epoch %d with the simple assignor",
                  safe(group.group_id), epoch)
         out.note(now, Event.TARGET_ASSIGNMENT, group, updated.member_id, epoch=epoch, assignor=ASSIGNOR_NAME,
