@@ -5,6 +5,7 @@ then accept, reject, a poison record archived at the delivery limit), the outcom
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -24,7 +25,7 @@ def franz() -> str:
     return go_driver("franz")
 
 
-def scenario(franz: str, bootstrap: str) -> list:
+def scenario(franz: str, bootstrap: str, broker: str) -> list:
     topic, group = f"franz-share-{uuid.uuid4().hex[:6]}", f"franz-group-{uuid.uuid4().hex[:6]}"
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(15)
@@ -36,17 +37,19 @@ def scenario(franz: str, bootstrap: str) -> list:
     for i in range(RECORDS):
         producer.produce(topic, value=b"m%d" % i, partition=0)
     assert producer.flush(15) == 0
+    # the client's debug log (about 80 lines) comes with a failure, to tell which side stalled
     done = subprocess.run([franz, "share", bootstrap, topic, group, str(RECORDS)], capture_output=True, text=True,
-                          timeout=90)
-    assert done.returncode == 0, done.stderr[-3000:]
+                          timeout=90, env={**os.environ, "FRANZ_DEBUG": "1"})
+    assert done.returncode == 0, f"on {broker}:\n{done.stderr[-12000:]}\n{done.stdout}"
     events = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
     return sorted((e["value"], e["count"], e["ack"]) for e in events if e["ev"] == "delivery")
 
 
 def test_explicit_acknowledgement(franz, oracle_twin, kafka_oracle):
     with ThreadPoolExecutor(2) as pool:
-        ours, kafka = (f.result() for f in [pool.submit(scenario, franz, b) for b in
-                                            (oracle_twin.bootstrap, kafka_oracle.bootstrap_servers)])
+        ours, kafka = (f.result() for f in [pool.submit(scenario, franz, *b) for b in
+                                            ((oracle_twin.bootstrap, "groupbroker"),
+                                             (kafka_oracle.bootstrap_servers, "Kafka"))])
     for seen, broker in ((ours, "groupbroker"), (kafka, "Kafka")):
         by_value: dict[str, list] = {}
         for value, count, ack in seen:

@@ -342,7 +342,7 @@ func ints(args []string) []int {
 }
 
 func share(bootstrap, topic, group string, count int) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.ShareGroup(group), kgo.ConsumeTopics(topic))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.ShareGroup(group), kgo.ConsumeTopics(topic), logger())
 	if err != nil {
 		return err
 	}
