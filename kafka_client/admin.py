@@ -370,3 +370,68 @@ def delete_offsets(coordinator: Connection, group: str, partitions: list[tuple[s
         for t in answer.topics for p in t.partitions}
 
 
+
+
+# --------------------------------------------------------------------------- share groups (KIP-932)
+
+def describe_share_group(coordinator: Connection, group: str) -> Group:
+    """ShareGroupDescribe; KafkaError (with the broker's message in ``what``) for a group the
+    coordinator does not know as a share group, as Kafka's admin client fails the describe."""
+    cls = REQUESTS[ApiKey.SHARE_GROUP_DESCRIBE].cls
+    answer = coordinator.call(ApiKey.SHARE_GROUP_DESCRIBE,
+                              lambda v: cls(group_ids=(group,), include_authorized_operations=False))
+    described = answer.groups[0]
+    if described.error_code != ErrorCode.NONE:
+        raise KafkaError(described.error_code, described.error_message or "")
+    members = [Member(m.member_id, m.client_id, m.client_host, _partitions(m.assignment), member_epoch=m.member_epoch)
+               for m in described.members]
+    return Group(group, described.group_state, described.assignor_name, members, type="share",
+                 group_epoch=described.group_epoch, assignment_epoch=described.assignment_epoch)
+
+
+@dataclass
+class ShareOffset:
+    """A share-partition's start offset (-1: none yet), leader epoch and lag (-1: unknown)."""
+
+    start_offset: int
+    leader_epoch: int
+    lag: int
+
+
+def share_offsets(coordinator: Connection, group: str) -> dict[tuple[str, int], ShareOffset]:
+    """DescribeShareGroupOffsets of every partition of ``group``; partitions answered with an
+    error are left out, as Kafka's admin client leaves them out."""
+    cls = REQUESTS[ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS].cls
+    answer = coordinator.call(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, lambda v: cls(groups=(
+        cls.DescribeShareGroupOffsetsRequestGroup(group_id=group, topics=None),)))
+    described = answer.groups[0]
+    if described.error_code != ErrorCode.NONE:
+        raise KafkaError(described.error_code, described.error_message or "")
+    return {(t.topic_name, p.partition_index): ShareOffset(p.start_offset, p.leader_epoch, p.lag)
+            for t in described.topics for p in t.partitions if p.error_code == ErrorCode.NONE}
+
+
+def alter_share_offsets(coordinator: Connection, group: str, targets: dict[tuple[str, int], int]
+                        ) -> tuple[ErrorCode, str | None, dict[tuple[str, int], tuple[ErrorCode, str | None]]]:
+    """AlterShareGroupOffsets: the group's error and message, and each partition's."""
+    cls = REQUESTS[ApiKey.ALTER_SHARE_GROUP_OFFSETS].cls
+    topic_cls = cls.AlterShareGroupOffsetsRequestTopic
+    by_topic: dict[str, list] = {}
+    for (t, p), offset in sorted(targets.items()):
+        by_topic.setdefault(t, []).append(topic_cls.AlterShareGroupOffsetsRequestPartition(
+            partition_index=p, start_offset=offset))
+    answer = coordinator.call(ApiKey.ALTER_SHARE_GROUP_OFFSETS, lambda v: cls(group_id=group, topics=tuple(
+        topic_cls(topic_name=t, partitions=tuple(ps)) for t, ps in by_topic.items())))
+    return ErrorCode.lookup(answer.error_code), answer.error_message, {
+        (t.topic_name, p.partition_index): (ErrorCode.lookup(p.error_code), p.error_message)
+        for t in answer.responses for p in t.partitions}
+
+
+def delete_share_offsets(coordinator: Connection, group: str, topics: list[str]
+                         ) -> tuple[ErrorCode, str | None, dict[str, tuple[ErrorCode, str | None]]]:
+    """DeleteShareGroupOffsets: the group's error and message, and each topic's."""
+    cls = REQUESTS[ApiKey.DELETE_SHARE_GROUP_OFFSETS].cls
+    answer = coordinator.call(ApiKey.DELETE_SHARE_GROUP_OFFSETS, lambda v: cls(group_id=group, topics=tuple(
+        cls.DeleteShareGroupOffsetsRequestTopic(topic_name=t) for t in topics)))
+    return ErrorCode.lookup(answer.error_code), answer.error_message, {
+        t.topic_name: (ErrorCode.lookup(t.error_code), t.error_message) for t in answer.responses}

@@ -15,15 +15,17 @@ import logging
 import sys
 from importlib import import_module
 
-#: command -> its module under broker.cli, in the order ``groupbroker --help`` lists them
-COMMANDS = {"apis": "apis", "serve": "serve", "log": "logs", "groups": "groups",
+#: command -> its module under broker.cli (or, dotted, elsewhere), in the order ``groupbroker --help``
+#: lists them
+COMMANDS = {"apis": "apis", "serve": "serve", "log": "logs", "groups": "kafka_tools.groups",
             "transactions": "transactions", "faults": "faults", "certs": "certs", "users": "users",
             "report": "report"}
 
 
 def command(name: str):
     """The module of command ``name`` (imported on first use)."""
-    return import_module(f"broker.cli.{COMMANDS[name]}")
+    module = COMMANDS[name]
+    return import_module(module if "." in module else f"broker.cli.{module}")
 
 
 class _Version(argparse.Action):
@@ -34,7 +36,7 @@ class _Version(argparse.Action):
         super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
 
     def __call__(self, parser, namespace, values, option_string=None):
-        from broker.cli.version import groupbroker_version
+        from kafka_tools.version import groupbroker_version
         sys.stdout.write(f"groupbroker {groupbroker_version()}\n")
         parser.exit()
 

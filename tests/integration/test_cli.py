@@ -23,7 +23,7 @@ def test_apis_lists_every_registered_api():
 
 def test_apis_lists_exactly_what_api_versions_advertises(broker):
     """What ApiVersions advertises, from the dispatch table (not the codec's table)."""
-    from broker.cli.groups import Connection
+    from kafka_client.admin import Connection
     conn = Connection("127.0.0.1", broker.port)
     advertised = dict(conn.versions)
     conn.close()

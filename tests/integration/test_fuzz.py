@@ -16,7 +16,7 @@ import socket
 import threading
 import time
 
-from broker.cli.groups import Connection
+from kafka_client.admin import Connection
 from tests.support.fuzzing import request_frames
 from protocol import REQUESTS
 from protocol.api_keys import ApiKey

@@ -12,7 +12,7 @@ import trio
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from broker.dispatch.api_versions import unsupported_version_answer
-from broker.cli.groups import Connection, GroupsError
+from kafka_client.admin import Connection, GroupsError
 from protocol import REQUESTS
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -413,7 +413,7 @@ def member(bootstrap: str, group: str, client_id: str, topic: str = "orders",
 
 
 def member_id(served, group: str) -> str:
-    from broker.cli.groups import Cluster, Connection, describe_group, find_coordinator, parse_address
+    from kafka_client.admin import Cluster, Connection, describe_group, find_coordinator, parse_address
     cluster = Cluster(Connection(*parse_address(served.bootstrap)))
     try:
         _, host, port = find_coordinator(cluster, group)

@@ -46,6 +46,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -501,6 +502,148 @@ def test_share_groups(brokers, tool_runner):
     # 4 of 6 records accepted: the start offset Kafka wrote before it moved, and a lag of 2
     assert [line.split() for line in seen[2].lines()[2:]] == [[SHARE_GROUP, SHARE_TOPIC, "0", "0", "2"]]
     assert SHARE_GROUP not in seen[-1].lines()
+
+
+SH_TOPIC, SH_IDLE = "clitools-sh-orders", "clitools-sh-idle"
+#: the real tool's group and groupbroker's tool's group: as long as each other (the tables' widths)
+SH_REAL, SH_OURS = "clitools-sh-kt", "clitools-sh-gb"
+#: kafka-share-groups' calls with a live member in each group ({g}: the group)
+SH_LIVE = [["--list"], ["--list", "--state"], ["--list", "--state", "stable,Empty"], ["--list", "--state", "Bogus"],
+           ["--describe", "--group", "{g}"], ["--describe", "--group", "{g}", "--verbose"],
+           ["--describe", "--group", "{g}", "--members"], ["--describe", "--group", "{g}", "--members", "--verbose"],
+           ["--describe", "--group", "{g}", "--state"], ["--describe", "--group", "{g}", "--state", "--verbose"],
+           ["--reset-offsets", "--group", "{g}", "--topic", SH_TOPIC, "--to-earliest", "--execute"],
+           ["--delete", "--group", "{g}"]]
+#: ... and once the members have left
+SH_EMPTY = [["--describe", "--group", "clitools-nobody"], ["--describe", "--group", "{g}", "--members"],
+            ["--reset-offsets", "--group", "{g}", "--topic", SH_TOPIC, "--to-latest", "--dry-run"],
+            ["--reset-offsets", "--group", "{g}", "--all-topics", "--to-earliest", "--execute"],
+            ["--reset-offsets", "--group", "{g}", "--topic", f"{SH_TOPIC}:5", "--to-earliest", "--execute"],
+            ["--reset-offsets", "--group", "{g}", "--topic", SH_TOPIC, "--to-datetime", at(3), "--execute"],
+            ["--describe", "--group", "{g}", "--verbose"],
+            ["--delete-offsets", "--group", "{g}", "--topic", SH_IDLE, "--topic", "clitools-nosuch"],
+            ["--delete-offsets", "--group", "clitools-nobody", "--topic", SH_TOPIC],
+            ["--describe", "--group", "{g}"],
+            ["--delete", "--group", "{g}", "--group", "clitools-nobody"], ["--delete", "--group", "{g}"],
+            ["--reset-offsets", "--group", "{g}", "--topic", SH_TOPIC, "--to-earliest"],
+            ["--delete", "--group", "{g}", "--topic", SH_TOPIC], ["--describe", "--group", "{g}", "--offsets", "--state"],
+            ["--list"]]
+
+
+def idle_share_member(port: int, group: str, stop: threading.Event) -> None:
+    """A confluent-kafka share consumer of SH_IDLE (which has no records) until ``stop``."""
+    ck = import_client("confluent_kafka")
+    member = ck.ShareConsumer({"bootstrap.servers": f"127.0.0.1:{port}", "group.id": group,
+                               "client.id": "idle-member"})
+    member.subscribe([SH_IDLE])
+    try:
+        while not stop.is_set():
+            member.poll(0.2)
+    finally:
+        member.close()
+
+
+def wait_assigned(port: int, group: str) -> None:
+    """Until the group's one member holds SH_IDLE at the group's assignment epoch."""
+    from kafka_client.admin import Cluster, Connection, GroupsError, describe_share_group, find_coordinator
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        cluster = Cluster(Connection("127.0.0.1", port))
+        try:
+            _, host, coordinator_port = find_coordinator(cluster, group)
+            described = describe_share_group(cluster.connection(host, coordinator_port), group)
+            if [m.partitions for m in described.members] == [[(SH_IDLE, 0)]] \
+                    and described.members[0].member_epoch == described.assignment_epoch:
+                return
+        except GroupsError:
+            pass
+        finally:
+            cluster.close()
+        time.sleep(0.2)
+    raise AssertionError(f"the member of {group} on port {port} was never assigned {SH_IDLE}")
+
+
+def share_view(text: str, group: str, ports) -> str:
+    """A share tool's output, normalised: member ids (22 characters of base64, librdkafka's with
+    + and /) masked, the rows
+    of this test's other groups left out (each broker holds both tools' groups) and ``group``
+    named ``<group>``."""
+    text = re.sub(r"(?<![\w+/=-])[A-Za-z0-9+/_-]{22}(?![\w+/=-])", "<member>", normalised(text, ports))
+    foreign = {SH_REAL, SH_OURS, SHARE_GROUP} - {group}
+    return "\n".join(line for line in text.splitlines()
+                     if not (line.split() and line.split()[0] in foreign)).replace(group, "<group>")
+
+
+def first_error_line(stderr: str) -> str | None:
+    """The first line of a tool's stderr that is neither blank, a log line nor a stack frame;
+    a list of valid states sorted (Kafka's comes from a Set.of, in an order each JVM draws)."""
+    line = next((line for line in stderr.splitlines() if line.strip() and not line.startswith(("[", "\tat "))), None)
+    if line and "Valid states are: " in line:
+        head, _, states = line.partition("Valid states are: ")
+        line = head + "Valid states are: " + ", ".join(sorted(states.split(", ")))
+    return line
+
+
+def test_groupbroker_share_groups_matches_the_real_tool(brokers, tool_runner):
+    """``groupbroker groups --share`` (kafka-share-groups' options) prints what the real tool
+    prints, on both brokers: the real tool acts on one share group, ours on another set up
+    the same way, with a live member (Stable) and after it left (Empty), then deleted."""
+    pair = Pair(tool_runner, brokers)
+    pair.add(TOPICS, "--create", "--topic", SH_TOPIC, "--partitions", "1")
+    pair.add(TOPICS, "--create", "--topic", SH_IDLE, "--partitions", "1")
+    for group in (SH_REAL, SH_OURS):       # no assignment interval: epochs that do not hang on timing
+        pair.add(CONFIGS, "--alter", "--entity-type", "groups", "--entity-name", group, "--add-config",
+                 "share.auto.offset.reset=earliest,share.assignment.interval.ms=0")
+    for kafka, ours in pair.run():
+        assert kafka.code == ours.code == 0, (kafka, ours)
+    for port in brokers.values():
+        produce(port, SH_TOPIC, {0: 6})
+        for group in (SH_REAL, SH_OURS):
+            share_member_once(port, group, SH_TOPIC, 4)
+
+    def ours(port: int, args: list[str]) -> Result:
+        done = subprocess.run([sys.executable, "-m", "broker", "groups", "--share", "--bootstrap-server",
+                               f"127.0.0.1:{port}", *args], capture_output=True, text=True, timeout=120)
+        return Result(done.stdout, done.stderr, done.returncode)
+
+    seen = []
+    for steps, live in ((SH_LIVE, True), (SH_EMPTY, False)):
+        stop, members = threading.Event(), []
+        if live:
+            members = [threading.Thread(target=idle_share_member, args=(port, group, stop), daemon=True)
+                       for port in brokers.values() for group in (SH_REAL, SH_OURS)]
+            for thread in members:
+                thread.start()
+            for port in brokers.values():
+                for group in (SH_REAL, SH_OURS):
+                    wait_assigned(port, group)
+        try:
+            for args in steps:
+                pair.add(SHARE_GROUPS, *(a.format(g=SH_REAL) for a in args))
+            real = pair.run()
+            mine = [{name: ours(port, [a.format(g=SH_OURS) for a in args]) for name, port in brokers.items()}
+                    for args in steps]
+        finally:
+            stop.set()
+            for thread in members:
+                thread.join(30)
+        for args, (real_kafka, real_ours), by_broker in zip(steps, real, mine):
+            for name, theirs in (("kafka", real_kafka), ("ours", real_ours)):
+                got = by_broker[name]
+                want = [share_view(theirs.stdout, SH_REAL, brokers), theirs.code]
+                have = [share_view(got.stdout, SH_OURS, brokers), got.code]
+                if args[0] == "--list":
+                    want[0], have[0] = (sorted(t.splitlines()) for t in want[0:1] + have[0:1])
+                assert have == want, (args, name, got.stderr)
+                if "\tat " not in theirs.stderr:        # ours prints no Java stack trace
+                    assert (share_view(first_error_line(got.stderr) or "", SH_OURS, brokers)
+                            == share_view(first_error_line(theirs.stderr) or "", SH_REAL, brokers)), \
+                        (args, name, theirs.stderr, got.stderr)
+            seen.append(share_view(real_kafka.stdout, SH_REAL, brokers))
+    text = "\n".join(seen)
+    assert "GROUP           COORDINATOR (ID)" in text and "START-OFFSET" in text and "idle-member" in text
+    assert "These share groups were deleted successfully: '<group>'" in text
+    assert "* Group 'clitools-nobody' could not be deleted due to: java.lang.IllegalArgumentException" in text
 
 
 # --- kafka-topics, kafka-get-offsets, kafka-console-producer/-consumer ----------------------------------

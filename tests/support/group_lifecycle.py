@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Protocol
 
-from broker.cli.groups import (Cluster, Connection, describe_group, fetch_offsets,
+from kafka_client.admin import (Cluster, Connection, describe_group, fetch_offsets,
                                find_coordinator, list_offsets, parse_address)
 from tests.support.processes import REPO, state_changes, wait_until
 

@@ -29,6 +29,10 @@ _EXCEPTIONS = {
     ErrorCode.COORDINATOR_NOT_AVAILABLE: ("CoordinatorNotAvailableException",
                                           "The coordinator is not available."),
     ErrorCode.NOT_COORDINATOR: ("NotCoordinatorException", "This is not the correct coordinator."),
+    ErrorCode.INVALID_REQUEST: (
+        "InvalidRequestException",
+        "This most likely occurs because of a request being malformed by the client library or the message was "
+        "sent to an incompatible broker. See the broker logs for more details."),
     ErrorCode.COORDINATOR_LOAD_IN_PROGRESS: ("CoordinatorLoadInProgressException",
                                              "The coordinator is loading and hence can't process requests."),
 }

@@ -92,6 +92,7 @@ class Options:
     export: bool = False
     timeout_ms: int = DEFAULT_TIMEOUT_MS
     command_config: str | None = None
+    share: bool = False                    # kafka-share-groups.sh's tool (``--share``)
 
     @property
     def number(self) -> int:
@@ -120,12 +121,13 @@ def parse(argv: list[str]) -> Options:
 
 # --------------------------------------------------------------------------- Kafka's syntax
 
-def _spec(name: str) -> str:
+def spec(name: str) -> str:
     return f"[{name}]"                      # how joptsimple prints an option in messages
 
 
-def _tokens(argv: list[str]) -> dict[str, list[str | None]]:
-    """Every option given, with its values in order (None for a flag or an absent optional)."""
+def _tokens(argv: list[str], specs: dict[str, str | None] = _SPECS) -> dict[str, list[str | None]]:
+    """Every option given, with its values in order (None for a flag or an absent optional);
+    ``specs``: the tool's options (name -> None, "required" or "optional")."""
     seen: dict[str, list[str | None]] = {}
     i = 0
     while i < len(argv):
@@ -133,12 +135,12 @@ def _tokens(argv: list[str]) -> dict[str, list[str | None]]:
         i += 1
         if word == "--":
             break                           # what follows is not options; Kafka ignores it
-        if not word.startswith("-") or word == "-" or _is_number(word):
+        if not word.startswith("-") or word == "-" or is_number(word):
             continue                        # a stray word: joptsimple keeps it, the tool ignores it
         name, eq, inline = word.lstrip("-").partition("=")
-        if name not in _SPECS:
+        if name not in specs:
             raise UsageError(f"{name} is not a recognized option")
-        kind = _SPECS[name]
+        kind = specs[name]
         if kind is None:
             if eq:
                 raise UsageError(f"Option {name} does not take an argument")
@@ -149,7 +151,7 @@ def _tokens(argv: list[str]) -> dict[str, list[str | None]]:
             if i >= len(argv):
                 raise UsageError(f"Option {name} requires an argument")
             value, i = argv[i], i + 1
-        elif i < len(argv) and not (argv[i].startswith("-") and not _is_number(argv[i])):
+        elif i < len(argv) and not (argv[i].startswith("-") and not is_number(argv[i])):
             value, i = argv[i], i + 1
         else:
             value = None
@@ -157,7 +159,7 @@ def _tokens(argv: list[str]) -> dict[str, list[str | None]]:
     return seen
 
 
-def _is_number(word: str) -> bool:
+def is_number(word: str) -> bool:
     try:
         int(word)
     except ValueError:
@@ -165,15 +167,23 @@ def _is_number(word: str) -> bool:
     return True
 
 
-def parse_kafka(argv: list[str]) -> Options:
-    seen = _tokens(argv)
-    unavailable = [n for n, needs in _AVAILABLE_IF.items() if n in seen and not any(o in seen for o in needs)]
+def read_options(argv: list[str], specs: dict[str, str | None], available_if: dict[str, tuple[str, ...]]
+                 ) -> dict[str, list[str | None]]:
+    """The options given, refused as joptsimple refuses them: unknown, missing an argument,
+    unavailable without the options they need, or given twice with a value."""
+    seen = _tokens(argv, specs)
+    unavailable = [n for n, needs in available_if.items() if n in seen and not any(o in seen for o in needs)]
     if unavailable:
         raise UsageError(f"Option(s) [{', '.join(unavailable)}] are unavailable given other options "
                          "on the command line")
     for name, values in seen.items():
-        if name not in _MULTI and len(values) > 1 and _SPECS[name] is not None:
+        if name not in _MULTI and len(values) > 1 and specs[name] is not None:
             raise UsageError(f"Found multiple arguments for option {name}, but you asked for only one")
+    return seen
+
+
+def parse_kafka(argv: list[str]) -> Options:
+    seen = read_options(argv, _SPECS, _AVAILABLE_IF)
     has = seen.__contains__
 
     def one(name: str) -> str | None:
@@ -190,7 +200,7 @@ def parse_kafka(argv: list[str]) -> Options:
         raise UsageError("Command must include exactly one action: "
                          + ", ".join(f"--{a}" for a in ACTIONS))
     for name in _NUMERIC:
-        if has(name) and not _is_number(one(name)):
+        if has(name) and not is_number(one(name)):
             raise UsageError(f"Cannot parse argument '{one(name)}' of option {name}")
     scenario = next((s for s in SCENARIOS if has(s)), None)
     view = next((v for v in ("members", "state") if has(v)), "offsets")
@@ -210,52 +220,52 @@ def parse_kafka(argv: list[str]) -> Options:
 def _check_args(seen: dict[str, list[str | None]]) -> None:
     """ConsumerGroupCommandOptions.checkArgs: the same checks in the same order."""
     has = seen.__contains__
-    scope = f"{_spec('group')}, {_spec('all-groups')}"
+    scope = f"{spec('group')}, {spec('all-groups')}"
     if not has("bootstrap-server"):
-        raise UsageError(f'Missing required argument "{_spec("bootstrap-server")}"')
+        raise UsageError(f'Missing required argument "{spec("bootstrap-server")}"')
     if has("describe"):
         if not has("group") and not has("all-groups"):
-            raise UsageError(f"Option {_spec('describe')} takes one of these options: {scope}")
+            raise UsageError(f"Option {spec('describe')} takes one of these options: {scope}")
         views = ("members", "offsets", "state")
         if sum(has(v) for v in views) > 1:
-            raise UsageError(f"Option {_spec('describe')} takes at most one of these options: "
-                             + ", ".join(_spec(v) for v in views))
+            raise UsageError(f"Option {spec('describe')} takes at most one of these options: "
+                             + ", ".join(spec(v) for v in views))
         if has("state") and seen["state"][0] is not None:
-            raise UsageError(f"Option {_spec('describe')} does not take a value for {_spec('state')}")
+            raise UsageError(f"Option {spec('describe')} does not take a value for {spec('state')}")
     if has("delete"):
         if not has("group") and not has("all-groups"):
-            raise UsageError(f"Option {_spec('delete')} takes one of these options: {scope}")
+            raise UsageError(f"Option {spec('delete')} takes one of these options: {scope}")
         if has("topic"):
             raise UsageError("The consumer does not support topic-specific offset deletion from a "
                              "consumer group.")
     if has("delete-offsets") and not (has("group") and has("topic")):
-        raise UsageError(f"Option {_spec('delete-offsets')} takes the following options: "
-                         f"{_spec('group')}, {_spec('topic')}")
+        raise UsageError(f"Option {spec('delete-offsets')} takes the following options: "
+                         f"{spec('group')}, {spec('topic')}")
     if has("reset-offsets"):
         _check_reset(seen, scope)
-    _invalid_with(seen, "group", ("all-groups", "list"))
-    _invalid_with(seen, "topic", ("list", "describe"))
+    invalid_with(seen, "group", ("all-groups", "list"))
+    invalid_with(seen, "topic", ("list", "describe"))
 
 
 def _check_reset(seen: dict[str, list[str | None]], scope: str) -> None:
     has = seen.__contains__
     if has("dry-run") and has("execute"):
-        raise UsageError(f"Option {_spec('reset-offsets')} only accepts one of {_spec('execute')} "
-                         f"and {_spec('dry-run')}")
+        raise UsageError(f"Option {spec('reset-offsets')} only accepts one of {spec('execute')} "
+                         f"and {spec('dry-run')}")
     if not has("dry-run") and not has("execute"):
         warn(NO_EXECUTE_WARNING)
     if not has("group") and not has("all-groups"):
-        raise UsageError(f"Option {_spec('reset-offsets')} takes one of these options: {scope}")
+        raise UsageError(f"Option {spec('reset-offsets')} takes one of these options: {scope}")
     for scenario in SCENARIOS:
-        _invalid_with(seen, scenario, tuple(s for s in SCENARIOS if s != scenario))
+        invalid_with(seen, scenario, tuple(s for s in SCENARIOS if s != scenario))
 
 
-def _invalid_with(seen: dict, used: str, others: tuple[str, ...]) -> None:
+def invalid_with(seen: dict, used: str, others: tuple[str, ...]) -> None:
     """CommandLineUtils.checkInvalidArgs."""
     if used in seen:
         for other in others:
             if other in seen:
-                raise UsageError(f'Option "{_spec(used)}" can\'t be used with option "{_spec(other)}"')
+                raise UsageError(f'Option "{spec(used)}" can\'t be used with option "{spec(other)}"')
 
 
 def warn(text: str) -> None:

@@ -30,14 +30,19 @@ CONSUMER_TYPES = ("classic", "consumer")
 
 
 class CommandFailed(GroupsError):
-    """A failure Kafka's tool reports as 'Executing consumer group command failed due to ...'."""
+    """A failure Kafka's tool reports as 'Executing consumer group command failed due to ...';
+    ``thrown``: how Java prints the exception (the share tool prints it on stderr too)."""
+
+    def __init__(self, message: str, thrown: str | None = None):
+        super().__init__(message)
+        self.thrown = thrown
 
 
 def tp_name(tp: TP) -> str:
     return f"{tp[0]}-{tp[1]}"               # TopicPartition.toString
 
 
-def _coordinator(cluster: Cluster, group: str) -> tuple[Connection, str]:
+def coordinator_of(cluster: Cluster, group: str) -> tuple[Connection, str]:
     node, host, port = find_coordinator(cluster, group)
     return cluster.connection(host, port), f"{host}:{port}  ({node})"
 
@@ -94,7 +99,7 @@ def _filter_values(text: str | None, valid: tuple[str, ...], what: str) -> list[
 def cmd_describe(cluster: Cluster, opts: Options, out: Output) -> int:
     described = []
     for group_id in sorted(_group_ids(cluster, opts)):
-        coordinator, label = _coordinator(cluster, group_id)
+        coordinator, label = coordinator_of(cluster, group_id)
         group = describe_group(coordinator, group_id)
         if group.not_found and not out.legacy:
             # Kafka's admin client fails the whole describe with GroupIdNotFoundException
@@ -219,7 +224,7 @@ def cmd_delete(cluster: Cluster, opts: Options, out: Output) -> int:
     groups = _group_ids(cluster, opts)
     by_coordinator: dict[Connection, list[str]] = {}
     for group in groups:
-        by_coordinator.setdefault(_coordinator(cluster, group)[0], []).append(group)
+        by_coordinator.setdefault(coordinator_of(cluster, group)[0], []).append(group)
     results: dict[str, ErrorCode] = {}
     for coordinator, names in by_coordinator.items():
         results.update(delete_groups(coordinator, names))
@@ -253,7 +258,7 @@ def cmd_delete_offsets(cluster: Cluster, opts: Options, out: Output) -> int:
     partitions: list[TP] = []
     for topic in dict.fromkeys(opts.topics):
         if ":" in topic:
-            partitions += _topic_with_partitions(topic)
+            partitions += topic_with_partitions(topic)
             continue
         try:
             partitions += topic_partitions(cluster, topic)
@@ -261,7 +266,7 @@ def cmd_delete_offsets(cluster: Cluster, opts: Options, out: Output) -> int:
             unknown = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             results[(topic, -1)] = f"Error: {exception_text(unknown)}"
     partitions = list(dict.fromkeys(partitions))
-    coordinator, _ = _coordinator(cluster, group)
+    coordinator, _ = coordinator_of(cluster, group)
     top, per_partition = delete_offsets(coordinator, group, partitions)
     if top == ErrorCode.NONE:
         top = next((code for code in per_partition.values() if code != ErrorCode.NONE), top)
@@ -285,7 +290,7 @@ def cmd_delete_offsets(cluster: Cluster, opts: Options, out: Output) -> int:
     return 0
 
 
-def _topic_with_partitions(arg: str) -> list[TP]:
+def topic_with_partitions(arg: str) -> list[TP]:
     """``topic:0,1,2`` (OffsetsUtils.parseTopicsWithPartitions)."""
     parts = arg.split(":")
     if len(parts) != 2 or not parts[1]:
@@ -305,7 +310,7 @@ def cmd_reset_offsets(cluster: Cluster, opts: Options, out: Output) -> int:
     plans: dict[str, dict[TP, int]] = {}
     file_plan = _read_plan(opts) if opts.scenario == "from-file" else None
     for group_id in _group_ids(cluster, opts):
-        coordinator, _ = _coordinator(cluster, group_id)
+        coordinator, _ = coordinator_of(cluster, group_id)
         group = describe_group(coordinator, group_id)
         if group.state not in ("Empty", "Dead", ""):
             message = (f"Assignments can only be reset if the group '{group_id}' is inactive, "
@@ -340,7 +345,7 @@ def _reset_group(cluster: Cluster, coordinator: Connection, group: str, opts: Op
         targets = _clamp(cluster, file_plan[group])
     else:
         committed = {tp: off for tp, (off, _) in fetch_committed(coordinator, group).items()}
-        targets = _targets(cluster, _scope(cluster, opts, committed), committed, opts, out)
+        targets = reset_targets(cluster, _scope(cluster, opts, committed), committed, opts, out)
     if opts.execute:
         commit_offsets(coordinator, group, targets)
     return targets
@@ -351,12 +356,12 @@ def _scope(cluster: Cluster, opts: Options, committed: dict[TP, int]) -> list[TP
         return sorted(committed)
     if not opts.topics:
         raise UsageError("One of the reset scopes should be defined: --all-topics, --topic.")
-    named = [_topic_with_partitions(t) for t in opts.topics if ":" in t]
+    named = [topic_with_partitions(t) for t in opts.topics if ":" in t]
     whole = [topic_partitions(cluster, t) for t in opts.topics if ":" not in t]
     return list(dict.fromkeys(tp for tps in named + whole for tp in tps))
 
 
-def _targets(cluster: Cluster, partitions: list[TP], committed: dict[TP, int], opts: Options,
+def reset_targets(cluster: Cluster, partitions: list[TP], committed: dict[TP, int], opts: Options,
              out: Output) -> dict[TP, int]:
     """OffsetsUtils' prepareOffsetsToReset for one scenario."""
     scenario = opts.scenario
