@@ -43,25 +43,40 @@ def records(data_dir: str, shard: int, fs: FS | None = None) -> Iterator[tuple[F
     commits come when its commit marker does (an aborted or still open one's never), so a
     reader sees the offsets a consumer could fetch."""
     fs = fs or RealFS()
-    directory = _shard_dir(data_dir, shard, fs)
     pending: dict[int, list] = {}
+    for f in frames(_shard_dir(data_dir, shard, fs), fs):
+        if f.is_marker:
+            continue
+        try:
+            typed = decode(Record(f.key, f.value, f.producer_id, f.producer_epoch, f.control))
+        except RecordError as e:
+            yield f, e
+            continue
+        if isinstance(typed, TransactionMarker):
+            ended = pending.pop(typed.producer_id, [])
+            if typed.commit:
+                yield from ended
+        elif f.producer_id >= 0:
+            pending.setdefault(f.producer_id, []).append((f, typed))
+        else:
+            yield f, typed
+
+
+def frames(directory: str, fs: FS) -> Iterator[Frame]:
+    """Every frame of the log in ``directory``, in log order, read without changing anything
+    (a torn or corrupt tail ends a segment's frames, as recovery would cut it)."""
     for base in segment_bases(fs, directory):
-        for f in scan(fs.read(os.path.join(directory, segment_name(base))))[0]:
-            if f.is_marker:
-                continue
-            try:
-                typed = decode(Record(f.key, f.value, f.producer_id, f.producer_epoch, f.control))
-            except RecordError as e:
-                yield f, e
-                continue
-            if isinstance(typed, TransactionMarker):
-                ended = pending.pop(typed.producer_id, [])
-                if typed.commit:
-                    yield from ended
-            elif f.producer_id >= 0:
-                pending.setdefault(f.producer_id, []).append((f, typed))
-            else:
-                yield f, typed
+        yield from scan(fs.read(os.path.join(directory, segment_name(base))))[0]
+
+
+def logs_named(data_dir: str, topic: str, fs: FS | None = None) -> list[tuple[int, str]]:
+    """(partition, directory) of every ``<topic>-<partition>`` log folder in the data dir or its
+    nodes' folders, by partition."""
+    fs = fs or RealFS()
+    pattern = re.compile(re.escape(topic) + r"-(\d+)\Z")
+    found = {int(m.group(1)): os.path.join(home, name) for home in homes(data_dir, fs)
+             for name in fs.listdir(home) if (m := pattern.match(name))}
+    return sorted(found.items())
 
 
 def dump(data_dir: str, shard: int | None = None, fs: FS | None = None,

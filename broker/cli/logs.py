@@ -1,11 +1,14 @@
 """``groupbroker log dump|verify|compact``: offline tools for a stopped broker's data dir.
 
 ``dump`` prints one line per offsets-log record. Offset commits and classic group metadata
-print as their decoded form; the KIP-848 consumer-group records (key types 3-8 and 16) print
-as ``ConsumerGroupCurrentMemberAssignment(group='g', member='m', member_epoch=3, ...)`` with
-Kafka's record and field names, topic ids as Kafka prints a Uuid (22 characters of URL-safe
-base64) after the topic's name where the dump knows it (``orders(Xy3R...):0,1,2``), and their
-tombstones as ``...Tombstone(group='g', member='m')``.
+print as their decoded form; the KIP-848 consumer-group and share-group records (key types
+3-8, 16 and 10-15) print as ``ConsumerGroupCurrentMemberAssignment(group='g', member='m',
+member_epoch=3, ...)`` with Kafka's record and field names, topic ids as Kafka prints a Uuid (22
+characters of URL-safe base64) after the topic's name where the dump knows it
+(``orders(Xy3R...):0,1,2``), and their tombstones as ``...Tombstone(group='g', member='m')``.
+Then the share coordinator's ``__share_group_state`` records, one line each:
+``ShareSnapshot(group='g', topic=orders(Xy3R...), partition=0, ..., state_batches=[3-4
+ARCHIVED x3, ...])``.
 """
 
 from __future__ import annotations
@@ -21,16 +24,20 @@ from typing import Iterator
 from topic_log.store import read_metadata
 from topic_log.verify import verify_topics
 from coordinator.consumer.member import MemberState
+from coordinator.share.state import SNAPSHOT, STATE_TOPIC, decode as decode_share_state
 from offsets_log import tools
-from offsets_log.records import GROUP_RECORD_KEYS, GroupRecord
+from offsets_log.errors import RecordError
+from offsets_log.records import GROUP_RECORD_KEYS, GroupRecord, Record
+from log_store.fs import RealFS
 from protocol.uuids import kafka_uuid
 
 
 def add_parser(commands) -> None:
     log_cmd = commands.add_parser("log", help="offline tools for the logs of a data dir")
     log_cmd.add_argument("action", choices=("dump", "verify", "compact"),
-                         help="dump: one line per offsets-log record (consumer-group records "
-                              "with Kafka's record names, topic ids as Kafka prints them); "
+                         help="dump: one line per offsets-log record (consumer- and share-group "
+                              "records with Kafka's record names, topic ids as Kafka prints "
+                              "them), then per __share_group_state record; "
                               "verify: report torn or corrupt records in the offsets logs and "
                               "every topic partition (exit 1 if any); compact: compact every "
                               "shard (broker stopped)")
@@ -63,10 +70,40 @@ def run(args) -> int:
 # --------------------------------------------------------------------------- dump
 
 def dump(data_dir: str, shard: int | None = None) -> Iterator[str]:
-    """offsets_log.tools.dump's lines, the consumer-group records written readably."""
+    """offsets_log.tools.dump's lines, the group records written readably; then (without
+    ``shard``) the share state's."""
     names = topic_names(data_dir)
-    return tools.dump(data_dir, shard, describe=lambda typed: consumer_group_text(typed, names)
-                      if isinstance(typed, GroupRecord) else repr(typed))
+    yield from tools.dump(data_dir, shard, describe=lambda typed: consumer_group_text(typed, names)
+                          if isinstance(typed, GroupRecord) else repr(typed))
+    if shard is None:
+        yield from share_state_dump(data_dir, names)
+
+
+#: a share state batch's delivery state (Kafka's RecordState ids)
+_DELIVERY_STATES = {0: "AVAILABLE", 1: "ACQUIRED", 2: "ACKNOWLEDGED", 4: "ARCHIVED"}
+
+
+def share_state_dump(data_dir: str, names: dict[uuid.UUID, str]) -> Iterator[str]:
+    """One line per ``__share_group_state`` record, partition by partition."""
+    fs = RealFS()
+    for partition, directory in tools.logs_named(data_dir, STATE_TOPIC, fs):
+        for f in tools.frames(directory, fs):
+            where = f"{STATE_TOPIC}-{partition} offset={f.offset} append_ms={f.append_ms}"
+            try:
+                kind, (group, topic_id, index), value = decode_share_state(Record(f.key, f.value))
+            except RecordError as e:
+                yield f"{where} undecodable ({e}): key={f.key.hex()}"
+                continue
+            name = "ShareSnapshot" if kind == SNAPSHOT else "ShareUpdate"
+            key = f"group={group!r}, topic={_topic(topic_id, names)}, partition={index}"
+            if value is None:
+                yield f"{where} {name}Tombstone({key})"
+                continue
+            fields = [f"{field.name}={getattr(value, field.name)!r}" for field in dataclasses.fields(value)
+                      if field.name != "state_batches"]
+            batches = ", ".join(f"{b.first_offset}-{b.last_offset} {_DELIVERY_STATES.get(b.delivery_state, b.delivery_state)}"
+                                f" x{b.delivery_count}" for b in value.state_batches)
+            yield f"{where} {name}({key}, {', '.join(fields)}, state_batches=[{batches}])"
 
 
 _PARTITION_DIR = re.compile(r"(.+)-0\Z")

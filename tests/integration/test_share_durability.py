@@ -6,6 +6,8 @@ delivery count last written."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 
 import pytest
@@ -13,6 +15,7 @@ import pytest
 from kafka_client.blocking import BlockingClient
 from protocol.api_keys import ApiKey
 from protocol.messages import REQUESTS
+from protocol.uuids import kafka_uuid
 from tests.oracle.steps import batch
 
 MEMBER = "Xr6q0AbXT2u8r4X0w1n9cA"
@@ -132,3 +135,32 @@ def test_a_share_group_deleted_and_made_again_starts_afresh(share_broker):
     topic_id = member.join()
     assert member.fetch(topic_id) == [(0, 9, 1)]          # everything again, from the earliest offset
     member.close()
+
+
+def test_log_dump_prints_the_share_records(share_broker):
+    """``groupbroker log dump`` of a stopped broker's data dir: the share group's records in the
+    offsets log with Kafka's names, then the share state's snapshot and updates, each batch
+    with its delivery state and count."""
+    topic, group = "dumped", "dumped-share"
+    prepare(share_broker, topic, group)
+    member = ShareMember(share_broker, group, topic)
+    topic_id = member.join()
+    assert member.fetch(topic_id) == [(0, 9, 1)]
+    member.fetch(topic_id, acks=[(0, 3, ACCEPT), (4, 4, REJECT), (5, 5, RELEASE)])
+    member.close()
+    assert share_broker.stop() == 0
+    done = subprocess.run([sys.executable, "-m", "broker", "log", "dump", str(share_broker.data_dir)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    shown = f"{topic}({kafka_uuid(topic_id)})"
+    assert any(f"ShareGroupMemberMetadata(group='{group}', member='{MEMBER}'" in line for line in lines)
+    assert any(f"ShareGroupStatePartitionMetadata(group='{group}'" in line and f"{shown}:0" in line for line in lines)
+    state = [line.split(" ", 3)[3] for line in lines if line.startswith("__share_group_state-")]
+    assert state[0].startswith(f"ShareSnapshot(group='{group}', topic={shown}, partition=0, snapshot_epoch=0")
+    assert state[0].endswith("state_batches=[])"), state
+    # the acknowledgement, then the release of what the closed session held (joined with its
+    # available neighbour 5 of the same delivery count)
+    assert state[1].startswith(f"ShareUpdate(group='{group}', topic={shown}, partition=0,"), state
+    assert state[1].endswith("state_batches=[0-3 ACKNOWLEDGED x1, 4-4 ARCHIVED x1, 5-5 AVAILABLE x1])"), state
+    assert state[2].endswith("start_offset=5, delivery_complete_count=0, state_batches=[5-9 AVAILABLE x1])"), state
