@@ -13,13 +13,16 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import logging
+import uuid
 from collections import deque
 from dataclasses import dataclass
+from typing import Callable
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.logtext import safe
 from protocol.registry import API_TABLE
+from protocol.uuids import kafka_uuid
 
 
 log = logging.getLogger("groupbroker.faults")
@@ -107,9 +110,9 @@ class RecordedRequest:
 
     ``generation`` is the generation id a classic request carries (an OffsetCommit's
     ``generation_id_or_member_epoch``, which is a member epoch from a consumer-protocol
-    member); a ConsumerGroupHeartbeat has ``member_epoch``, the epoch it sent (0 joins, -1 and
-    -2 leave), and ``answered_member_epoch``, the epoch its answer gave (Kafka answers an
-    error with 0)."""
+    member); a ConsumerGroupHeartbeat or ShareGroupHeartbeat has ``member_epoch``, the epoch it
+    sent (0 joins, -1 and -2 leave), and ``answered_member_epoch``, the epoch its answer gave
+    (Kafka answers an error with 0)."""
     api: str
     api_key: int
     version: int
@@ -126,6 +129,18 @@ class RecordedRequest:
     node: int | None = None              # the node that answered (in a cluster, each has its share)
     principal: str | None = None         # who sent it (User:ANONYMOUS unless authenticated)
     listener: str | None = None          # the listener it came on
+    #: ShareFetch and ShareAcknowledge: the session epoch sent, the records the answer acquired
+    #: (topic, partition, first offset, last offset, delivery count) and the acknowledgements
+    #: sent (topic, partition, first offset, last offset, "ACCEPT" or the types per offset)
+    share_session_epoch: int | None = None
+    acquired: tuple = ()
+    acknowledged: tuple = ()
+
+    @classmethod
+    def of(cls, fields: dict) -> RecordedRequest:
+        """One from its fields as the admin endpoint sends them (JSON: lists for tuples)."""
+        ranges = {name: tuple(tuple(r) for r in fields.get(name, ())) for name in ("acquired", "acknowledged")}
+        return cls(**{**fields, **ranges})
 
 
 class Faults:
@@ -139,6 +154,11 @@ class Faults:
         self.recording = False
         self.recorded: deque[RecordedRequest] = deque(maxlen=RECORD_LIMIT)
         self._ids = itertools.count(1)
+        self.topic_name: Callable[[uuid.UUID], str | None] = lambda topic_id: None
+
+    def name_topics(self, topic_name: Callable[[uuid.UUID], str | None]) -> None:
+        """How recorded share requests name a topic id (the broker's metadata, once it runs)."""
+        self.topic_name = topic_name
 
     def add(self, api: int | str, *, error: int | str | None = None, delay_ms: int = 0, drop: bool = False,
             count: int | None = 1, group: str | None = None, client_id: str | None = None) -> FaultRule:
@@ -205,9 +225,13 @@ class Faults:
         groups = groups_of(ctx.api_key, body)
         generation = getattr(body, "generation_id", getattr(body, "generation_id_or_member_epoch", None))
         member_epoch = answered = None
-        if ctx.api_key == ApiKey.CONSUMER_GROUP_HEARTBEAT:
+        if ctx.api_key in (ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.SHARE_GROUP_HEARTBEAT):
             member_epoch = body.member_epoch
             answered = getattr(response, "member_epoch", None)
+        share = {}
+        if ctx.api_key in (ApiKey.SHARE_FETCH, ApiKey.SHARE_ACKNOWLEDGE):
+            share = {"share_session_epoch": body.share_session_epoch, "acquired": self._acquired(response),
+                     "acknowledged": self._acknowledged(body)}
         # the producer a transactional request names (InitProducerId: the one its answer gave)
         producer = response if ctx.api_key == ApiKey.INIT_PRODUCER_ID and response is not None else body
         self.recorded.append(RecordedRequest(
@@ -216,7 +240,24 @@ class Faults:
             getattr(body, "member_id", None), generation, first_error(response).name,
             member_epoch, answered, _either(body, "transactional_id"),
             _either(producer, "producer_id"), _either(producer, "producer_epoch"), ctx.node_id,
-            ctx.principal, ctx.listener))
+            ctx.principal, ctx.listener, **share))
+
+    def _topic(self, topic_id: uuid.UUID) -> str:
+        return self.topic_name(topic_id) or kafka_uuid(topic_id)
+
+    def _acquired(self, response) -> tuple:
+        return tuple((self._topic(t.topic_id), p.partition_index, a.first_offset, a.last_offset, a.delivery_count)
+                     for t in getattr(response, "responses", ()) for p in t.partitions
+                     for a in getattr(p, "acquired_records", ()))
+
+    def _acknowledged(self, body) -> tuple:
+        return tuple((self._topic(t.topic_id), p.partition_index, b.first_offset, b.last_offset,
+                      ",".join(_ACK_TYPES.get(k, str(k)) for k in b.acknowledge_types))
+                     for t in body.topics for p in t.partitions for b in p.acknowledgement_batches)
+
+
+#: ShareFetch's and ShareAcknowledge's acknowledge types
+_ACK_TYPES = {0: "GAP", 1: "ACCEPT", 2: "RELEASE", 3: "REJECT", 4: "RENEW"}
 
 
 def _either(obj, name: str):

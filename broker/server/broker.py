@@ -74,6 +74,7 @@ class Broker:
                          share_partitions=lambda group: self._runner(group).shard.share.initialized_partitions(group),
                          group_call=lambda key, version, request: self._runner(request.group_id).call(
                              key, version, request), journal=self.journal)
+        self.faults.name_topics(data.topic_name)
         self.runners = [ShardRunner(Shard(i, config.coordinator, journal=self.journal is not None),
                                     partial(open_log, config.data_dir, self.topology, GROUP_TOPIC, i),
                                     journal=self.journal, flusher=self.flusher, metadata=data.store.metadata_image,

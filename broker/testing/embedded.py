@@ -94,7 +94,7 @@ class EmbeddedBroker:
 
     def recorded(self, *, clear: bool = False) -> list[RecordedRequest]:
         """The requests answered since recording started (the pytest fixture starts it)."""
-        return [RecordedRequest(**r) for r in self.faults.recorded(clear=clear)]
+        return [RecordedRequest.of(r) for r in self.faults.recorded(clear=clear)]
 
     def __enter__(self) -> EmbeddedBroker:
         return self.start()

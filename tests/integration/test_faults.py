@@ -412,6 +412,7 @@ async def test_faults_leave_the_offsets_log_intact(tmp_path):
 # --- share groups (KIP-932) ---------------------------------------------------------------------
 
 SGH, SF = REQUESTS[ApiKey.SHARE_GROUP_HEARTBEAT].cls, REQUESTS[ApiKey.SHARE_FETCH].cls
+SA = REQUESTS[ApiKey.SHARE_ACKNOWLEDGE].cls
 
 
 async def share_member(client, group: str, topic: str, member: str = "share-member-0001"):
@@ -442,6 +443,7 @@ def acquired(answer) -> list[tuple[int, int, int]]:
 
 
 async def test_share_group_faults(broker):
+    await broker.control.execute("record", on=True)
     client = await TrioClient.connect(broker.port)
     await create_topic(client, "sh-orders", 1)
     epoch, topic_id = await share_member(client, "sh", "sh-orders")
@@ -454,9 +456,26 @@ async def test_share_group_faults(broker):
     await broker.control.execute("hold_locks", group="sh")
     assert await broker.control.execute("expire_locks", group="sh") == "share group sh: 1 lock(s) expired"
     assert acquired(await share_fetch(client, "sh", topic_id, 2)) == [(0, 1, 2)]      # redelivered
+    batch_ = SA.AcknowledgeTopic.AcknowledgePartition.AcknowledgementBatch(first_offset=0, last_offset=1,
+                                                                          acknowledge_types=(1, 3))
+    answer = await client.call(ApiKey.SHARE_ACKNOWLEDGE, 1, SA(
+        group_id="sh", member_id="share-member-0001", share_session_epoch=3, topics=(SA.AcknowledgeTopic(
+            topic_id=topic_id, partitions=(SA.AcknowledgeTopic.AcknowledgePartition(
+                partition_index=0, acknowledgement_batches=(batch_,)),)),)))
+    assert answer.error_code == E.NONE and answer.responses[0].partitions[0].error_code == E.NONE, answer
 
     await broker.control.execute("fail", api="ShareFetch", error="NOT_LEADER_OR_FOLLOWER", group="sh")
-    assert (await share_fetch(client, "sh", topic_id, 3)).error_code == E.NOT_LEADER_OR_FOLLOWER
+    assert (await share_fetch(client, "sh", topic_id, 4)).error_code == E.NOT_LEADER_OR_FOLLOWER
+    # recorded requests show the session epochs, the ranges acquired and those acknowledged
+    shared = [(r["api"], r["share_session_epoch"], r["acquired"], r["acknowledged"], r["error"])
+              for r in await broker.control.execute("recorded") if r["api"] in ("ShareFetch", "ShareAcknowledge")]
+    assert shared == [("ShareFetch", 0, (), (), "NONE"), ("ShareFetch", 1, (("sh-orders", 0, 0, 1, 1),), (), "NONE"),
+                      ("ShareFetch", 2, (("sh-orders", 0, 0, 1, 2),), (), "NONE"),
+                      ("ShareAcknowledge", 3, (), (("sh-orders", 0, 0, 1, "ACCEPT,REJECT"),), "NONE"),
+                      ("ShareFetch", 4, (), (), "NOT_LEADER_OR_FOLLOWER")], shared
+    heartbeats = [(r["member_epoch"], r["answered_member_epoch"])
+                  for r in await broker.control.execute("recorded") if r["api"] == "ShareGroupHeartbeat"]
+    assert heartbeats[0][0] == 0 and heartbeats[-1][1] == epoch, heartbeats
 
     assert await broker.control.execute("force_rebalance", group="sh") == \
         "share group sh: group epoch bumped to 4; members get a new assignment"
