@@ -4,7 +4,9 @@ defaults, and Kafka's validation of a group's new values."""
 
 from __future__ import annotations
 
-import re
+from datetime import timedelta
+
+from .java_duration import parse_duration
 
 BOOLEAN, STRING, INT = 1, 2, 3          # the config types DescribeConfigs names
 #: each group config in Kafka's order of definition, the broker setting that gives its default
@@ -43,19 +45,28 @@ _BOUNDS = {
 }
 #: checked only when set (the others are checked at their broker default too)
 _WHEN_SET = ("consumer.assignment.interval.ms", "share.assignment.interval.ms")
-_DURATION = re.compile(r"-?P(?:\d+D)?(?:T(?:\d+H)?(?:\d+M)?(?:\d+(?:\.\d+)?S)?)?\Z", re.IGNORECASE)
 
 
 class InvalidGroupConfig(ValueError):
     """A group config value Kafka refuses (INVALID_CONFIG), with Kafka's message."""
 
 
+def share_reset_duration(value: str) -> timedelta | None:
+    """The duration of a ``by_duration:<ISO-8601>`` share.auto.offset.reset (Kafka's
+    AutoOffsetResetStrategy: case as written, not negative); None for any other value."""
+    if not value.startswith("by_duration:"):
+        return None
+    try:
+        duration = parse_duration(value[len("by_duration:"):])
+    except ValueError:
+        return None
+    return None if duration < timedelta(0) else duration
+
+
 def _parse(name: str, value: str):
     """Kafka's ConfigDef parsing and validators of one group config's new value."""
     if name == "share.auto.offset.reset":
-        text = value.strip().lower()
-        if text in ("earliest", "latest") or (text.startswith("by_duration:") and _DURATION.match(
-                value.strip()[len("by_duration:"):]) and not value.strip()[len("by_duration:"):].startswith("-")):
+        if share_reset_duration(value.strip()) is not None or value.strip() in ("earliest", "latest"):
             return value
         raise InvalidGroupConfig(f"Invalid value {value} for configuration {name}: Invalid value `{value}` for "
                                  f"configuration {name}. The value must be either 'earliest', 'latest' or of the "

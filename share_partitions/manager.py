@@ -17,6 +17,7 @@ import time
 from typing import Callable, Hashable, Mapping
 
 from coordinator.config import CoordinatorConfig
+from coordinator.group_configs import share_reset_duration
 from coordinator.metadata import MetadataImage
 from coordinator.share.partition import Acquired, Limits, LogBatch, ShareError, SharePartition
 from coordinator.share.sessions import ShareSessions
@@ -124,6 +125,8 @@ class SharePartitionManager:
                 size += len(read.records)
             except TopicsError as e:
                 read.error = e.error_code
+            except ShareError as e:               # a share-partition that cannot start yet
+                read.error = e.code
             reads.append(read)
         return reads, size
 
@@ -135,11 +138,24 @@ class SharePartitionManager:
             durable = self.states.read((group, *key))
             start = -1 if durable is None else durable.start_offset
             if start == -1:
-                reset = self.group_configs(group).get("share.auto.offset.reset", "latest")
-                start = log_.log_start_offset if reset == "earliest" else log_.high_watermark
+                start = self._reset_offset(group, log_)
             sp = self.partitions[(group, *key)] = SharePartition.restored(
                 start, [] if durable is None else durable.batches)
         return sp
+
+    def _reset_offset(self, group: str, log_) -> int:
+        """Where share.auto.offset.reset starts a share-partition: the log's start, its end,
+        or (by_duration) its first record no older than the duration, which Kafka cannot start
+        from while there is none (OFFSET_NOT_AVAILABLE, asked again at the next fetch)."""
+        reset = self.group_configs(group).get("share.auto.offset.reset", "latest").strip()
+        duration = share_reset_duration(reset)
+        if duration is not None:
+            since = now_ms() - int(duration.total_seconds() * 1000)
+            found = log_.offset_for_timestamp(since).offset
+            if found < 0:
+                raise ShareError(E.OFFSET_NOT_AVAILABLE, f"Offset for timestamp {since} not found")
+            return found
+        return log_.log_start_offset if reset == "earliest" else log_.high_watermark
 
     def next_deadline(self, skip=frozenset()) -> int | None:
         """The earliest lock deadline, but for the groups in ``skip``."""

@@ -30,7 +30,8 @@ NO_MEMBER = ""
 
 
 class ShareError(Exception):
-    """An acknowledgement Kafka refuses: its error code and message; nothing was changed."""
+    """What Kafka refuses a share-partition (an acknowledgement, a start it cannot find): its
+    error code and message; nothing was changed."""
 
     def __init__(self, code: ErrorCode, message: str):
         super().__init__(message)

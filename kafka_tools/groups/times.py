@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta, timezone
 
+from coordinator import java_duration
 from kafka_client.admin import GroupsError
 
 
@@ -20,8 +21,6 @@ class TimeArgumentError(GroupsError):
 
 _DATETIME = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})\.(\d{1,3})"
                        r"(Z|[+-]\d{2}(?::?\d{2})?)")
-_DURATION = re.compile(r"([-+]?)P(?:([-+]?\d+)D)?(T(?:([-+]?\d+)H)?(?:([-+]?\d+)M)?"
-                       r"(?:([-+]?\d+)(?:[.,](\d{0,9}))?S)?)?", re.IGNORECASE)
 
 
 def parse_datetime(text: str) -> int:
@@ -57,12 +56,7 @@ def _zone(text: str) -> timezone:
 
 def parse_duration(text: str) -> timedelta:
     """The duration ``text`` names."""
-    match = _DURATION.fullmatch(text)
-    if not match or match.group(3) == "T" or not any(match.group(i) for i in (2, 4, 5, 6)):
-        raise TimeArgumentError("Text cannot be parsed to a Duration")
-    sign, days, _, hours, minutes, seconds, fraction = match.groups()
-    whole = int(seconds or 0)
-    nanos = int((fraction or "0").ljust(9, "0")) * (-1 if (seconds or "").startswith("-") else 1)
-    total = timedelta(days=int(days or 0), hours=int(hours or 0), minutes=int(minutes or 0),
-                      seconds=whole, microseconds=nanos / 1000)
-    return -total if sign == "-" else total
+    try:
+        return java_duration.parse_duration(text)
+    except ValueError as e:
+        raise TimeArgumentError(str(e)) from None

@@ -165,3 +165,22 @@ async def test_record_limit_acquire_mode(oracle, request):
     await oracle.call(FETCH, 2, dataclasses.replace(limited, share_session_epoch=2), what="the next 3")
     await oracle.call(FETCH, 2, dataclasses.replace(limited, share_session_epoch=3, max_records=500),
                       what="the last one")
+
+
+async def test_by_duration_reset(oracle, request):
+    """share.auto.offset.reset=by_duration: a share-partition starts at the first record no older
+    than the duration; while none is that recent, Kafka cannot start it and answers so."""
+    import time
+    from tests.oracle.test_admin import GROUP, IAC, SET, incremental
+    group, topic = unique(request), unique(request, "-t")
+    await topic_for_groups(oracle, topic, 1)
+    await oracle.call(IAC, 1, incremental((GROUP, group, [("share.auto.offset.reset", SET, "by_duration:PT10M")])),
+                      what="by duration")
+    now = int(time.time() * 1000)
+    await oracle.call(ApiKey.PRODUCE, 11, produce_body(topic, 0, batch([b"old-a", b"old-b"], timestamp=now - 3_600_000)),
+                      what="two records an hour old")
+    topic_id = await member_of(oracle, group, topic)
+    await oracle.call(FETCH, 1, fetch(group, topic_id, 0, wait_ms=300), what="no record recent enough")
+    await oracle.call(ApiKey.PRODUCE, 11, produce_body(topic, 0, batch([b"new-c", b"new-d"], timestamp=now)),
+                      what="two recent records")
+    await records_in(oracle, group, topic_id, 1, "the recent records only")
