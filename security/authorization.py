@@ -209,6 +209,10 @@ class Authorization:
         return dataclasses.replace(answer, groups=tuple(groups))
 
     async def find_coordinator(self, ctx, body, route):
+        if body.key_type == 2:             # share-state keys: brokers' (CLUSTER_ACTION from v6)
+            if ctx.version >= 6 and not self.allowed(ctx, Operation.CLUSTER_ACTION, CLUSTER, CLUSTER_NAME):
+                return self.cluster_refused(ctx, body)
+            return await route(ctx, body)
         resource = TXN if body.key_type == 1 else GROUP
         if ctx.version < 4:
             if not self.allowed(ctx, DESCRIBE, resource, body.key):

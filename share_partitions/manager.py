@@ -249,6 +249,10 @@ class SharePartitionManager:
             shard_log = self._logs[partition] = ShardLog(os.path.join(self.data_dir, f"{STATE_TOPIC}-{partition}"))
         return shard_log
 
+    def has_state(self) -> bool:
+        """Whether any share state was ever written (``__share_group_state`` exists)."""
+        return bool(self._logs)
+
     def load(self) -> None:
         """Replay every ``__share_group_state`` log there is."""
         for partition in range(STATE_PARTITIONS):

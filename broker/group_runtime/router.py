@@ -22,6 +22,7 @@ from coordinator.metadata import EMPTY_IMAGE, MetadataImage
 from coordinator.responses import error_response, offset_commit_error
 from coordinator.java_order import hash_set_order, shard_order
 from coordinator.routing import shard_for
+from coordinator.share.state import share_state_key
 from protocol.api_keys import ApiKey
 from protocol.error_messages import default_message
 from protocol.errors import ErrorCode
@@ -56,10 +57,15 @@ class GroupRouter:
 
     def __init__(self, runners: list[ShardRunner], topology: Topology,
                  partition_exists: Callable[[str, int], bool], txn_partitions: int,
-                 metadata: Callable[[], MetadataImage] = lambda: EMPTY_IMAGE):
+                 metadata: Callable[[], MetadataImage] = lambda: EMPTY_IMAGE,
+                 share_state_exists: Callable[[], bool] = lambda: False):
         self.runners, self.topology = runners, topology
         self.partition_exists, self.txn_partitions = partition_exists, txn_partitions
         self.metadata = metadata
+        #: whether ``__share_group_state`` exists, as Kafka creates it: at the first share state,
+        #: or at the first FindCoordinator for a share-state key (which it answers unavailable)
+        self.share_state_exists = share_state_exists
+        self._share_state_asked = False
         #: (transactional id, producer id, epoch, topic, partition) -> the transaction coordinator's
         #: verdict on whether the partition is in that transaction (set once it exists)
         self.verify_transaction: Callable | None = None
@@ -225,10 +231,13 @@ class GroupRouter:
 
     def _coordinators(self, version: int, request, ctx):
         """Groups (key type 0) and transactional ids (1): the node leading the key's partition
-        (COORDINATOR_NOT_AVAILABLE while none does). Share groups (2) are not served: INVALID_REQUEST,
-        which is what Kafka answers for them before v6. A key type Kafka does not know fails the
-        whole request with INVALID_REQUEST, each key carrying the error's default message. Before
-        v4 the one answer carries its error's default message ("NONE" when found)."""
+        (COORDINATOR_NOT_AVAILABLE while none does). Share-state keys (2, ``group:topic
+        id:partition``, what brokers ask from v6; INVALID_REQUEST before, or for a key that is
+        not one): the node leading the key's ``__share_group_state`` partition, laid out as the
+        offsets topic's, COORDINATOR_NOT_AVAILABLE until that topic exists. A key type Kafka
+        does not know fails the whole request with INVALID_REQUEST, each key carrying the
+        error's default message. Before v4 the one answer carries its error's default message
+        ("NONE" when found)."""
         topology = self.topology
         known = request.key_type in (0, 1, 2)
 
@@ -242,7 +251,9 @@ class GroupRouter:
                 node = topology.coordinator(shard_for(key, len(self.runners)))
             elif key_type == 1:
                 node = topology.transaction_coordinator(shard_for(key, self.txn_partitions))
-            if key_type == 2:
+            elif version >= 6 and share_state_key(key) and self._share_state_topic():
+                node = topology.coordinator(shard_for(key, len(self.runners)))
+            if key_type == 2 and (version < 6 or not share_state_key(key)):
                 error = ErrorCode.INVALID_REQUEST
             elif node == NO_LEADER:
                 error = ErrorCode.COORDINATOR_NOT_AVAILABLE
@@ -257,6 +268,13 @@ class GroupRouter:
         coordinator = FindCoordinatorResponse.Coordinator
         return FindCoordinatorResponse(coordinators=tuple(
             coordinator(key=k, **answer(k)) for k in request.coordinator_keys))
+
+    def _share_state_topic(self) -> bool:
+        """Whether ``__share_group_state`` exists; the first ask before it does creates it."""
+        if self.share_state_exists() or self._share_state_asked:
+            return True
+        self._share_state_asked = True
+        return False
 
     async def _split(self, ctx, request, field: str, group_of, result_field: str, order=None):
         """Send each shard the items naming its groups; rebuild the answer in request order, or

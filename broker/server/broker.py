@@ -83,7 +83,7 @@ class Broker:
                         for i in range(config.coordinator.offsets_topic_num_partitions)]
         txn_partitions = config.transactions.transaction_state_log_num_partitions
         groups = GroupRouter(self.runners, self.topology, data.has_partition, txn_partitions,
-                             data.store.metadata_image)
+                             data.store.metadata_image, share_state_exists=data.share.manager.has_state)
         self.transactions = TransactionService(
             config.data_dir, config.transactions, data.store.producer_ids.allocate,
             write_data_marker=data.write_marker, group_runner=self.runners.__getitem__,

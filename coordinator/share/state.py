@@ -19,7 +19,7 @@ from offsets_log.records import Record
 from protocol.messages.offsets_records import SHARE_STATE_RECORDS as SS
 from protocol.payloads import decode_payload, encode_payload
 from protocol.exceptions import DecodeError, EncodeError
-from protocol.uuids import kafka_uuid
+from protocol.uuids import kafka_uuid, parse_kafka_uuid
 
 from coordinator.routing import shard_for
 
@@ -38,6 +38,22 @@ def state_partition(key: Key, partitions: int) -> int:
     ``group:topic id:partition``."""
     group, topic_id, partition = key
     return shard_for(f"{group}:{kafka_uuid(topic_id)}:{partition}", partitions)
+
+
+def share_state_key(text: str) -> bool:
+    """Whether ``text`` is a share-state coordinator key, ``group:topic id:partition`` (Kafka's
+    SharePartitionKey.getInstance: the group may hold colons, and must not be blank)."""
+    tokens = text.split(":")
+    while tokens and not tokens[-1]:
+        tokens.pop()                        # Java's split drops trailing empty strings
+    if len(tokens) < 3 or not ":".join(tokens[:-2]).strip():
+        return False
+    try:
+        parse_kafka_uuid(tokens[-2])
+        partition = int(tokens[-1])
+    except ValueError:
+        return False
+    return -2**31 <= partition < 2**31 and tokens[-1].lstrip("+-").isdigit()
 
 
 @dataclass

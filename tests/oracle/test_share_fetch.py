@@ -184,3 +184,22 @@ async def test_by_duration_reset(oracle, request):
     await oracle.call(ApiKey.PRODUCE, 11, produce_body(topic, 0, batch([b"new-c", b"new-d"], timestamp=now)),
                       what="two recent records")
     await records_in(oracle, group, topic_id, 1, "the recent records only")
+
+
+async def test_find_share_state_coordinator(oracle, request):
+    """FindCoordinator of share-state keys (key type 2, ``group:topic id:partition``, what
+    brokers ask their share coordinator for): from v6 only, each key validated as Kafka's
+    SharePartitionKey reads it; once ``__share_group_state`` exists (a share group's first
+    state), the node leading the key's partition."""
+    group, topic = unique(request), unique(request, "-t")
+    await topic_for_groups(oracle, topic, 1)
+    topic_id = await member_of(oracle, group, topic)
+    await oracle.call(FETCH, 1, fetch(group, topic_id, 0, wait_ms=300), what="share state initialized")
+    keys = (f"{group}:AAAAAAAAAAAAAAAAAAAAAA:0", f"a:b:{group}:AAAAAAAAAAAAAAAAAAAAAQ:3", f"{group}:nope:0",
+            f"{group}:AAAAAAAAAAAAAAAAAAAAAA:x", ":AAAAAAAAAAAAAAAAAAAAAA:0", f"{group}:0", "",
+            f"{group}:AAAAAAAAAAAAAAAAAAAAAA:0:")
+    for version in (4, 5, 6):
+        await oracle.call(ApiKey.FIND_COORDINATOR, version, req(ApiKey.FIND_COORDINATOR, key_type=2,
+                                                                coordinator_keys=keys), what="share-state keys")
+    await oracle.call(ApiKey.FIND_COORDINATOR, 3, req(ApiKey.FIND_COORDINATOR, key_type=2, key=keys[0]),
+                      what="a share-state key before v4")
