@@ -157,6 +157,13 @@ class SharePartitionManager:
             return found
         return log_.log_start_offset if reset == "earliest" else log_.high_watermark
 
+    def forget(self, topic_id, partition: int) -> None:
+        """Drop every group's share-partition of this topic partition: the next fetch makes it
+        again from the durable state, so what was acquired and never written is fresh again
+        (a new leader's SharePartition in Kafka)."""
+        for key in [k for k in self.partitions if k[1:] == (topic_id, partition)]:
+            del self.partitions[key]
+
     def next_deadline(self, skip=frozenset()) -> int | None:
         """The earliest lock deadline, but for the groups in ``skip``."""
         deadlines = [d for (group, *_), sp in self.partitions.items() if group not in skip
@@ -201,10 +208,13 @@ class SharePartitionManager:
             if sp is not None:
                 sp.settle()
 
-    def release(self, group: str, member: str, partitions: list[Key] | None = None) -> list[Key]:
-        """A member's session ended: the records it holds go back; the partitions changed."""
-        if partitions is None:
-            partitions = self.sessions.release(group, member) or []
+    def end_session(self, node: int, group: str, member: str) -> list[Key]:
+        """A member's session on ``node`` ended: the records it holds there go back; the
+        partitions changed."""
+        return self.release(group, member, self.sessions.release(node, group, member) or [])
+
+    def release(self, group: str, member: str, partitions: list[Key]) -> list[Key]:
+        """The records ``member`` holds in ``partitions`` go back; the partitions changed."""
         limits, changed = self.limits(group), []
         for key in partitions:
             sp = self.partitions.get((group, *key))

@@ -712,14 +712,16 @@ class DataPlane:
 
     # --- leader changes (in a cluster) ---------------------------------------------------------
     def leader_changed(self, topic: str, partition: int) -> None:
-        """A new leader epoch starts at the partition's log end; fetches parked on it wake (and
-        are answered as ``led`` orders it: FENCED_LEADER_EPOCH for the old epoch)."""
+        """A new leader epoch starts at the partition's log end; its share-partitions start
+        again from their share state; fetches parked on it wake (and are answered as ``led``
+        orders it: FENCED_LEADER_EPOCH for the old epoch)."""
         try:
             log_ = self.store.partition(topic, partition)
         except TopicsError:
             return
         log_.leader_epoch = epoch = self.topology.of(topic, partition).epoch
         self.epoch_starts.setdefault((topic, partition), []).append((epoch, log_.high_watermark))
+        self.share.leader_changed(topic, partition)
         self.parked.appended(topic, partition)
 
     async def offset_for_leader_epoch(self, ctx, req):

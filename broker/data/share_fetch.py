@@ -86,7 +86,7 @@ class ShareDelivery:
         names = {t.topic_id: self.plane.topic_name(t.topic_id) for t in req.topics}
         try:
             context = m.sessions.fetch_context(
-                group, req.member_id, req.share_session_epoch,
+                ctx.node_id, group, req.member_id, req.share_session_epoch,
                 [((t.topic_id, p.partition_index), names[t.topic_id]) for t in req.topics for p in t.partitions],
                 [(t.topic_id, p) for t in req.forgotten_topics_data for p in t.partitions], acking, ctx.connection)
         except SessionError as e:
@@ -117,7 +117,7 @@ class ShareDelivery:
             by_key[key] = (topic_id, dataclasses.replace(p, acknowledge_error_code=code,
                                                          acknowledge_error_message=message))
         if req.share_session_epoch == FINAL_EPOCH:
-            self._woken(m.release(group, req.member_id))
+            self._woken(m.end_session(ctx.node_id, group, req.member_id))
         endpoints: dict = {}
         topics: dict = {}
         for topic_id, p in by_key.values():
@@ -177,7 +177,7 @@ class ShareDelivery:
         if group is None or not valid_member(req.member_id):
             return ShareAcknowledge(error_code=E.INVALID_REQUEST)
         try:
-            m.sessions.acknowledge(group, req.member_id, req.share_session_epoch)
+            m.sessions.acknowledge(ctx.node_id, group, req.member_id, req.share_session_epoch)
         except SessionError as e:
             return ShareAcknowledge(error_code=e.code)
         names = {t.topic_id: self.plane.topic_name(t.topic_id) for t in req.topics}
@@ -188,7 +188,7 @@ class ShareDelivery:
         self._acknowledged(group, req.member_id, acks)
         self._woken(acks)
         if req.share_session_epoch == FINAL_EPOCH:
-            self._woken(m.release(group, req.member_id))
+            self._woken(m.end_session(ctx.node_id, group, req.member_id))
         endpoints: dict = {}
         topics: dict = {}
         for (topic_id, index), (code, message) in acks.items():
@@ -285,6 +285,11 @@ class ShareDelivery:
         for topic_id, indexes in partitions.items():
             for index in indexes:
                 self.manager.reset(group, (topic_id, index), -1)
+
+    def leader_changed(self, topic: str, partition: int) -> None:
+        """The partition has a new leader, which starts its share-partitions from the share
+        state, as Kafka's new leader loads them from its share coordinator."""
+        self.manager.forget(self._topic_id(topic), partition)
 
     def _topic_id(self, name: str):
         topic = self.plane.store.metadata_image().topics.get(name)

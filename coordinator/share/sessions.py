@@ -1,5 +1,7 @@
-"""Share sessions (Kafka's ShareSessionCache): one per group member on a broker, the partitions
-its ShareFetch requests read, and the epoch its next ShareFetch or ShareAcknowledge must carry.
+"""Share sessions (Kafka's ShareSessionCache): one per group member on each broker (node), the
+partitions its ShareFetch requests read there, and the epoch its next ShareFetch or
+ShareAcknowledge must carry. A member reading partitions led by several nodes has a session on
+each, as with Kafka.
 
 Epoch 0 opens (or replaces) a member's session, which then expects epoch 1, 2, ... (after the
 largest int comes 1); epoch -1 closes it. A later ShareFetch reads every partition of the
@@ -35,8 +37,13 @@ class SessionError(Exception):
         self.code = code
 
 
+#: (node id, group id, member id)
+SessionKey = tuple[int, str, str]
+
+
 @dataclass
 class ShareSession:
+    node: int
     group_id: str
     member_id: str
     epoch: int
@@ -58,13 +65,14 @@ class Context:
 class ShareSessions:
     def __init__(self, max_sessions: int = 2000):
         self.max_sessions = max_sessions
-        self.sessions: dict[tuple[str, str], ShareSession] = {}
-        self.by_connection: dict[Hashable, tuple[str, str]] = {}
+        self.sessions: dict[SessionKey, ShareSession] = {}
+        self.by_connection: dict[Hashable, SessionKey] = {}
 
-    def fetch_context(self, group_id: str, member_id: str, epoch: int, wanted: list[tuple[Key, str | None]],
-                      forgotten: list[Key], acknowledging: bool, connection: Hashable) -> Context:
-        """Kafka's SharePartitionManager.newContext."""
-        key = (group_id, member_id)
+    def fetch_context(self, node: int, group_id: str, member_id: str, epoch: int,
+                      wanted: list[tuple[Key, str | None]], forgotten: list[Key], acknowledging: bool,
+                      connection: Hashable) -> Context:
+        """Kafka's SharePartitionManager.newContext, on node ``node``."""
+        key = (node, group_id, member_id)
         session = self.sessions.get(key)
         if epoch == FINAL_EPOCH:
             if session is None:
@@ -76,7 +84,7 @@ class ShareSessions:
             self.sessions.pop(key, None)
             if len(self.sessions) >= self.max_sessions:
                 raise SessionError(ErrorCode.SHARE_SESSION_LIMIT_REACHED)
-            session = self.sessions[key] = ShareSession(group_id, member_id, next_epoch(epoch), connection)
+            session = self.sessions[key] = ShareSession(node, group_id, member_id, next_epoch(epoch), connection)
             for k, name in wanted:
                 session.partitions.setdefault(k, [name, False])
             self.by_connection[connection] = key
@@ -96,11 +104,11 @@ class ShareSessions:
             parts = parts[turn:] + parts[:turn]
         return Context("subsequent", epoch, parts, session)
 
-    def acknowledge(self, group_id: str, member_id: str, epoch: int) -> None:
+    def acknowledge(self, node: int, group_id: str, member_id: str, epoch: int) -> None:
         """Kafka's acknowledgeSessionUpdate: a ShareAcknowledge moves the session's epoch too."""
         if epoch == INITIAL_EPOCH:
             raise SessionError(ErrorCode.INVALID_SHARE_SESSION_EPOCH)
-        session = self.sessions.get((group_id, member_id))
+        session = self.sessions.get((node, group_id, member_id))
         if session is None:
             raise SessionError(ErrorCode.SHARE_SESSION_NOT_FOUND)
         if epoch == FINAL_EPOCH:
@@ -116,7 +124,7 @@ class ShareSessions:
         if context.kind != "subsequent":
             return [entry for *_, entry in results]
         session = context.session
-        if self.sessions.get((session.group_id, session.member_id)) is not session \
+        if self.sessions.get((session.node, session.group_id, session.member_id)) is not session \
                 or session.epoch != next_epoch(context.epoch):
             return None
         out = []
@@ -131,12 +139,12 @@ class ShareSessions:
                 out.append(entry)
         return out
 
-    def release(self, group_id: str, member_id: str) -> list[Key] | None:
+    def release(self, node: int, group_id: str, member_id: str) -> list[Key] | None:
         """The session ends: its partitions (whose records the member held go back), or None."""
-        session = self.sessions.pop((group_id, member_id), None)
+        session = self.sessions.pop((node, group_id, member_id), None)
         if session is None:
             return None
-        if self.by_connection.get(session.connection) == (group_id, member_id):
+        if self.by_connection.get(session.connection) == (node, group_id, member_id):
             del self.by_connection[session.connection]
         return list(session.partitions)
 
@@ -145,4 +153,4 @@ class ShareSessions:
         key = self.by_connection.pop(connection, None)
         if key is None or self.sessions.get(key) is None or self.sessions[key].connection is not connection:
             return None
-        return (*key, self.release(*key))
+        return (*key[1:], self.release(*key))

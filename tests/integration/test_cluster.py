@@ -510,3 +510,39 @@ def test_a_cluster_data_dir_restarts_with_what_every_owner_acknowledged(tmp_path
         assert not any(os.listdir(tmp_path / "nodes" / n) for n in os.listdir(tmp_path / "nodes"))
     finally:
         single.stop()
+
+
+async def test_a_leader_move_starts_share_partitions_again_from_their_share_state(cluster):
+    """Issue 28: a share-partition lives on its partition's leader. When the leader moves, the
+    new leader starts it from the share state written so far, as Kafka's new leader loads it
+    from its share coordinator: what was acknowledged stays so, a released record comes back
+    at the count written, and records only acquired (never written) come back as fresh."""
+    from tests.support.share_wire import ACCEPT, RELEASE, acquired, share_fetch, share_member
+    await create_topic(cluster, partitions=1)
+    topic = (await metadata(cluster)).topics[0]
+    leader, group = topic.partitions[0].leader_id, "cluster-share"
+    coordinator_node = (await coordinator(cluster, group)).node_id
+    member = await TrioClient.connect(cluster.ports[coordinator_node])
+    data = await TrioClient.connect(cluster.ports[leader])
+    try:
+        _, topic_id = await share_member(member, group, TOPIC)
+        assert acquired(await share_fetch(data, group, topic_id, 0, max_wait_ms=300)) == []   # starts at the end
+        pr = R[ApiKey.PRODUCE]
+        assert (await data.call(ApiKey.PRODUCE, 11, pr(acks=-1, timeout_ms=1000, topic_data=(pr.TopicProduceData(
+            name=TOPIC, partition_data=(pr.TopicProduceData.PartitionProduceData(
+                index=0, records=batch([b"x"] * 6)),)),)))).responses[0].partition_responses[0].error_code == E.NONE
+        assert acquired(await share_fetch(data, group, topic_id, 1)) == [(0, 5, 1)]
+        answer = await share_fetch(data, group, topic_id, 2, acks=[(0, 1, ACCEPT), (2, 2, RELEASE)], max_wait_ms=0)
+        assert answer.responses[0].partitions[0].acknowledge_error_code == E.NONE, answer
+        new = (leader + 1) % 3
+        await cluster.control.execute("move-leader", topic=TOPIC, partition=0, node=new)
+        refused = (await share_fetch(data, group, topic_id, 3, max_wait_ms=0)).responses[0].partitions[0]
+        assert (refused.error_code, refused.current_leader.leader_id) == (E.NOT_LEADER_OR_FOLLOWER, new)
+    finally:
+        await data.aclose()
+    data = await TrioClient.connect(cluster.ports[new])
+    try:
+        assert acquired(await share_fetch(data, group, topic_id, 0)) == [(2, 2, 2), (3, 5, 1)]
+    finally:
+        await data.aclose()
+        await member.aclose()

@@ -26,6 +26,7 @@ from tests.support.consumer_wire import Member, create_topic, describe, group_st
 from tests.support.processes import wait_until
 from tests.support.wire import join_stable_member
 from tests.oracle.steps import batch
+from tests.support.share_wire import acquired, share_fetch, share_member
 
 E = ErrorCode
 Heartbeat, FindCoordinator, Produce = REQUESTS[ApiKey.HEARTBEAT].cls, REQUESTS[ApiKey.FIND_COORDINATOR].cls, REQUESTS[ApiKey.PRODUCE].cls
@@ -411,35 +412,7 @@ async def test_faults_leave_the_offsets_log_intact(tmp_path):
 
 # --- share groups (KIP-932) ---------------------------------------------------------------------
 
-SGH, SF = REQUESTS[ApiKey.SHARE_GROUP_HEARTBEAT].cls, REQUESTS[ApiKey.SHARE_FETCH].cls
-SA = REQUESTS[ApiKey.SHARE_ACKNOWLEDGE].cls
-
-
-async def share_member(client, group: str, topic: str, member: str = "share-member-0001"):
-    """A share member with its topic's partition assigned: (member epoch, topic id)."""
-    epoch = 0
-    with trio.fail_after(10):
-        while True:
-            answer = await client.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, SGH(
-                group_id=group, member_id=member, member_epoch=epoch, subscribed_topic_names=(topic,)))
-            assert answer.error_code == E.NONE, answer
-            epoch = answer.member_epoch
-            if answer.assignment.topic_partitions:
-                return epoch, answer.assignment.topic_partitions[0].topic_id
-            await trio.sleep(0.1)
-
-
-async def share_fetch(client, group: str, topic_id, epoch: int, member: str = "share-member-0001"):
-    part = SF.FetchTopic.FetchPartition(partition_index=0, acknowledgement_batches=())
-    return await client.call(ApiKey.SHARE_FETCH, 1, SF(
-        group_id=group, member_id=member, share_session_epoch=epoch, max_wait_ms=2000, min_bytes=1,
-        max_records=100, batch_size=100, topics=(SF.FetchTopic(topic_id=topic_id, partitions=(part,)),),
-        forgotten_topics_data=()))
-
-
-def acquired(answer) -> list[tuple[int, int, int]]:
-    return [(a.first_offset, a.last_offset, a.delivery_count)
-            for t in answer.responses for p in t.partitions for a in p.acquired_records]
+SGH, SA = REQUESTS[ApiKey.SHARE_GROUP_HEARTBEAT].cls, REQUESTS[ApiKey.SHARE_ACKNOWLEDGE].cls
 
 
 async def test_share_group_faults(broker):

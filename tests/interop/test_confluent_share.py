@@ -120,3 +120,49 @@ def test_a_silent_members_records_come_back(oracle_twin, kafka_oracle):
         assert [v for v, _ in doc["other"]] == [v for v, _ in doc["silent"]], (broker, doc)
         assert all(count == 2 for _, count in doc["other"]), (broker, doc)
     assert ours == kafka
+
+
+def _consume(consumer, wanted: int, seen: list) -> None:
+    """Poll (implicit acknowledgement) until ``wanted`` more records came, or 60 s."""
+    goal, deadline = len(seen) + wanted, time.monotonic() + 60
+    while len(seen) < goal and time.monotonic() < deadline:
+        seen += [(m.partition(), m.offset(), m.delivery_count()) for m in consumer.poll(0.3) if not m.error()]
+
+
+@pytest.mark.groupbroker(nodes=3)
+def test_a_share_consumer_across_a_cluster(groupbroker):
+    """A share consumer of three partitions, each led by another node of a 3-node groupbroker,
+    keeps a share session with each node; every record comes once, with delivery count 1, also
+    after a partition's leader moves (what was acknowledged stays so: the new leader starts from
+    the share state; what was delivered and not yet acknowledged would come again)."""
+    bootstrap, topic, group = groupbroker.bootstrap_servers, "ck-cluster-share", "ck-cluster-group"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, 3, 3)])[topic].result(15)
+    resource = ConfigResource(ConfigResource.Type.GROUP, group, incremental_configs=[ConfigEntry(
+        "share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)])
+    admin.incremental_alter_configs([resource])[resource].result(15)
+    producer = ck.Producer({"bootstrap.servers": bootstrap})
+
+    def produce(per_partition: int) -> None:
+        for p in range(3):
+            for i in range(per_partition):
+                producer.produce(topic, value=b"v%d" % i, partition=p)
+        assert producer.flush(15) == 0
+
+    produce(10)
+    consumer = ck.ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group})
+    consumer.subscribe([topic])
+    seen: list = []
+    try:
+        _consume(consumer, 30, seen)
+        consumer.commit_sync()           # the acknowledgements reach the leaders before one moves
+        leader = admin.list_topics(topic, timeout=15).topics[topic].partitions[0].leader
+        groupbroker.faults.move_leader(topic=topic, partition=0, node=(leader + 1) % 3)
+        produce(10)
+        _consume(consumer, 30, seen)
+    finally:
+        consumer.close()
+    assert sorted(seen) == sorted((p, o, 1) for p in range(3) for o in range(20)), seen
+    share_fetches = [r for r in groupbroker.recorded() if r.api == "ShareFetch"]
+    assert {r.node for r in share_fetches} == {0, 1, 2}
+    assert not [r for r in share_fetches if r.error in ("SHARE_SESSION_NOT_FOUND", "INVALID_SHARE_SESSION_EPOCH")]

@@ -118,19 +118,31 @@ def test_session_epochs():
     sessions = ShareSessions(max_sessions=1)
     key = (uuid.uuid4(), 0)
     with pytest.raises(SessionError) as e:
-        sessions.fetch_context("g", "m", 1, [(key, "t")], [], False, "conn")
+        sessions.fetch_context(0, "g", "m", 1, [(key, "t")], [], False, "conn")
     assert e.value.code == ErrorCode.SHARE_SESSION_NOT_FOUND
-    assert sessions.fetch_context("g", "m", 0, [(key, "t")], [], False, "conn").kind == "initial"
+    assert sessions.fetch_context(0, "g", "m", 0, [(key, "t")], [], False, "conn").kind == "initial"
     with pytest.raises(SessionError) as e:
-        sessions.fetch_context("g", "other", 0, [], [], False, "conn2")
+        sessions.fetch_context(0, "g", "other", 0, [], [], False, "conn2")
     assert e.value.code == ErrorCode.SHARE_SESSION_LIMIT_REACHED
-    sessions.acknowledge("g", "m", 1)
+    sessions.acknowledge(0, "g", "m", 1)
     with pytest.raises(SessionError) as e:
-        sessions.acknowledge("g", "m", 1)
+        sessions.acknowledge(0, "g", "m", 1)
     assert e.value.code == ErrorCode.INVALID_SHARE_SESSION_EPOCH
-    assert sessions.fetch_context("g", "m", 2, [], [], True, "conn").kind == "subsequent"
+    assert sessions.fetch_context(0, "g", "m", 2, [], [], True, "conn").kind == "subsequent"
     assert sessions.disconnected("conn") == ("g", "m", [key]) and not sessions.sessions
     assert next_epoch(2**31 - 1) == 1 and next_epoch(-1) == -1
+
+
+def test_a_member_has_a_session_on_each_node():
+    """A member reading partitions led by two nodes keeps a session with each (Kafka's share
+    session cache is a broker's): opening one does not end the other."""
+    sessions, here, there = ShareSessions(), (uuid.uuid4(), 0), (uuid.uuid4(), 1)
+    sessions.fetch_context(0, "g", "m", 0, [(here, "t")], [], False, "conn-0")
+    sessions.fetch_context(1, "g", "m", 0, [(there, "t")], [], False, "conn-1")
+    assert sessions.fetch_context(0, "g", "m", 1, [], [], False, "conn-0").partitions == [(here, "t")]
+    assert sessions.fetch_context(1, "g", "m", 1, [], [], False, "conn-1").partitions == [(there, "t")]
+    assert sessions.release(1, "g", "m") == [there]
+    assert sessions.fetch_context(0, "g", "m", 2, [], [], False, "conn-0").kind == "subsequent"
 
 
 def test_durable_state_is_merged_as_kafkas_share_coordinator_merges_it():
