@@ -130,9 +130,8 @@ class KafkaProcess:
         if formatted.returncode != 0:
             raise RuntimeError(f"Kafka's StorageTool could not format {self.workdir}:\n"
                                f"{(formatted.stdout + formatted.stderr)[-3000:]}")
-        with open(self.log_path, "ab") as out:
-            self.proc = subprocess.Popen([*base, "kafka.Kafka", str(config)], stdout=out,
-                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        self._command = [*base, "kafka.Kafka", str(config)]
+        self._launch()
         try:
             self._wait_until_serving(began + timeout)
         except BaseException:                # a failed or interrupted start leaves no JVM behind
@@ -142,6 +141,24 @@ class KafkaProcess:
         log.info("Apache Kafka %s serves on %s after %.1f s (format included), RSS %.0f MB",
                  KAFKA_VERSION, self.bootstrap_servers, self.startup_seconds, self.rss_bytes() / 2**20)
         return self
+
+    def _launch(self) -> None:
+        with open(self.log_path, "ab") as out:
+            self.proc = subprocess.Popen(self._command, stdout=out, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL)
+
+    def restart(self, *, crash: bool = False, timeout: float = 90.0) -> None:
+        """Stop (SIGTERM; SIGKILL with ``crash``) and start again on the same ports and data."""
+        if crash:
+            self.kill()
+        else:
+            self.stop()
+        self._launch()
+        try:
+            self._wait_until_serving(time.monotonic() + timeout)
+        except BaseException:
+            self.kill()
+            raise
 
     def _wait_until_serving(self, deadline: float) -> None:
         client = None
