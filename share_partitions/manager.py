@@ -202,6 +202,10 @@ class SharePartitionManager:
             out.update(empty)
         return out
 
+    def start_offsets(self, group: str, keys) -> list[int | None]:
+        """The start offsets of the group's share-partitions of ``keys`` (None: none yet)."""
+        return [None if (sp := self.partitions.get((group, *key))) is None else sp.start_offset for key in keys]
+
     def settle(self, group: str, keys) -> None:
         for key in keys:
             sp = self.partitions.get((group, *key))

@@ -94,18 +94,26 @@ class ShareDelivery:
                 await trio.sleep(max(req.max_wait_ms, 0) / 1000)
             return ShareFetch(error_code=e.code)
         self._watch(ctx)
-        acks = {}
+        acks, settled = {}, None
         if acking:
+            keys = [(t.topic_id, p.partition_index) for t in req.topics for p in t.partitions]
+            starts = m.start_offsets(group, keys)
             acks = m.acknowledge(group, req.member_id, [
                 ((t.topic_id, p.partition_index), names[t.topic_id], p.acknowledgement_batches)
                 for t in req.topics for p in t.partitions], v, req.is_renew_ack, may_read=self._may_read(ctx),
                 exists=self.plane.has_partition, settling=True)
             self._acknowledged(group, req.member_id, acks)
             self._woken(acks)
+
+            def settled() -> bool:
+                """The acknowledgement is written: what it released may go again; whether a
+                start offset moved (Kafka then completes the waiting fetch at once)."""
+                m.settle(group, acks)
+                return m.start_offsets(group, keys) != starts
         results = []
         try:
             if context.kind != "final" and not (v >= 2 and req.is_renew_ack):
-                results = await self._fetch(ctx, req, context.partitions)
+                results = await self._fetch(ctx, req, context.partitions, settled)
         finally:
             m.settle(group, acks)
         answered = m.sessions.answered(context, results)
@@ -129,9 +137,11 @@ class ShareDelivery:
             ShareFetch.ShareFetchableTopicResponse(topic_id=t, partitions=tuple(ps)) for t, ps in topics.items()),
             node_endpoints=tuple(ShareFetch.NodeEndpoint(**fields) for fields in endpoints.values()))
 
-    async def _fetch(self, ctx, req, partitions) -> list:
+    async def _fetch(self, ctx, req, partitions, settled: Callable[[], bool] | None = None) -> list:
         """Acquire records of the session's partitions, parking until there are some, an error,
-        or max_wait_ms; (key, has records, error, (topic id, PartitionData)) each."""
+        or max_wait_ms; (key, has records, error, (topic id, PartitionData)) each. ``settled``:
+        the request's own acknowledgement completes after the first try, as Kafka's write does
+        (what it released is not taken by that try); a moved start offset tries again at once."""
         refused, interested, named = [], [], {}
         may_read = self._may_read(ctx)
         for key, name in partitions:
@@ -160,7 +170,12 @@ class ShareDelivery:
                                redelivered=sum(a.last_offset - a.first_offset + 1 for a in r.acquired
                                                if a.delivery_count > 1))
             failed = any(r.error for r in reads)
-            if size >= min_bytes and (size or min_bytes == 0) or failed or trio.current_time() >= deadline:
+            done = size >= min_bytes and (size or min_bytes == 0) or failed or trio.current_time() >= deadline
+            if not done and settled is not None:
+                moved, settled = settled(), None
+                if moved:
+                    continue
+            if done:
                 return [(r.key, bool(r.acquired), r.error, (r.key[0], _PART(
                     partition_index=r.key[1], error_code=r.error, records=r.records, acquired_records=tuple(
                         _PART.AcquiredRecords(first_offset=a.first_offset, last_offset=a.last_offset,

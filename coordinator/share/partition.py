@@ -479,7 +479,8 @@ class SharePartition:
         self._settling = False
         for batch in self._batches.values():
             for _, _, d in batch.deliveries():
-                d.settling = False
+                if d.settling:
+                    d.settling, self._find_next = False, True
 
     def release_member(self, member: str, limits: Limits) -> bool:
         """A member's session ended: what it holds is available again (archived at the limit,

@@ -52,13 +52,13 @@ class ShareMember:
             time.sleep(0.2)
         raise AssertionError("no assignment")
 
-    def fetch(self, topic_id, acks=()) -> list[tuple[int, int, int]]:
+    def fetch(self, topic_id, acks=(), wait_ms: int = 1000) -> list[tuple[int, int, int]]:
         part = sub(ApiKey.SHARE_FETCH, "FetchTopic", "FetchPartition", partition_index=0, acknowledgement_batches=tuple(
             sub(ApiKey.SHARE_FETCH, "FetchTopic", "FetchPartition", "AcknowledgementBatch", first_offset=f,
                 last_offset=l, acknowledge_types=(t,)) for f, l, t in acks))
         answer = self.client.call(ApiKey.SHARE_FETCH, 1, req(
             ApiKey.SHARE_FETCH, group_id=self.group, member_id=MEMBER, share_session_epoch=self.session,
-            max_wait_ms=1000, min_bytes=1, max_bytes=1 << 20, max_records=100, batch_size=100,
+            max_wait_ms=wait_ms, min_bytes=1, max_bytes=1 << 20, max_records=100, batch_size=100,
             topics=(sub(ApiKey.SHARE_FETCH, "FetchTopic", topic_id=topic_id, partitions=(part,)),),
             forgotten_topics_data=()))
         assert answer.error_code == 0, answer
@@ -101,8 +101,8 @@ def test_acknowledgements_outlive_the_broker(share_broker, how):
     topic_id = member.join()
     assert member.fetch(topic_id) == [(0, 9, 1)]
     # 0-3 accepted, 4 rejected, 5 released; 6-9 still held when the broker goes
-    # 0-3 accepted, 4 rejected, 5 released (not taken again by the same request)
-    assert member.fetch(topic_id, acks=[(0, 3, ACCEPT), (4, 4, REJECT), (5, 5, RELEASE)]) == []
+    # 0-3 accepted, 4 rejected, 5 released (not taken again by the same request, which does not wait)
+    assert member.fetch(topic_id, acks=[(0, 3, ACCEPT), (4, 4, REJECT), (5, 5, RELEASE)], wait_ms=0) == []
     if how == "restart":
         share_broker.restart()
     else:
@@ -146,7 +146,7 @@ def test_log_dump_prints_the_share_records(share_broker):
     member = ShareMember(share_broker, group, topic)
     topic_id = member.join()
     assert member.fetch(topic_id) == [(0, 9, 1)]
-    member.fetch(topic_id, acks=[(0, 3, ACCEPT), (4, 4, REJECT), (5, 5, RELEASE)])
+    member.fetch(topic_id, acks=[(0, 3, ACCEPT), (4, 4, REJECT), (5, 5, RELEASE)], wait_ms=0)
     member.close()
     assert share_broker.stop() == 0
     done = subprocess.run([sys.executable, "-m", "broker", "log", "dump", str(share_broker.data_dir)],

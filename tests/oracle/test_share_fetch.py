@@ -203,3 +203,20 @@ async def test_find_share_state_coordinator(oracle, request):
                                                                 coordinator_keys=keys), what="share-state keys")
     await oracle.call(ApiKey.FIND_COORDINATOR, 3, req(ApiKey.FIND_COORDINATOR, key_type=2, key=keys[0]),
                       what="a share-state key before v4")
+
+
+async def test_a_release_within_a_waiting_fetch(oracle, request):
+    """A ShareFetch that waits and releases a record in its own acknowledgements: not taken by
+    the fetch's first try (the release is still being written); once written, Kafka completes
+    the waiting fetch if the share-partition's start offset moved, which takes the record again;
+    if it did not move, the fetch waits on and ends empty."""
+    group, topic = unique(request), unique(request, "-t")
+    await topic_for_groups(oracle, topic, 1)
+    topic_id = await member_of(oracle, group, topic)
+    await oracle.call(FETCH, 1, fetch(group, topic_id, 0, wait_ms=300), what="a session")
+    await oracle.call(ApiKey.PRODUCE, 11, produce_body(topic, 0, batch([b"a", b"b", b"c", b"d"])), what="records")
+    await records_in(oracle, group, topic_id, 1, "four records")
+    await oracle.call(FETCH, 1, fetch(group, topic_id, 2, ack=[(2, 2, [RELEASE])], wait_ms=700),
+                      what="a release that does not move the start offset")
+    await oracle.call(FETCH, 1, fetch(group, topic_id, 3, ack=[(0, 1, [ACCEPT]), (3, 3, [RELEASE])], wait_ms=5000),
+                      what="acceptances that move the start offset, and a release")

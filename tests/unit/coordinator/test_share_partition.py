@@ -56,6 +56,19 @@ def test_a_released_record_comes_back_counted_and_is_archived_at_the_limit():
     assert sp.start_offset == 1 and acquired(sp, log=[LogBatch(0, 0)]) == []
 
 
+def test_a_record_released_while_settling_is_found_again_once_settled():
+    """A ShareFetch's own release is not taken by its first try, which moves the next fetch
+    offset past it; once the release is written the record must be found again (it was left
+    behind for good, and a consumer whose releases all came within fetches stalled)."""
+    sp = SharePartition(0)
+    acquired(sp, log=[LogBatch(0, 2)])
+    sp.acknowledge("a", [(0, 0, [ACCEPT]), (1, 1, [RELEASE]), (2, 2, [ACCEPT])], LIMITS, 1, settling=True)
+    assert sp.next_fetch_offset() == 3 and acquired(sp, log=[LogBatch(0, 2)]) == []
+    sp.settle()
+    assert sp.next_fetch_offset() == 1                       # where the broker reads the log from
+    assert acquired(sp, log=[LogBatch(0, 2)]) == [Acquired(1, 1, 2)]
+
+
 def test_locks_expire_back_to_available():
     sp = SharePartition(0)
     acquired(sp, now=0)
