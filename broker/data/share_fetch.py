@@ -94,7 +94,7 @@ class ShareDelivery:
                 await trio.sleep(max(req.max_wait_ms, 0) / 1000)
             return ShareFetch(error_code=e.code)
         self._watch(ctx)
-        acks, settled = {}, None
+        acks, written = {}, None
         if acking:
             keys = [(t.topic_id, p.partition_index) for t in req.topics for p in t.partitions]
             starts = m.start_offsets(group, keys)
@@ -105,7 +105,7 @@ class ShareDelivery:
             self._acknowledged(group, req.member_id, acks)
             self._woken(acks)
 
-            def settled() -> bool:
+            def written() -> bool:
                 """The acknowledgement is written: what it released may go again; whether a
                 start offset moved (Kafka then completes the waiting fetch at once)."""
                 m.settle(group, acks)
@@ -113,7 +113,7 @@ class ShareDelivery:
         results = []
         try:
             if context.kind != "final" and not (v >= 2 and req.is_renew_ack):
-                results = await self._fetch(ctx, req, context.partitions, settled)
+                results = await self._fetch(ctx, req, context.partitions, written)
         finally:
             m.settle(group, acks)
         answered = m.sessions.answered(context, results)
