@@ -94,7 +94,8 @@ class ShareDelivery:
                 await trio.sleep(max(req.max_wait_ms, 0) / 1000)
             return ShareFetch(error_code=e.code)
         self._watch(ctx)
-        acks, written = {}, None
+        acks: dict = {}
+        written: Callable[[], bool] | None = None
         if acking:
             keys = [(t.topic_id, p.partition_index) for t in req.topics for p in t.partitions]
             starts = m.start_offsets(group, keys)
@@ -105,11 +106,12 @@ class ShareDelivery:
             self._acknowledged(group, req.member_id, acks)
             self._woken(acks)
 
-            def written() -> bool:
+            def settle() -> bool:
                 """The acknowledgement is written: what it released may go again; whether a
                 start offset moved (Kafka then completes the waiting fetch at once)."""
                 m.settle(group, acks)
                 return m.start_offsets(group, keys) != starts
+            written = settle
         results = []
         try:
             if context.kind != "final" and not (v >= 2 and req.is_renew_ack):
