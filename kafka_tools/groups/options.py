@@ -223,15 +223,7 @@ def _check_args(seen: dict[str, list[str | None]]) -> None:
     scope = f"{spec('group')}, {spec('all-groups')}"
     if not has("bootstrap-server"):
         raise UsageError(f'Missing required argument "{spec("bootstrap-server")}"')
-    if has("describe"):
-        if not has("group") and not has("all-groups"):
-            raise UsageError(f"Option {spec('describe')} takes one of these options: {scope}")
-        views = ("members", "offsets", "state")
-        if sum(has(v) for v in views) > 1:
-            raise UsageError(f"Option {spec('describe')} takes at most one of these options: "
-                             + ", ".join(spec(v) for v in views))
-        if has("state") and seen["state"][0] is not None:
-            raise UsageError(f"Option {spec('describe')} does not take a value for {spec('state')}")
+    check_describe(seen, scope)
     if has("delete"):
         if not has("group") and not has("all-groups"):
             raise UsageError(f"Option {spec('delete')} takes one of these options: {scope}")
@@ -245,6 +237,20 @@ def _check_args(seen: dict[str, list[str | None]]) -> None:
         _check_reset(seen, scope)
     invalid_with(seen, "group", ("all-groups", "list"))
     invalid_with(seen, "topic", ("list", "describe"))
+
+
+def check_describe(seen: dict[str, list[str | None]], scope: str) -> None:
+    """Both tools' checks of --describe (``scope``: how the tool lists --group and --all-groups)."""
+    if "describe" not in seen:
+        return
+    if "group" not in seen and "all-groups" not in seen:
+        raise UsageError(f"Option {spec('describe')} takes one of these options: {scope}")
+    views = ("members", "offsets", "state")
+    if sum(v in seen for v in views) > 1:
+        raise UsageError(f"Option {spec('describe')} takes at most one of these options: "
+                         + ", ".join(spec(v) for v in views))
+    if "state" in seen and seen["state"][0] is not None:
+        raise UsageError(f"Option {spec('describe')} does not take a value for {spec('state')}")
 
 
 def _check_reset(seen: dict[str, list[str | None]], scope: str) -> None:

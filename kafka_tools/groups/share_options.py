@@ -6,7 +6,8 @@ their words are Kafka's ShareGroupCommandOptions.checkArgs, in its order.
 
 from __future__ import annotations
 
-from .options import DEFAULT_TIMEOUT_MS, Options, UsageError, is_number, invalid_with, read_options, spec
+from .options import (DEFAULT_TIMEOUT_MS, Options, UsageError, check_describe, invalid_with, is_number,
+                      read_options, spec)
 
 ACTIONS = ("list", "describe", "delete", "reset-offsets", "delete-offsets")
 SCENARIOS = ("to-datetime", "to-earliest", "to-latest")
@@ -81,16 +82,7 @@ def _check_args(seen: dict[str, list[str | None]]) -> None:
     has = seen.__contains__
     if not has("bootstrap-server"):
         raise UsageError(f'Missing required argument "{spec("bootstrap-server")}"')
-    if has("describe"):
-        if not has("group") and not has("all-groups"):
-            raise UsageError(f"Option {spec('describe')} takes one of these options: "
-                             f"{spec('all-groups')}, {spec('group')}")
-        views = ("members", "offsets", "state")
-        if sum(has(v) for v in views) > 1:
-            raise UsageError(f"Option {spec('describe')} takes at most one of these options: "
-                             + ", ".join(spec(v) for v in views))
-        if has("state") and seen["state"][0] is not None:
-            raise UsageError(f"Option {spec('describe')} does not take a value for {spec('state')}")
+    check_describe(seen, f"{spec('all-groups')}, {spec('group')}")
     if has("delete"):
         if not has("group") and not has("all-groups"):
             raise UsageError(f"Option {spec('delete')} takes the options {spec('group')} or {spec('all-groups')}")

@@ -467,19 +467,27 @@ def share_member_once(port: int, group: str, topic: str, records: int) -> None:
     assert taken == records, f"{taken} of {records} records on port {port}"
 
 
+def share_groups_that_read(pair: Pair, brokers, topics: list[str], groups: list[str], configs: str) -> None:
+    """On both brokers: the topics (one partition each), the groups' configs, six records in the
+    first topic, of which a member of each group accepts four and leaves."""
+    for topic in topics:
+        pair.add(TOPICS, "--create", "--topic", topic, "--partitions", "1")
+    for group in groups:
+        pair.add(CONFIGS, "--alter", "--entity-type", "groups", "--entity-name", group, "--add-config", configs)
+    for kafka, ours in pair.run():
+        assert kafka.code == ours.code == 0, (kafka, ours)
+    for port in brokers.values():
+        produce(port, topics[0], {0: 6})
+        for group in groups:
+            share_member_once(port, group, topics[0], 4)
+
+
 def test_share_groups(brokers, tool_runner):
     """kafka-share-groups: --list, --describe (offsets, --members, --state) of an empty share
     group and of an unknown one, --reset-offsets (--dry-run, --execute), --delete-offsets,
     --delete."""
     pair = Pair(tool_runner, brokers)
-    pair.add(TOPICS, "--create", "--topic", SHARE_TOPIC, "--partitions", "1")
-    pair.add(CONFIGS, "--alter", "--entity-type", "groups", "--entity-name", SHARE_GROUP, "--add-config",
-             "share.auto.offset.reset=earliest")
-    for kafka, ours in pair.run():
-        assert kafka.code == ours.code == 0, (kafka, ours)
-    for port in brokers.values():
-        produce(port, SHARE_TOPIC, {0: 6})
-        share_member_once(port, SHARE_GROUP, SHARE_TOPIC, 4)
+    share_groups_that_read(pair, brokers, [SHARE_TOPIC], [SHARE_GROUP], "share.auto.offset.reset=earliest")
     steps = [pair.add(SHARE_GROUPS, "--list"),
              pair.add(SHARE_GROUPS, "--list", "--state", "Empty"),
              pair.add(SHARE_GROUPS, "--describe", "--group", SHARE_GROUP),
@@ -589,17 +597,9 @@ def test_groupbroker_share_groups_matches_the_real_tool(brokers, tool_runner):
     prints, on both brokers: the real tool acts on one share group, ours on another set up
     the same way, with a live member (Stable) and after it left (Empty), then deleted."""
     pair = Pair(tool_runner, brokers)
-    pair.add(TOPICS, "--create", "--topic", SH_TOPIC, "--partitions", "1")
-    pair.add(TOPICS, "--create", "--topic", SH_IDLE, "--partitions", "1")
-    for group in (SH_REAL, SH_OURS):       # no assignment interval: epochs that do not hang on timing
-        pair.add(CONFIGS, "--alter", "--entity-type", "groups", "--entity-name", group, "--add-config",
-                 "share.auto.offset.reset=earliest,share.assignment.interval.ms=0")
-    for kafka, ours in pair.run():
-        assert kafka.code == ours.code == 0, (kafka, ours)
-    for port in brokers.values():
-        produce(port, SH_TOPIC, {0: 6})
-        for group in (SH_REAL, SH_OURS):
-            share_member_once(port, group, SH_TOPIC, 4)
+    # no assignment interval: epochs that do not hang on timing
+    share_groups_that_read(pair, brokers, [SH_TOPIC, SH_IDLE], [SH_REAL, SH_OURS],
+                           "share.auto.offset.reset=earliest,share.assignment.interval.ms=0")
 
     def ours(port: int, args: list[str]) -> Result:
         done = subprocess.run([sys.executable, "-m", "broker", "groups", "--share", "--bootstrap-server",
