@@ -5,6 +5,7 @@ that stays silent redelivered after the lock duration; the outcomes compared."""
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -94,6 +95,33 @@ def silent(bootstrap: str) -> dict:
     return {"silent": sorted(first), "other": sorted(second)}
 
 
+def two_members(bootstrap: str) -> list:
+    """Two members of one partition with implicit acknowledgement (a record is accepted at its
+    member's next poll), each in its thread, until the records came to them together."""
+    topic, group = f"ck-two-{uuid.uuid4().hex[:6]}", f"ck-group-{uuid.uuid4().hex[:6]}"
+    _prepare(bootstrap, topic, group)
+    seen: list = []
+    deadline = time.monotonic() + 60
+    # both stop polling before either closes: a closing member releases what it holds (its
+    # last poll is not acknowledged), which the other would rightly take again
+    stopped = threading.Barrier(2, timeout=90)
+
+    def member(name: str) -> None:
+        consumer = ck.ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group})
+        consumer.subscribe([topic])
+        try:
+            while len({v for _, v, _ in seen}) < RECORDS and time.monotonic() < deadline:
+                seen.extend((name, m.value().decode(), m.delivery_count()) for m in consumer.poll(0.3)
+                            if not m.error())
+            stopped.wait()
+        finally:
+            consumer.close()
+    with ThreadPoolExecutor(2) as pool:
+        for done in [pool.submit(member, name) for name in ("a", "b")]:
+            done.result()
+    return seen
+
+
 def both(scenario, ours: str, kafka: str) -> tuple[dict, dict]:
     with ThreadPoolExecutor(2) as pool:
         a, b = pool.submit(scenario, ours), pool.submit(scenario, kafka)
@@ -111,6 +139,14 @@ def test_explicit_acknowledgement(oracle_twin, kafka_oracle):
         assert by_value["v7"] == [(1, "RELEASE"), (2, "RELEASE"), (3, "RELEASE")], (broker, by_value)
         assert doc["after"] == 0, broker
     assert ours == kafka
+
+
+def test_two_members_share_a_partition(oracle_twin, kafka_oracle):
+    """Every record once, to one of the two members, with delivery count 1."""
+    ours, kafka = both(two_members, oracle_twin.bootstrap, kafka_oracle.bootstrap_servers)
+    for seen, broker in ((ours, "groupbroker"), (kafka, "Kafka")):
+        assert sorted(v for _, v, _ in seen) == sorted(f"v{i}" for i in range(RECORDS)), (broker, seen)
+        assert {count for *_, count in seen} == {1}, (broker, seen)
 
 
 def test_a_silent_members_records_come_back(oracle_twin, kafka_oracle):

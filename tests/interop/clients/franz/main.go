@@ -10,6 +10,7 @@
 //	franz-driver read    BOOTSTRAP TOPIC COUNT [uncommitted]
 //	franz-driver offsets BOOTSTRAP GROUP TOPIC
 //	franz-driver share   BOOTSTRAP TOPIC GROUP COUNT
+//	franz-driver share-two    BOOTSTRAP TOPIC GROUP COUNT
 //
 // topics creates the topics (replication factor 1). produce writes the values
 // m<START>..m<START+COUNT-1>, value m<i> to partition i%PARTITIONS, and exits once all are
@@ -26,6 +27,9 @@
 // share group (KIP-932) that acknowledges each record: m3 RELEASE at its first delivery (ACCEPT
 // at the next), m5 REJECT, m7 RELEASE every time (until the delivery limit archives it), the
 // rest ACCEPT, until COUNT values are done and m7 came three times; each delivery is an event.
+// share-two runs two members of one share group that accept implicitly (at their next poll)
+// until COUNT distinct values came to them together; each delivery is an event naming its
+// member.
 // SIGTERM makes a member leave the group and exit 0.
 package main
 
@@ -342,7 +346,7 @@ func ints(args []string) []int {
 }
 
 func share(bootstrap, topic, group string, count int) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.ShareGroup(group), kgo.ConsumeTopics(topic), logger())
+	cl, err := shareMember(bootstrap, topic, group)
 	if err != nil {
 		return err
 	}
@@ -377,6 +381,54 @@ func share(bootstrap, topic, group string, count int) error {
 	return ctx.Err()
 }
 
+func shareMember(bootstrap, topic, group string) (*kgo.Client, error) {
+	return kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.ShareGroup(group), kgo.ConsumeTopics(topic), logger())
+}
+
+// shareTwo: two members, implicit acknowledgement (a record not acked is accepted at the next
+// poll). Both stop polling before either closes: a closing member releases what its last poll
+// got (not acknowledged), which the other would rightly take again.
+func shareTwo(bootstrap, topic, group string, count int) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	for _, name := range []string{"a", "b"} {
+		cl, err := shareMember(bootstrap, topic, group)
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		wg.Add(1)
+		go func(name string, cl *kgo.Client) {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				mu.Lock()
+				finished := len(seen) >= count
+				mu.Unlock()
+				if finished {
+					return
+				}
+				pollCtx, stop := context.WithTimeout(ctx, 500*time.Millisecond)
+				fetches := cl.PollFetches(pollCtx)
+				stop()
+				fetches.EachRecord(func(r *kgo.Record) {
+					mu.Lock()
+					seen[string(r.Value)] = true
+					mu.Unlock()
+					emit("delivery", map[string]any{"member": name, "value": string(r.Value), "count": r.DeliveryCount()})
+				})
+			}
+			errs <- ctx.Err()
+		}(name, cl)
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
 func main() {
 	log.SetOutput(os.Stderr)
 	log.SetFlags(log.Ltime | log.Lmicroseconds)
@@ -401,6 +453,8 @@ func main() {
 		err = offsets(args[1], args[2], args[3])
 	case len(args) == 5 && args[0] == "share":
 		err = share(args[1], args[2], args[3], ints(args[4:])[0])
+	case len(args) == 5 && args[0] == "share-two":
+		err = shareTwo(args[1], args[2], args[3], ints(args[4:])[0])
 	default:
 		log.Fatalf("usage: see the comment at the top of main.go")
 	}
