@@ -28,8 +28,11 @@ def produce(bootstrap: str, values: list[bytes]) -> None:
 
 
 def consumer(bootstrap: str, group: str):
+    # kafka-python's leader may assign before its metadata knows the topic, and rejoins only once
+    # a metadata refresh shows it: refreshed every second here, not every five minutes
     return kafka.KafkaConsumer(TOPIC, bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
-                               enable_auto_commit=False, session_timeout_ms=1000, heartbeat_interval_ms=100)
+                               enable_auto_commit=False, session_timeout_ms=1000, heartbeat_interval_ms=100,
+                               metadata_max_age_ms=1000)
 
 
 def poll_until(c, wanted: int, timeout_s: float = 20.0) -> list[bytes]:
