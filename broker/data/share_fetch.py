@@ -95,10 +95,9 @@ class ShareDelivery:
             return ShareFetch(error_code=e.code)
         self._watch(ctx)
         acks: dict = {}
-        written: Callable[[], bool] | None = None
+        keys = [(t.topic_id, p.partition_index) for t in req.topics for p in t.partitions] if acking else []
+        starts = m.start_offsets(group, keys)
         if acking:
-            keys = [(t.topic_id, p.partition_index) for t in req.topics for p in t.partitions]
-            starts = m.start_offsets(group, keys)
             acks = m.acknowledge(group, req.member_id, [
                 ((t.topic_id, p.partition_index), names[t.topic_id], p.acknowledgement_batches)
                 for t in req.topics for p in t.partitions], v, req.is_renew_ack, may_read=self._may_read(ctx),
@@ -106,16 +105,15 @@ class ShareDelivery:
             self._acknowledged(group, req.member_id, acks)
             self._woken(acks)
 
-            def settle() -> bool:
-                """The acknowledgement is written: what it released may go again; whether a
-                start offset moved (Kafka then completes the waiting fetch at once)."""
-                m.settle(group, acks)
-                return m.start_offsets(group, keys) != starts
-            written = settle
+        def settle() -> bool:
+            """The acknowledgement is written: what it released may go again; whether a start
+            offset moved (Kafka then completes the waiting fetch at once)."""
+            m.settle(group, acks)
+            return m.start_offsets(group, keys) != starts
         results = []
         try:
             if context.kind != "final" and not (v >= 2 and req.is_renew_ack):
-                results = await self._fetch(ctx, req, context.partitions, written)
+                results = await self._fetch(ctx, req, context.partitions, settle if acking else None)
         finally:
             m.settle(group, acks)
         answered = m.sessions.answered(context, results)
@@ -139,9 +137,9 @@ class ShareDelivery:
             ShareFetch.ShareFetchableTopicResponse(topic_id=t, partitions=tuple(ps)) for t, ps in topics.items()),
             node_endpoints=tuple(ShareFetch.NodeEndpoint(**fields) for fields in endpoints.values()))
 
-    async def _fetch(self, ctx, req, partitions, settled: Callable[[], bool] | None = None) -> list:
+    async def _fetch(self, ctx, req, partitions, settle: Callable[[], bool] | None = None) -> list:
         """Acquire records of the session's partitions, parking until there are some, an error,
-        or max_wait_ms; (key, has records, error, (topic id, PartitionData)) each. ``settled``:
+        or max_wait_ms; (key, has records, error, (topic id, PartitionData)) each. ``settle``:
         the request's own acknowledgement completes after the first try, as Kafka's write does
         (what it released is not taken by that try); a moved start offset tries again at once."""
         refused, interested, named = [], [], {}
@@ -173,8 +171,8 @@ class ShareDelivery:
                                                if a.delivery_count > 1))
             failed = any(r.error for r in reads)
             done = size >= min_bytes and (size or min_bytes == 0) or failed or trio.current_time() >= deadline
-            if not done and settled is not None:
-                moved, settled = settled(), None
+            if not done and settle is not None:
+                moved, settle = settle(), None
                 if moved:
                     continue
             if done:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from coordinator.java_order import grown_capacity, iteration_order, string_hash, topic_partition_hash
+from coordinator.java_order import grown_capacity, hash_map_order, iteration_order, topic_partition_hash
 from protocol.errors import ErrorCode
 
 from kafka_client.admin import (Cluster, Group, GroupsError, KafkaError, alter_share_offsets, delete_groups, delete_share_offsets,
@@ -21,12 +21,6 @@ from .render import Output, dash, error_message, exception_text, widest
 #: GroupState.groupStatesForType(SHARE), by the names GroupState.parse accepts (Kafka lists
 #: them in a Set.of's order, which each JVM draws at random; here, alphabetical)
 SHARE_STATES = {"dead": "Dead", "empty": "Empty", "stable": "Stable"}
-
-
-def _java_order(keys, hash_of) -> list:
-    """The order a HashMap (or HashSet) filled with ``keys`` iterates them."""
-    keys = list(dict.fromkeys(keys))
-    return iteration_order(keys, hash_of, grown_capacity(len(keys)))
 
 
 def _share_groups(cluster: Cluster, states: list[str] | None = None) -> dict[str, str]:
@@ -173,12 +167,12 @@ def cmd_delete(cluster: Cluster, opts: Options, out: Output) -> int:
                 deleted.append(group)
             else:
                 failed[group] = exception_text(code)
-    deleted = _java_order(deleted, string_hash)
+    deleted = hash_map_order(deleted)
     if not failed:
         out.lines([f"Deletion of requested share groups ({', '.join(_quoted(deleted))}) was successful."])
         return 0
     out.error("Deletion of some share groups failed:")
-    out.lines([f"* Group '{g}' could not be deleted due to: {failed[g]}" for g in _java_order(failed, string_hash)])
+    out.lines([f"* Group '{g}' could not be deleted due to: {failed[g]}" for g in hash_map_order(list(failed))])
     if deleted:
         out.lines(["", f"These share groups were deleted successfully: {', '.join(_quoted(deleted))}"])
     return 0
@@ -192,7 +186,7 @@ def _quoted(groups: list[str]) -> list[str]:
 
 def cmd_delete_offsets(cluster: Cluster, opts: Options, out: Output) -> int:
     group = opts.groups[0]
-    topics = _java_order(opts.topics, string_hash)             # the tool's HashSet of topics
+    topics = hash_map_order(list(dict.fromkeys(opts.topics)))      # the tool's HashSet of topics
     coordinator, _ = coordinator_of(cluster, group)
     top, message, per_topic = delete_share_offsets(coordinator, group, topics)
     if top != ErrorCode.NONE:                # every topic's result is the group's failure
@@ -233,15 +227,14 @@ def cmd_reset_offsets(cluster: Cluster, opts: Options, out: Output) -> int:
         partitions = list(share_offsets(coordinator, group))
     _check_exist(cluster, partitions)
     targets = reset_targets(cluster, partitions, {}, opts, out)
+    # the order of the tool's HashMap of offsets (its first failed partition fails the command)
+    ordered = iteration_order(list(targets), lambda tp: topic_partition_hash(*tp), grown_capacity(len(targets)))
     if opts.execute:
         top, message, per_partition = alter_share_offsets(coordinator, group, targets)
-        if top != ErrorCode.NONE:
-            raise _api_failed(top, message)
-        for tp in _java_order(targets, lambda tp: topic_partition_hash(*tp)):
-            code, message = per_partition.get(tp, (ErrorCode.NONE, None))
-            if code != ErrorCode.NONE:
-                raise _api_failed(code, message)
-    ordered = _java_order(targets, lambda tp: topic_partition_hash(*tp))
+        failed = [(top, message)] + [per_partition[tp] for tp in ordered if tp in per_partition]
+        code, message = next((f for f in failed if f[0] != ErrorCode.NONE), (ErrorCode.NONE, None))
+        if code != ErrorCode.NONE:
+            raise _api_failed(code, message)
     out.table(["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"], [[group, t, p, targets[(t, p)]] for t, p in ordered],
               [widest(15, [group]), widest(15, (t for t, _ in ordered)), 10, 0])
     return 0
