@@ -119,6 +119,8 @@ class BrokerConfig:
     #: the finalized level of share.version (what formatting a Kafka cluster with
     #: ``--feature share.version=N`` sets): 1, Kafka 4.3's default, serves share groups
     share_version: int = 1
+    #: likewise streams.version: 1, Kafka 4.3's default, serves streams groups (KIP-1071)
+    streams_version: int = 1
     journal_sample_ms: int = 10_000        # how often partitions' log-end offsets are sampled
     journal_commit_interval_ms: int = 1_000  # a member's commits within this are one line
     journal_segment_bytes: int = 64 << 20
@@ -167,6 +169,7 @@ class BrokerConfig:
         "groupbroker.admin.port": ("admin_port", int),
         # groupbroker's own: a feature level Kafka sets when it formats its storage
         "groupbroker.feature.share.version": ("share_version", _between(0, 1)),
+        "groupbroker.feature.streams.version": ("streams_version", _between(0, 1)),
         # groupbroker's own: the group event journal the analytics report reads
         "groupbroker.journal.enable": ("journal_enable", _bool),
         "groupbroker.journal.sample.interval.ms": ("journal_sample_ms", int),
@@ -228,7 +231,7 @@ class BrokerConfig:
     @property
     def features(self) -> dict[str, int]:
         """The finalized feature levels this broker's settings choose."""
-        return {"share.version": self.share_version}
+        return {"share.version": self.share_version, "streams.version": self.streams_version}
 
     @property
     def host(self) -> str:

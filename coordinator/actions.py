@@ -49,7 +49,16 @@ class ShareStateInit:
     partitions: dict
 
 
-Action = Reply | Persist | Journal | ShareStateInit
+@dataclass(frozen=True, slots=True)
+class CreateTopics:
+    """Internal topics a streams group's topology needs, to be created by the broker without
+    waiting (Kafka's createStreamsInternalTopics): name -> (partitions, replication factor or
+    -1, configs); failures are remembered for ``error_ttl_ms`` and reported in the status."""
+    topics: dict
+    error_ttl_ms: int
+
+
+Action = Reply | Persist | Journal | ShareStateInit | CreateTopics
 
 
 @dataclass(slots=True)

@@ -84,6 +84,20 @@ class CoordinatorConfig(KafkaNamed):
     group_share_min_partition_max_record_locks: int = 100
     group_share_max_partition_max_record_locks: int = 4_000
     group_share_max_share_sessions: int = 2_000
+    # KIP-1071 streams groups (Kafka's GroupCoordinatorConfig)
+    group_streams_session_timeout_ms: int = 45_000
+    group_streams_min_session_timeout_ms: int = 45_000
+    group_streams_max_session_timeout_ms: int = 60_000
+    group_streams_heartbeat_interval_ms: int = 5_000
+    group_streams_min_heartbeat_interval_ms: int = 5_000
+    group_streams_max_heartbeat_interval_ms: int = 15_000
+    group_streams_max_size: int = 2_147_483_647
+    group_streams_num_standby_replicas: int = 0
+    group_streams_max_standby_replicas: int = 2
+    group_streams_initial_rebalance_delay_ms: int = 3_000
+    group_streams_assignment_interval_ms: int = 1_000
+    group_streams_min_assignment_interval_ms: int = 0
+    group_streams_max_assignment_interval_ms: int = 15_000
 
     def __post_init__(self) -> None:
         if not 0 < self.message_max_bytes <= MAX_FRAME:
@@ -117,6 +131,7 @@ class CoordinatorConfig(KafkaNamed):
             self._check_bounds("group.share." + name, getattr(self, field),
                                getattr(self, field.replace("group_share_", "group_share_min_")),
                                getattr(self, field.replace("group_share_", "group_share_max_")))
+        self._check_streams()
         if self.group_consumer_migration_policy.lower() not in MIGRATION_POLICIES:
             raise ValueError(f"group.consumer.migration.policy must be one of "
                              f"{', '.join(MIGRATION_POLICIES)}, not {self.group_consumer_migration_policy}")
@@ -142,6 +157,40 @@ class CoordinatorConfig(KafkaNamed):
             raise ValueError(f"{name} must be greater than or equal to {low}")
         if value > highest:
             raise ValueError(f"{name} must be less than or equal to {high}")
+
+    def _check_streams(self) -> None:
+        """Kafka's GroupCoordinatorConfig checks of the streams-group settings, in its order and
+        words."""
+        least = {"group.streams.num.standby.replicas": 0, "group.streams.max.standby.replicas": 0,
+                 "group.streams.initial.rebalance.delay.ms": 0, "group.streams.assignment.interval.ms": 0,
+                 "group.streams.min.assignment.interval.ms": 0, "group.streams.max.assignment.interval.ms": 0}
+        for name, field in self.kafka_names().items():
+            if name.startswith("group.streams.") and getattr(self, field) < least.get(name, 1):
+                raise ValueError(f"Invalid value {getattr(self, field)} for configuration {name}: "
+                                 f"Value must be at least {least.get(name, 1)}")
+
+        def v(name: str) -> int:
+            return getattr(self, "group_streams_" + name.replace(".", "_"))
+        for kind in ("heartbeat.interval.ms", "session.timeout.ms"):
+            lo_name, hi_name = f"group.streams.min.{kind}", f"group.streams.max.{kind}"
+            if v(f"max.{kind}") < v(f"min.{kind}"):
+                raise ValueError(f"{hi_name} must be greater than or equal to {lo_name}")
+            if v(kind) < v(f"min.{kind}"):
+                raise ValueError(f"group.streams.{kind} must be greater than or equal to {lo_name}")
+            if v(kind) > v(f"max.{kind}"):
+                raise ValueError(f"group.streams.{kind} must be less than or equal to {hi_name}")
+        if v("heartbeat.interval.ms") >= v("session.timeout.ms"):
+            raise ValueError("group.streams.heartbeat.interval.ms must be less than group.streams.session.timeout.ms")
+        kind = "assignment.interval.ms"
+        if v(f"max.{kind}") < v(f"min.{kind}"):
+            raise ValueError(f"group.streams.max.{kind} must be greater than or equal to group.streams.min.{kind}")
+        if v(kind) < v(f"min.{kind}"):
+            raise ValueError(f"group.streams.{kind} must be greater than or equal to group.streams.min.{kind}")
+        if v(kind) > v(f"max.{kind}"):
+            raise ValueError(f"group.streams.{kind} must be less than or equal to group.streams.max.{kind}")
+        if v("num.standby.replicas") > v("max.standby.replicas"):
+            raise ValueError("group.streams.num.standby.replicas must be less than or equal to "
+                             "group.streams.max.standby.replicas")
 
     @staticmethod
     def _check_bounds(name: str, value: int, low: int, high: int) -> None:

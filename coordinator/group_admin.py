@@ -21,15 +21,18 @@ from coordinator.offsets import OffsetManager
 from coordinator.result import CoordinatorResult
 from coordinator.share import records as share_records
 from coordinator.share.manager import ShareGroupManager
+from coordinator.streams.manager import StreamsGroupManager
 
 log = logging.getLogger("groupbroker.coordinator")
 
 E = ErrorCode
 
 def describe_groups(groups: ClassicGroupManager, consumer: ConsumerGroupManager, share: ShareGroupManager,
-                    out: CoordinatorResult, now: int, ctx: RequestContext, req) -> None:
+                    streams: StreamsGroupManager, out: CoordinatorResult, now: int, ctx: RequestContext,
+                    req) -> None:
     v = ctx.version
-    groups = [_describe(groups, consumer, share, v, gid) for gid in req.groups]
+    others = (consumer.groups, share.groups, streams.groups)
+    groups = [_describe(groups, others, v, gid) for gid in req.groups]
     if v >= 3 and req.include_authorized_operations:
         # KafkaApis fills this in for every entry without an error, the unknown ("Dead") one too.
         groups = [dataclasses.replace(g, authorized_operations=r.GROUP_OPERATIONS)
@@ -37,8 +40,7 @@ def describe_groups(groups: ClassicGroupManager, consumer: ConsumerGroupManager,
     out.reply(ctx.token, ApiKey.DESCRIBE_GROUPS, v, r.DescribeGroupsResponse(groups=tuple(groups)))
 
 
-def _describe(groups: ClassicGroupManager, consumer: ConsumerGroupManager, share: ShareGroupManager,
-              v: int, group_id: str):
+def _describe(groups: ClassicGroupManager, others: tuple, v: int, group_id: str):
     """GroupMetadataManager.describeGroups: metadata and assignments only for a Stable group;
     a consumer group is not described here (ConsumerGroupDescribe describes it)."""
     if not groups.owns(group_id):
@@ -47,7 +49,7 @@ def _describe(groups: ClassicGroupManager, consumer: ConsumerGroupManager, share
     if group is None or group.is_in(S.DEAD):
         if v >= 6:                              # KIP-1043
             message = (f"Group {group_id} is not a classic group."
-                       if group_id in consumer.groups or group_id in share.groups
+                       if any(group_id in of_type for of_type in others)
                        else f"Group {group_id} not found.")
             return r.described_group(v, group_id, E.GROUP_ID_NOT_FOUND, state=S.DEAD.value,
                                      error_message=message)
@@ -65,7 +67,7 @@ def _describe(groups: ClassicGroupManager, consumer: ConsumerGroupManager, share
 
 
 def list_groups(groups: ClassicGroupManager, consumer: ConsumerGroupManager, share: ShareGroupManager,
-                out: CoordinatorResult, now: int, ctx: RequestContext, req) -> None:
+                streams: StreamsGroupManager, out: CoordinatorResult, now: int, ctx: RequestContext, req) -> None:
     """Every group of the shard, filtered by state (case-insensitive, trimmed) and type."""
     states = {s.strip().lower() for s in req.states_filter}
     types = {t.lower() for t in req.types_filter}
@@ -73,21 +75,29 @@ def list_groups(groups: ClassicGroupManager, consumer: ConsumerGroupManager, sha
     every = [(g, "classic") for g in groups.groups.values() if not g.is_in(S.DEAD)]
     every += [(g, "consumer") for g in consumer.groups.values()]
     every += [(g, "share") for g in share.groups.values()]
+    every += [(g, "streams") for g in streams.groups.values()]
     groups = tuple(
         listed(group_id=g.group_id, protocol_type=g.protocol_type, group_state=g.state.value,
                group_type=kind)
         for g, kind in every
-        if (not states or g.state.value.lower() in states) and (not types or kind in types))
+        if (not states or _filter_name(g, kind) in states) and (not types or kind in types))
     out.reply(ctx.token, ApiKey.LIST_GROUPS, ctx.version, r.ListGroupsResponse(error_code=E.NONE, groups=groups))
 
 
+def _filter_name(group, kind: str) -> str:
+    """A state as ListGroups' filter names it (a streams group's NotReady is "not_ready")."""
+    return group.state.name.lower() if kind == "streams" else group.state.value.lower()
+
+
 def delete_groups(groups: ClassicGroupManager, consumer: ConsumerGroupManager, share: ShareGroupManager,
-                  offsets: OffsetManager, out: CoordinatorResult, now: int, ctx: RequestContext, req) -> None:
+                  streams: StreamsGroupManager, offsets: OffsetManager, out: CoordinatorResult, now: int,
+                  ctx: RequestContext, req) -> None:
     """GroupCoordinatorShard.deleteGroups: tombstones for every offset, then for the group."""
     result_cls = r.DeleteGroupsResponse.DeletableGroupResult
     results, records = [], []
     for group_id in req.groups_names:
-        group = consumer.groups.get(group_id) or share.groups.get(group_id) or groups.groups.get(group_id)
+        group = consumer.groups.get(group_id) or share.groups.get(group_id) or streams.groups.get(group_id) \
+            or groups.groups.get(group_id)
         if not groups.owns(group_id):
             error = E.NOT_COORDINATOR
         elif group is None or group.is_in(S.DEAD):
@@ -102,6 +112,8 @@ def delete_groups(groups: ClassicGroupManager, consumer: ConsumerGroupManager, s
                 records += consumer.delete_records(group)
             elif group_id in share.groups:
                 records += share_records.delete_records(group)
+            elif group_id in streams.groups:
+                records += streams.delete_records(group)
             else:
                 records.append(GroupMetadataTombstone(group_id))
             out.note(now, Event.GROUP_DELETED, group, reason=Deletion.DELETE_GROUPS)

@@ -22,7 +22,12 @@ GROUP_CONFIGS = (("consumer.session.timeout.ms", "group.consumer.session.timeout
                  ("share.auto.offset.reset", None, "latest", STRING),
                  ("share.isolation.level", None, "read_uncommitted", STRING),
                  ("share.renew.acknowledge.enable", None, "true", BOOLEAN),
-                 ("share.assignment.interval.ms", "group.share.assignment.interval.ms", "1000", INT))
+                 ("share.assignment.interval.ms", "group.share.assignment.interval.ms", "1000", INT),
+                 ("streams.session.timeout.ms", "group.streams.session.timeout.ms", "45000", INT),
+                 ("streams.heartbeat.interval.ms", "group.streams.heartbeat.interval.ms", "5000", INT),
+                 ("streams.num.standby.replicas", "group.streams.num.standby.replicas", "0", INT),
+                 ("streams.initial.rebalance.delay.ms", "group.streams.initial.rebalance.delay.ms", "3000", INT),
+                 ("streams.assignment.interval.ms", "group.streams.assignment.interval.ms", "1000", INT))
 
 #: each INT group config: its smallest value, and the broker settings bounding it, in the order
 #: Kafka checks them
@@ -42,9 +47,16 @@ _BOUNDS = {
                                          "group.share.max.partition.max.record.locks"),
     "share.assignment.interval.ms": (0, "group.share.min.assignment.interval.ms",
                                      "group.share.max.assignment.interval.ms"),
+    "streams.heartbeat.interval.ms": (1, "group.streams.min.heartbeat.interval.ms",
+                                      "group.streams.max.heartbeat.interval.ms"),
+    "streams.session.timeout.ms": (1, "group.streams.min.session.timeout.ms", "group.streams.max.session.timeout.ms"),
+    "streams.num.standby.replicas": (0, None, "group.streams.max.standby.replicas"),
+    "streams.initial.rebalance.delay.ms": (0, None, None),
+    "streams.assignment.interval.ms": (0, "group.streams.min.assignment.interval.ms",
+                                       "group.streams.max.assignment.interval.ms"),
 }
 #: checked only when set (the others are checked at their broker default too)
-_WHEN_SET = ("consumer.assignment.interval.ms", "share.assignment.interval.ms")
+_WHEN_SET = ("consumer.assignment.interval.ms", "share.assignment.interval.ms", "streams.assignment.interval.ms")
 
 
 class InvalidGroupConfig(ValueError):
@@ -96,18 +108,18 @@ def validate_group_configs(wanted: dict[str, str], coordinator) -> None:
     of its type and range, within the broker's bounds, each session longer than its heartbeat
     interval. The values not set are the broker's."""
     bound = {name: getattr(coordinator, field) for name, field in coordinator.kafka_names().items()}
-    values = {name: bound[f"group.{name}"] for name in _BOUNDS}
+    values = {name: bound[synonym] for name, synonym, _, _ in GROUP_CONFIGS if synonym in bound}
     for name, _, _, _ in GROUP_CONFIGS:
         if name in wanted:
             values[name] = _parse(name, wanted[name])
     for name, (_, low, high) in _BOUNDS.items():
         if name in _WHEN_SET and name not in wanted:
             continue
-        if values[name] < bound[low]:
+        if low is not None and values[name] < bound[low]:
             raise InvalidGroupConfig(f"{name} must be greater than or equal to {low}")
-        if values[name] > bound[high]:
+        if high is not None and values[name] > bound[high]:
             raise InvalidGroupConfig(f"{name} must be less than or equal to {high}")
-    for kind in ("consumer", "share"):
+    for kind in ("consumer", "share", "streams"):
         if values[f"{kind}.session.timeout.ms"] <= values[f"{kind}.heartbeat.interval.ms"]:
             raise InvalidGroupConfig(f"{kind}.session.timeout.ms must be greater than {kind}.heartbeat.interval.ms")
 

@@ -13,7 +13,7 @@ import logging
 from dataclasses import dataclass
 
 from offsets_log.errors import RecordError
-from offsets_log.records import (SHARE_GROUP_KEYS, GroupMetadataTombstone, OffsetCommit, OffsetCommitTombstone,
+from offsets_log.records import (SHARE_GROUP_KEYS, STREAMS_GROUP_KEYS, GroupMetadataTombstone, OffsetCommit, OffsetCommitTombstone,
                                  TransactionMarker, encode_record, offset_commit_key, tombstone)
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -116,8 +116,10 @@ class OffsetManager:
     consumer group, never both."""
 
     def __init__(self, config: CoordinatorConfig, classic: ClassicGroupManager, consumer,
-                 timers: Timers, share):
+                 timers: Timers, share, streams):
         self.config, self.classic, self.consumer, self.timers = config, classic, consumer, timers
+        #: the shard's streams groups: their members commit at their epochs (KIP-1071)
+        self.streams = streams
         #: the shard's share groups: no offsets of theirs are committed, fetched or deleted here
         #: (Kafka: "Group ... is not a consumer group.", GROUP_ID_NOT_FOUND)
         self.share = share
@@ -202,6 +204,8 @@ class OffsetManager:
                 self.replay(rec)
             elif rec.type in SHARE_GROUP_KEYS:
                 self.share.replay(rec)
+            elif rec.type in STREAMS_GROUP_KEYS:
+                self.streams.replay(rec)
             else:
                 self.consumer.replay(rec)
 
@@ -220,7 +224,7 @@ class OffsetManager:
             error = unstorable(ctx, f"group {safe(req.group_id)}: the offsets cannot be stored ({e})")
             out.reply(ctx.token, ApiKey.OFFSET_COMMIT, v, r.offset_commit_error(req, error))
             return
-        group = self.consumer.groups.get(req.group_id)
+        group = self.consumer.groups.get(req.group_id) or self.streams.groups.get(req.group_id)
         if group is None:
             if req.group_id not in self.classic.groups:
                 log.info("group %s: created as a simple group by a manual offset commit",
@@ -271,6 +275,9 @@ class OffsetManager:
         if consumer_group is not None:
             return self.consumer.validate_commit(consumer_group, req.member_id, generation, v,
                                                  self._validated(req))
+        streams_group = self.streams.groups.get(req.group_id)
+        if streams_group is not None:
+            return self.streams.validate_commit(streams_group, req.member_id, generation, v, self._validated(req))
         group = self.classic.groups.get(req.group_id)
         if group is None:
             if generation < 0:
@@ -318,6 +325,12 @@ class OffsetManager:
                                                   self._validated(req), transactional=True,
                                                   instance_id=req.group_instance_id)
             return E.ILLEGAL_GENERATION if error == E.STALE_MEMBER_EPOCH else error
+        streams_group = self.streams.groups.get(req.group_id)
+        if streams_group is not None:
+            if generation == -1 and req.member_id == "" and req.group_instance_id is None:
+                return E.NONE                   # an "unknown generation" commit
+            return self.streams.validate_commit(streams_group, req.member_id, generation, 9, self._validated(req),
+                                                transactional=True)
         group = self.classic.groups.get(req.group_id)
         if group is None:
             return E.NONE if generation < 0 else E.ILLEGAL_GENERATION
@@ -336,8 +349,9 @@ class OffsetManager:
                 answers.append((group_id, [], E.NOT_COORDINATOR))
             else:
                 consumer_group = self.consumer.groups.get(group_id)
-                error = E.NONE if consumer_group is None else \
-                    self.consumer.validate_fetch(consumer_group, member_id, epoch)
+                streams_group = self.streams.groups.get(group_id)
+                error = self.consumer.validate_fetch(consumer_group, member_id, epoch) if consumer_group else \
+                    self.streams.validate_fetch(streams_group, member_id, epoch) if streams_group else E.NONE
                 stable = v >= 7 and req.require_stable
                 answers.append((group_id, self.committed(group_id, topics, stable) if error == E.NONE
                                 else [], error))
@@ -356,7 +370,8 @@ class OffsetManager:
         -1 for every requested partition and fetchAllOffsets an empty list.
         """
         group = self.classic.groups.get(group_id)
-        known = group_id in self.consumer.groups or (group is not None and not group.is_in(S.DEAD))
+        known = group_id in self.consumer.groups or group_id in self.streams.groups or \
+            (group is not None and not group.is_in(S.DEAD))
         offsets = self.offsets.get(group_id, {}) if known else {}
         if topics is None:
             by_topic: dict[str, list] = {}
@@ -384,10 +399,11 @@ class OffsetManager:
             return fail(E.INVALID_GROUP_ID)
         if not self.classic.owns(req.group_id):
             return fail(E.NOT_COORDINATOR)
-        group = self.consumer.groups.get(req.group_id) or self.classic.groups.get(req.group_id)
+        group = self.consumer.groups.get(req.group_id) or self.streams.groups.get(req.group_id) \
+            or self.classic.groups.get(req.group_id)
         if group is None or group.is_in(S.DEAD) or req.group_id in self.share_groups:
             return fail(E.GROUP_ID_NOT_FOUND)
-        if not group.is_in(S.EMPTY) and group.protocol_type != "consumer":
+        if not group.is_in(S.EMPTY) and group.protocol_type not in ("consumer", "streams"):
             return fail(E.NON_EMPTY_GROUP)      # only "consumer" groups may lose offsets while active
         offsets = self.offsets.get(req.group_id, {})
         topic_cls = r.OffsetDeleteResponse.OffsetDeleteResponseTopic

@@ -13,7 +13,7 @@ from __future__ import annotations
 from offsets_log.errors import RecordTooLargeError
 from offsets_log.records import BATCH_OVERHEAD, Record, batch_size
 
-from coordinator.actions import Action, Journal, Persist, Reply, ShareStateInit
+from coordinator.actions import Action, CreateTopics, Journal, Persist, Reply, ShareStateInit
 
 
 class CoordinatorResult:
@@ -50,6 +50,9 @@ class CoordinatorResult:
 
     def init_share_state(self, group: str, partitions: dict) -> None:
         self.actions.append(ShareStateInit(group, partitions))
+
+    def create_topics(self, topics: dict, error_ttl_ms: int) -> None:
+        self.actions.append(CreateTopics(topics, error_ttl_ms))
 
     # --- within one operation -------------------------------------------------------------
     def mark(self) -> int:

@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections import ChainMap
 from functools import partial
 from typing import Callable, Mapping
 
-from offsets_log.records import (SHARE_GROUP_KEYS, GroupRecord, GroupMetadata, GroupMetadataTombstone,
+from offsets_log.records import (SHARE_GROUP_KEYS, STREAMS_GROUP_KEYS, GroupRecord, GroupMetadata, GroupMetadataTombstone,
                                  OffsetCommit, OffsetCommitTombstone, TransactionMarker, TypedRecord)
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -43,6 +44,7 @@ from coordinator.offsets import CommittedOffset, OffsetManager
 from coordinator.result import CoordinatorResult, StepFailed
 from coordinator.routing import shard_for
 from coordinator.share.manager import ShareGroupManager
+from coordinator.streams.manager import StreamsGroupManager
 from coordinator.timers import Timers
 
 log = logging.getLogger("groupbroker.coordinator")
@@ -57,11 +59,17 @@ class Shard:
         self.new_uuid = new_uuid
         self.timers = Timers()
         self.classic = ClassicGroupManager(shard_id, config, self.timers, new_uuid)
-        self.share = ShareGroupManager(shard_id, config, self.timers, self._other_than_share)
-        self.consumer = ConsumerGroupManager(shard_id, config, self.timers, self.classic, self.share.groups)
-        self.offset_manager = OffsetManager(config, self.classic, self.consumer, self.timers, self.share)
+        self.share = ShareGroupManager(shard_id, config, self.timers, self._other_than("share"))
+        self.streams = StreamsGroupManager(shard_id, config, self.timers, self.classic, self._other_than("streams"))
+        self.consumer = ConsumerGroupManager(shard_id, config, self.timers, self.classic,
+                                             ChainMap(self.share.groups, self.streams.groups))
+        self.offset_manager = OffsetManager(config, self.classic, self.consumer, self.timers, self.share,
+                                            self.streams)
         classic, consumer, share, offsets = self.classic, self.consumer, self.share, self.offset_manager
+        streams = self.streams
         self._handlers = {
+            ApiKey.STREAMS_GROUP_HEARTBEAT: streams.heartbeat,
+            ApiKey.STREAMS_GROUP_DESCRIBE: streams.describe,
             ApiKey.SHARE_GROUP_HEARTBEAT: share.heartbeat,
             ApiKey.SHARE_GROUP_DESCRIBE: share.describe,
             ApiKey.ALTER_SHARE_GROUP_OFFSETS: share.alter_offsets,
@@ -76,9 +84,9 @@ class Shard:
             ApiKey.TXN_OFFSET_COMMIT: offsets.txn_offset_commit,
             ApiKey.OFFSET_FETCH: offsets.offset_fetch,
             ApiKey.OFFSET_DELETE: offsets.offset_delete,
-            ApiKey.DESCRIBE_GROUPS: partial(group_admin.describe_groups, classic, consumer, share),
-            ApiKey.LIST_GROUPS: partial(group_admin.list_groups, classic, consumer, share),
-            ApiKey.DELETE_GROUPS: partial(group_admin.delete_groups, classic, consumer, share, offsets),
+            ApiKey.DESCRIBE_GROUPS: partial(group_admin.describe_groups, classic, consumer, share, streams),
+            ApiKey.LIST_GROUPS: partial(group_admin.list_groups, classic, consumer, share, streams),
+            ApiKey.DELETE_GROUPS: partial(group_admin.delete_groups, classic, consumer, share, streams, offsets),
         }
 
     @property
@@ -89,7 +97,7 @@ class Shard:
     def config(self, config: CoordinatorConfig) -> None:
         """A new configuration applies to every manager at once (a config change)."""
         self._config = self.classic.config = self.offset_manager.config = config
-        self.consumer.config = self.share.config = config
+        self.consumer.config = self.share.config = self.streams.config = config
 
     @property
     def groups(self) -> dict[str, ClassicGroup]:
@@ -103,28 +111,41 @@ class Shard:
         """The topics changed (or the broker started): consumer groups see the new image."""
         self.consumer.on_metadata(image)
         self.share.on_metadata(image)
+        self.streams.on_metadata(image)
 
     def on_group_configs(self, configs: Mapping[str, Mapping[str, str]]) -> None:
         """The dynamic group configs (group id -> name -> value) changed, or the broker started:
         consumer groups read their heartbeat interval, session timeout and assignment interval
         from them."""
-        self.consumer.group_configs = self.share.group_configs = configs
+        self.consumer.group_configs = self.share.group_configs = self.streams.group_configs = configs
 
-    def _other_than_share(self, group_id: str) -> str | None:
-        """The type of the live classic or consumer group named ``group_id``, if any."""
-        if group_id in self.consumer.groups:
-            return "consumer"
+    def _type_of(self, group_id: str) -> str | None:
+        """The type of the live group named ``group_id``, if any."""
+        for kind, manager in (("consumer", self.consumer), ("share", self.share), ("streams", self.streams)):
+            if group_id in manager.groups:
+                return kind
         group = self.classic.groups.get(group_id)
         return "classic" if group is not None and not group.is_in(ClassicState.DEAD) else None
+
+    def _other_than(self, kind: str) -> Callable[[str], str | None]:
+        """The type of the live group named ``group_id`` if it is not of ``kind``."""
+        def other(group_id: str) -> str | None:
+            found = self._type_of(group_id)
+            return found if found != kind else None
+        return other
 
     def _join_group(self, out: CoordinatorResult, now: int, ctx: RequestContext, req) -> None:
         """Kafka's classicGroupJoin: a JoinGroup naming a consumer group with members joins it
         as a classic member; an empty consumer group gives way to a classic group; the id of a
         share group is refused."""
-        if req.group_id in self.share.groups:
+        streams = self.streams.groups.get(req.group_id)
+        if req.group_id in self.share.groups or (streams is not None and not streams.is_empty()):
             out.reply(ctx.token, ApiKey.JOIN_GROUP, ctx.version,
                       responses.join(ctx.version, ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
             return
+        if streams is not None:
+            log.info("group %s: the empty streams group is replaced by a classic group", safe(req.group_id))
+            self.streams.apply(out, self.streams.delete_records(streams))
         group = self.consumer.groups.get(req.group_id)
         if group is not None:
             cfg = self.config
@@ -212,6 +233,7 @@ class Shard:
         self.classic.unload(out)
         self.consumer.unload()
         self.share.unload()
+        self.streams.unload()
         self.timers.clear()
         return out
 
@@ -237,7 +259,9 @@ class Shard:
         elif isinstance(record, (GroupMetadata, GroupMetadataTombstone)):
             self.classic.replay(record)
         elif isinstance(record, GroupRecord):
-            (self.share if record.type in SHARE_GROUP_KEYS else self.consumer).replay(record)
+            manager = self.share if record.type in SHARE_GROUP_KEYS else \
+                self.streams if record.type in STREAMS_GROUP_KEYS else self.consumer
+            manager.replay(record)
 
     def loaded(self, now: int) -> CoordinatorResult:
         """After replay: members come back Stable with fresh session timers; start the sweep."""
@@ -245,5 +269,6 @@ class Shard:
         self.classic.loaded(out, now)
         self.consumer.loaded(now)
         self.share.loaded(now)
+        self.streams.loaded(now)
         self.offset_manager.loaded(now)
         return out

@@ -19,6 +19,7 @@ from protocol.control_records import control_key, marker_coordinator_epoch, mark
 from protocol.exceptions import DecodeError, EncodeError
 from protocol.messages.offsets_records import CONSUMER_GROUP_RECORDS as CG, RECORDS
 from protocol.messages.offsets_records import SHARE_GROUP_RECORDS as SG
+from protocol.messages.offsets_records import STREAMS_GROUP_RECORDS as ST
 from protocol.payloads import decode_payload, encode_payload
 
 from .errors import RecordError
@@ -80,8 +81,8 @@ class GroupMetadataTombstone:
 
 @dataclass(frozen=True, slots=True)
 class GroupRecord:
-    """A record of a KIP-848 consumer group or a KIP-932 share group; ``value`` None is its
-    tombstone.
+    """A record of a KIP-848 consumer group, a KIP-932 share group or a KIP-1071 streams
+    group; ``value`` None is its tombstone.
 
     ``type`` is the key version (see :data:`GROUP_RECORD_KEYS`); ``sub`` is the second key
     field of the member records (the member id) and of the regex record (the expression).
@@ -123,7 +124,16 @@ SHARE_GROUP_KEYS = {
     14: (SG.current_member_assignment_key, SG.current_member_assignment_value),
     15: (SG.state_partition_metadata_key, SG.state_partition_metadata_value),
 }
-GROUP_RECORD_KEYS = {**CONSUMER_GROUP_KEYS, **SHARE_GROUP_KEYS}
+#: key version -> (key message, value message) of the streams-group records
+STREAMS_GROUP_KEYS = {
+    17: (ST.metadata_key, ST.metadata_value),
+    19: (ST.member_metadata_key, ST.member_metadata_value),
+    20: (ST.target_assignment_metadata_key, ST.target_assignment_metadata_value),
+    21: (ST.target_assignment_member_key, ST.target_assignment_member_value),
+    22: (ST.current_member_assignment_key, ST.current_member_assignment_value),
+    23: (ST.topology_key, ST.topology_value),
+}
+GROUP_RECORD_KEYS = {**CONSUMER_GROUP_KEYS, **SHARE_GROUP_KEYS, **STREAMS_GROUP_KEYS}
 
 
 #: The longest STRING a record (or any Kafka message) can hold, in UTF-8 bytes: Kafka's
@@ -240,7 +250,7 @@ def group_metadata_record(group: str, *, protocol_type: str, generation: int,
 
 
 def group_record(record: GroupRecord) -> Record:
-    """The log form of a consumer- or share-group record (every value is written at version 0)."""
+    """The log form of a consumer-, share- or streams-group record (every value is written at version 0)."""
     key_msg, value_msg = GROUP_RECORD_KEYS[record.type]
     fields = {"group_id": record.group}
     if record.sub is not None:

@@ -219,12 +219,9 @@ def with_default_message(key: ApiKey):
     return failed
 
 
-#: the share-group APIs a connection answers while share groups are off (the heartbeat and
-#: describe are the group coordinator's), and the streams-group APIs: their answers to a whole
-#: request refused
+#: the share- and streams-group heartbeats and describes (the group coordinator's): their answers
+#: to a whole request refused
 SHARE_GROUP_HEARTBEAT_FAILED = top_level(ApiKey.SHARE_GROUP_HEARTBEAT)
 SHARE_GROUP_DESCRIBE_FAILED = described_groups(ApiKey.SHARE_GROUP_DESCRIBE)
-GROUP_TYPES_OFF = {
-    ApiKey.STREAMS_GROUP_HEARTBEAT: top_level(ApiKey.STREAMS_GROUP_HEARTBEAT),
-    ApiKey.STREAMS_GROUP_DESCRIBE: described_groups(ApiKey.STREAMS_GROUP_DESCRIBE),
-}
+STREAMS_GROUP_HEARTBEAT_FAILED = top_level(ApiKey.STREAMS_GROUP_HEARTBEAT)
+STREAMS_GROUP_DESCRIBE_FAILED = described_groups(ApiKey.STREAMS_GROUP_DESCRIBE)

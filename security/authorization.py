@@ -20,6 +20,9 @@ from protocol.messages import RESPONSES
 from protocol.registry import API_TABLE
 from protocol.wire import ZERO_UUID
 
+from coordinator.errors import GroupError
+from coordinator.streams.validation import check_topology_topics, topology_topics
+
 from security.acls import CLUSTER_NAME, Authorizer, Operation, ResourceType, host_of
 
 NOT_ASKED = -2147483648
@@ -120,6 +123,20 @@ class Authorization:
 
     #: ShareGroupHeartbeat: as ConsumerGroupHeartbeat
     share_group_heartbeat = consumer_group_heartbeat
+
+    async def streams_group_heartbeat(self, ctx, body, route):
+        """READ on the group; then, for a topology whose topics Kafka accepts (else the
+        coordinator answers why not), DESCRIBE on every topic it names."""
+        if not self.allowed(ctx, READ, GROUP, body.group_id):
+            return self._refused(ctx, body, E.GROUP_AUTHORIZATION_FAILED)
+        if body.topology is not None:
+            try:
+                check_topology_topics(body)
+            except GroupError:
+                return await route(ctx, body)
+            if any(not self.allowed(ctx, DESCRIBE, TOPIC, name) for name in topology_topics(body.topology)):
+                return self._refused(ctx, body, E.TOPIC_AUTHORIZATION_FAILED)
+        return await route(ctx, body)
 
     async def offset_commit(self, ctx, body, route):
         """READ on the group, then on each topic: an OffsetCommit's refused topics are answered
@@ -247,6 +264,22 @@ class Authorization:
         return self._with_group_operations(ctx, answer) if body.include_authorized_operations else answer
 
     share_group_describe = consumer_group_describe
+
+    async def streams_group_describe(self, ctx, body, route):
+        """As ConsumerGroupDescribe; then a group whose topology names a topic the client may
+        not describe is answered TOPIC_AUTHORIZATION_FAILED instead."""
+        answer = await self.consumer_group_describe(ctx, body, route)
+        groups = []
+        for g in answer.groups:
+            names = [] if g.topology is None else [
+                name for s in g.topology.subtopologies or () for name in (
+                    *s.source_topics, *s.repartition_sink_topics, *(t.name for t in s.repartition_source_topics),
+                    *(t.name for t in s.state_changelog_topics))]
+            if any(not self.allowed(ctx, DESCRIBE, TOPIC, name) for name in names):
+                g = type(g)(group_id=g.group_id, error_code=E.TOPIC_AUTHORIZATION_FAILED, error_message=(
+                    "The described group uses topics that the client is not authorized to describe."))
+            groups.append(g)
+        return dataclasses.replace(answer, groups=tuple(groups))
 
     async def describe_share_group_offsets(self, ctx, body, route):
         """DESCRIBE on each group (else GROUP_AUTHORIZATION_FAILED for it) and on each topic named

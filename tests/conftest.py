@@ -72,9 +72,11 @@ KAFKA_COSTS: list[str] = []        # what the oracle cost this run (printed in t
 
 #: The settings both brokers of a differential test run with (Kafka's names): our test
 #: defaults, and no initial rebalance delay, so a join phase ends on the same event in both;
-#: consumer groups of at most 4 members, so that a test can fill one.
+#: consumer groups of at most 4 members, so that a test can fill one; streams groups assigned at
+#: once (no initial delay, no assignment interval: a test sets them per group to see them).
 ORACLE_SETTINGS = {**TEST_DEFAULTS, "group.initial.rebalance.delay.ms": "0", "group.consumer.max.size": "4",
-                   "group.share.max.size": "4"}
+                   "group.share.max.size": "4", "group.streams.max.size": "4",
+                   "group.streams.initial.rebalance.delay.ms": "0", "group.streams.assignment.interval.ms": "0"}
 
 
 

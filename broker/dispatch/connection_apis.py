@@ -40,9 +40,6 @@ CONNECTION_APIS = (
     _own(ApiKey.DESCRIBE_ACLS, "describe_acls",
          error_answers.top_level(ApiKey.DESCRIBE_ACLS, message=True, resources=())),
     _own(ApiKey.DELETE_ACLS, "delete_acls", error_answers.delete_acls),
-    # the share-group APIs not served yet, and streams groups (KIP-1071): advertised, and
-    # answered as a Kafka 4.3 cluster with share.version and streams.version 0 answers them
-    *(_own(key, "feature_off", failed) for key, failed in error_answers.GROUP_TYPES_OFF.items()),
 )
 
 

@@ -225,7 +225,8 @@ class Faults:
         groups = groups_of(ctx.api_key, body)
         generation = getattr(body, "generation_id", getattr(body, "generation_id_or_member_epoch", None))
         member_epoch = answered = None
-        if ctx.api_key in (ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.SHARE_GROUP_HEARTBEAT):
+        if ctx.api_key in (ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.SHARE_GROUP_HEARTBEAT,
+                           ApiKey.STREAMS_GROUP_HEARTBEAT):
             member_epoch = body.member_epoch
             answered = getattr(response, "member_epoch", None)
         share = {}

@@ -318,8 +318,7 @@ class GroupRouter:
     async def consumer_group_describe(self, ctx, request):
         return await self._split(ctx, request, "group_ids", _itself, "groups", _CONSUMER_DESCRIPTION_ORDER)
 
-    async def share_group_describe(self, ctx, request):
-        return await self._split(ctx, request, "group_ids", _itself, "groups", _CONSUMER_DESCRIPTION_ORDER)
+    share_group_describe = streams_group_describe = consumer_group_describe
 
     async def list_groups(self, ctx, request):
         answers = [None] * len(self.runners)

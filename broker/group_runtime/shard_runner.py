@@ -31,11 +31,11 @@ import time
 from collections import deque
 from functools import partial
 from types import MappingProxyType
-from typing import Callable, Mapping
+from typing import Awaitable, Callable, Mapping
 
 import trio
 
-from coordinator.actions import Journal, Persist, Reply, RequestContext, ShareStateInit
+from coordinator.actions import CreateTopics, Journal, Persist, Reply, RequestContext, ShareStateInit
 from coordinator.result import CoordinatorResult, StepFailed
 from coordinator.interventions import InterventionError
 from coordinator.metadata import EMPTY_IMAGE, MetadataImage
@@ -115,7 +115,7 @@ class Ticket:
 #: The APIs whose errors are answered to a group member (and logged as such).
 _MEMBER_APIS = (ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP,
                 ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_DELETE, ApiKey.OFFSET_FETCH,
-                ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.SHARE_GROUP_HEARTBEAT)
+                ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.SHARE_GROUP_HEARTBEAT, ApiKey.STREAMS_GROUP_HEARTBEAT)
 #: Retrying a failed log: the first wait, and the longest (doubling between).
 RETRY_MIN_S = 1.0
 RETRY_MAX_S = 30.0
@@ -142,8 +142,8 @@ def _log_error(ticket: Ticket) -> None:
     rebalance failure needs to see (e.g. ILLEGAL_GENERATION on a late commit)."""
     group, api, member, generation, error = ticket.error
     who = f"member {safe(member)}" if member else "a new member"
-    epoch = "member epoch" if api in (api_name(ApiKey.CONSUMER_GROUP_HEARTBEAT),
-                                      api_name(ApiKey.SHARE_GROUP_HEARTBEAT)) else "generation"
+    epoch = "member epoch" if api in (api_name(ApiKey.CONSUMER_GROUP_HEARTBEAT), api_name(ApiKey.SHARE_GROUP_HEARTBEAT),
+                                      api_name(ApiKey.STREAMS_GROUP_HEARTBEAT)) else "generation"
     sent = "" if generation is None else f" ({epoch} {generation})"      # JoinGroup sends none
     log.info("group %s: %s v%d from %s%s answered %s", safe(group), api, ticket.version, who, sent,
              error.name)
@@ -173,9 +173,11 @@ class ShardRunner:
                  compact_interval_s: float = 600.0, wall_clock=time.time, journal=None,
                  flusher: Flusher | None = None, metadata: Callable[[], MetadataImage] = lambda: EMPTY_IMAGE,
                  group_configs: Callable[[], Mapping[str, Mapping[str, str]]] = lambda: _NO_CONFIGS,
-                 share_state_init: Callable[[str, dict], None] = lambda group, partitions: None):
+                 share_state_init: Callable[[str, dict], None] = lambda group, partitions: None,
+                 create_topics: Callable[[dict], Awaitable[None]] = lambda topics: trio.lowlevel.checkpoint()):
         self.shard = shard
         self.share_state_init = share_state_init     # the share-partitions' new state (data plane)
+        self.create_topics = create_topics           # a streams group's internal topics (data plane)
         self._open_log = open_log        # opens (and recovers) the shard's log: in a worker thread
         self.log: ShardLog | None = None
         #: the broker's, shared by every shard; a runner on its own runs one with Kafka's defaults
@@ -592,6 +594,9 @@ class ShardRunner:
                 continue
             if isinstance(action, ShareStateInit):
                 self.share_state_init(action.group, action.partitions)
+                continue
+            if isinstance(action, CreateTopics):
+                self._background.start_soon(self.create_topics, action.topics)
                 continue
             ticket = action.token
             if self.failed:

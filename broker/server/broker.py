@@ -79,7 +79,8 @@ class Broker:
                                     partial(open_log, config.data_dir, self.topology, GROUP_TOPIC, i),
                                     journal=self.journal, flusher=self.flusher, metadata=data.store.metadata_image,
                                     group_configs=partial(data.config_apis.dynamic.scope, "groups"),
-                                    share_state_init=data.share.initialize_state)
+                                    share_state_init=data.share.initialize_state,
+                                    create_topics=data.create_internal_topics)
                         for i in range(config.coordinator.offsets_topic_num_partitions)]
         txn_partitions = config.transactions.transaction_state_log_num_partitions
         groups = GroupRouter(self.runners, self.topology, data.has_partition, txn_partitions,

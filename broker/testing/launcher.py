@@ -58,7 +58,12 @@ TEST_DEFAULTS = {"group.initial.rebalance.delay.ms": "50", "group.min.session.ti
                  "group.share.min.heartbeat.interval.ms": "100",
                  "group.share.session.timeout.ms": "10000",
                  "group.share.min.session.timeout.ms": "1000",
-                 "group.share.min.record.lock.duration.ms": "1000"}
+                 "group.share.min.record.lock.duration.ms": "1000",
+                 # KIP-1071 streams groups: the same
+                 "group.streams.heartbeat.interval.ms": "500",
+                 "group.streams.min.heartbeat.interval.ms": "100",
+                 "group.streams.session.timeout.ms": "10000",
+                 "group.streams.min.session.timeout.ms": "1000"}
 
 
 def wait_until_answering(host: str, port: int, timeout: float) -> None:

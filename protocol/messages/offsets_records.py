@@ -173,6 +173,84 @@ SHARE_GROUP_RECORDS = SimpleNamespace(
         ]),
 )
 
+# KIP-1071 streams-group records: the key version is the record type (17, 19-23; 18 was removed).
+_KEY_VALUE = [F("key", "string"), F("value", "string")]
+_TASK_IDS = [F("subtopology_id", "string"), F("partitions", "[]int32")]
+_STREAMS_TOPIC_INFO = [F("name", "string"), F("partitions", "int32"), F("replication_factor", "int16"),
+                       F("topic_configs", "[]TopicConfig", fields=_KEY_VALUE)]
+
+STREAMS_GROUP_RECORDS = SimpleNamespace(
+    metadata_key=_group_key("StreamsGroupMetadataKey", "17"),
+    metadata_value=Message("StreamsGroupMetadataValue", None, "data", "0", "0+", [
+        F("epoch", "int32"),
+        F("metadata_hash", "int64"),
+        F("validated_topology_epoch", "int32", default=-1, tag=0, tagged="0+"),
+        F("last_assignment_configs", "[]LastAssignmentConfig", nullable="0+", default=None, tag=1,
+          tagged="0+", fields=_KEY_VALUE),
+    ]),
+    member_metadata_key=_group_key("StreamsGroupMemberMetadataKey", "19", F("member_id", "string")),
+    member_metadata_value=Message("StreamsGroupMemberMetadataValue", None, "data", "0", "0+", [
+        F("instance_id", "string", nullable="0+"),
+        F("rack_id", "string", nullable="0+"),
+        F("client_id", "string"),
+        F("client_host", "string"),
+        F("rebalance_timeout_ms", "int32", default=-1),
+        F("topology_epoch", "int32"),
+        F("process_id", "string"),
+        F("user_endpoint", "Endpoint", nullable="0+", default=None, fields=[
+            F("host", "string"), F("port", "uint16")]),
+        F("client_tags", "[]KeyValue", fields=_KEY_VALUE),
+    ]),
+    target_assignment_metadata_key=_group_key("StreamsGroupTargetAssignmentMetadataKey", "20"),
+    target_assignment_metadata_value=Message(
+        "StreamsGroupTargetAssignmentMetadataValue", None, "data", "0", "0+", [
+            F("assignment_epoch", "int32"),
+            F("assignment_timestamp", "int64", default=0, tag=0, tagged="0+", ignorable=True),
+        ]),
+    target_assignment_member_key=_group_key("StreamsGroupTargetAssignmentMemberKey", "21",
+                                            F("member_id", "string")),
+    target_assignment_member_value=Message(
+        "StreamsGroupTargetAssignmentMemberValue", None, "data", "0", "0+", [
+            F("active_tasks", "[]TaskIds"),
+            F("standby_tasks", "[]TaskIds"),
+            F("warmup_tasks", "[]TaskIds"),
+        ], common={"TaskIds": _TASK_IDS}),
+    current_member_assignment_key=_group_key("StreamsGroupCurrentMemberAssignmentKey", "22",
+                                             F("member_id", "string")),
+    current_member_assignment_value=Message(
+        "StreamsGroupCurrentMemberAssignmentValue", None, "data", "0", "0+", [
+            F("member_epoch", "int32"),
+            F("previous_member_epoch", "int32"),
+            F("state", "int8"),
+            F("active_tasks", "[]TaskIds"),
+            F("standby_tasks", "[]TaskIds"),
+            F("warmup_tasks", "[]TaskIds"),
+            F("active_tasks_pending_revocation", "[]TaskIds"),
+            F("standby_tasks_pending_revocation", "[]TaskIds"),
+            F("warmup_tasks_pending_revocation", "[]TaskIds"),
+        ], common={"TaskIds": [
+            *_TASK_IDS,
+            F("assignment_epochs", "[]int32", nullable="0+", default=None, tag=0, tagged="0+"),
+        ]}),
+    topology_key=_group_key("StreamsGroupTopologyKey", "23"),
+    topology_value=Message("StreamsGroupTopologyValue", None, "data", "0", "0+", [
+        F("epoch", "int32"),
+        F("subtopologies", "[]Subtopology", fields=[
+            F("subtopology_id", "string"),
+            F("source_topics", "[]string"),
+            F("source_topic_regex", "[]string"),
+            F("state_changelog_topics", "[]TopicInfo"),
+            F("repartition_sink_topics", "[]string"),
+            F("repartition_source_topics", "[]TopicInfo"),
+            F("copartition_groups", "[]CopartitionGroup", fields=[
+                F("source_topics", "[]int16"),
+                F("source_topic_regex", "[]int16"),
+                F("repartition_source_topics", "[]int16"),
+            ]),
+        ]),
+    ], common={"TopicInfo": _STREAMS_TOPIC_INFO}),
+)
+
 # The share coordinator's records (``__share_group_state``): a share-partition's whole state
 # (snapshot, key version 0) and the changes since (update, key version 1).
 _SHARE_PARTITION_KEY = [F("group_id", "string"), F("topic_id", "uuid"), F("partition", "int32")]

@@ -1,0 +1,254 @@
+"""Streams groups (KIP-1071) against Apache Kafka: StreamsGroupHeartbeat's validation and errors
+in Kafka's order, the topology stored and configured against the topics (missing source topics,
+internal topics created with the partition counts Kafka derives, copartitioning), the sticky
+task assignor's tasks and standbys, revoke-before-assign reconciliation, leaving,
+StreamsGroupDescribe, and the other group APIs meeting a streams group."""
+
+import dataclasses
+
+import trio
+
+from protocol.api_keys import ApiKey
+from protocol.wire import ZERO_UUID
+from tests.oracle.steps import create_topic, join_body, known_to_groups, req, sub, unique
+
+HEARTBEAT, DESCRIBE = ApiKey.STREAMS_GROUP_HEARTBEAT, ApiKey.STREAMS_GROUP_DESCRIBE
+MEMBERS = ("Xr6q0AbXT2u8r4X0w1n9cA", "Ys7r1BcYU3v9s5Y1x2o0dB", "Zt8s2CdZV4w0t6Z2y3p1eC")
+PROCESSES = ("8a1e6f4c-0d3b-4b8e-9f7a-2c5d1e0b3a11", "5b2f7a5d-1e4c-4c9f-8a6b-3d6e2f1c4b22",
+             "2c3a8b6e-2f5d-4dab-9b7c-4e7f3a2d5c33")
+
+
+def info(name: str, partitions: int = 0, configs=()):
+    return sub(HEARTBEAT, "TopicInfo", name=name, partitions=partitions, replication_factor=0,
+               topic_configs=tuple(sub(HEARTBEAT, "KeyValue", key=k, value=v) for k, v in configs))
+
+
+def subtopology(sid: str, sources=(), changelogs=(), sinks=(), repartitions=(), copartition=(), regex=()):
+    return sub(HEARTBEAT, "Subtopology", subtopology_id=sid, source_topics=tuple(sources),
+               source_topic_regex=tuple(regex), state_changelog_topics=tuple(changelogs),
+               repartition_sink_topics=tuple(sinks), repartition_source_topics=tuple(repartitions),
+               copartition_groups=tuple(sub(HEARTBEAT, "CopartitionGroup", source_topics=s, source_topic_regex=(),
+                                            repartition_source_topics=r) for s, r in copartition))
+
+
+def word_count(app: str, topic: str, epoch: int = 0):
+    """Kafka Streams' word count: a stateless subtopology repartitions by word, a stateful one
+    counts (its store's changelog)."""
+    return sub(HEARTBEAT, "Topology", epoch=epoch, subtopologies=(
+        subtopology("0", sources=(topic,), sinks=(f"{app}-by-word-repartition",)),
+        subtopology("1", repartitions=(info(f"{app}-by-word-repartition", configs=(("cleanup.policy", "delete"),)),),
+                    changelogs=(info(f"{app}-counts-changelog", configs=(("cleanup.policy", "compact"),)),))))
+
+
+def tasks(*pairs):
+    return tuple(sub(HEARTBEAT, "TaskIds", subtopology_id=s, partitions=tuple(ps)) for s, ps in pairs)
+
+
+def beat(group: str, member: int = 0, epoch: int = 0, topology=None, *, joining=None, owned=None,
+         endpoint_epoch: int = -1, **fields):
+    """A heartbeat of member ``member``: a join (``epoch`` 0) sends its topology, its process and
+    empty task lists; later ones its ``owned`` (active, standby, warm-up) tasks, or none."""
+    joining = epoch == 0 if joining is None else joining
+    body = dict(group_id=group, member_id=MEMBERS[member], member_epoch=epoch,
+                endpoint_information_epoch=endpoint_epoch, instance_id=None, rack_id=None,
+                rebalance_timeout_ms=30000 if joining else -1, topology=topology if joining else None,
+                active_tasks=() if joining else None, standby_tasks=() if joining else None,
+                warmup_tasks=() if joining else None, process_id=PROCESSES[member] if joining else None,
+                user_endpoint=None, client_tags=None, task_offsets=None, task_end_offsets=None,
+                shutdown_application=False)
+    if owned is not None:
+        body.update(active_tasks=tasks(*owned[0]), standby_tasks=tasks(*owned[1]), warmup_tasks=())
+    body.update(fields)
+    return req(HEARTBEAT, **body)
+
+
+def describe(*groups: str):
+    return req(DESCRIBE, group_ids=groups, include_authorized_operations=True)
+
+
+#: lists whose order is Kafka's hash tables' (compared as sets)
+UNORDERED = ("active_tasks", "standby_tasks", "warmup_tasks", "partitions_by_user_endpoint", "active_partitions",
+             "standby_partitions", "members")
+
+
+async def call(oracle, body, what: str = "", api=HEARTBEAT) -> dict:
+    return await oracle.call(api, 0, body, what=what, unordered=UNORDERED)
+
+
+async def test_heartbeat_validation(oracle, request):
+    group, topic = unique(request), unique(request, "-t")
+    app = group
+    good = word_count(app, topic)
+    cases = {
+        "a static member": beat(group, topology=good, instance_id="i"),
+        "task offsets": beat(group, topology=good, task_offsets=()),
+        "task end offsets": beat(group, topology=good, task_end_offsets=()),
+        "warm-up tasks": beat(group, topology=good, warmup_tasks=tasks(("0", (0,)))),
+        "a source regex": beat(group, topology=sub(HEARTBEAT, "Topology", epoch=0, subtopologies=(
+            subtopology("0", regex=("a.*",)),))),
+        "an empty member id": beat(group, topology=good, member_id=""),
+        "a blank member id": beat(group, topology=good, member_id="  "),
+        "an empty group id": beat("", topology=good),
+        "an empty rack": beat(group, topology=good, rack_id=""),
+        "no rebalance timeout": beat(group, topology=good, rebalance_timeout_ms=-1),
+        "active tasks when joining": beat(group, topology=good, active_tasks=tasks(("0", (0,)))),
+        "no active tasks when joining": beat(group, topology=good, active_tasks=None),
+        "no standby tasks when joining": beat(group, topology=good, standby_tasks=None),
+        "no topology when joining": beat(group, topology=None, joining=True),
+        "a changelog with partitions": beat(group, topology=sub(HEARTBEAT, "Topology", epoch=0, subtopologies=(
+            subtopology("0", sources=(topic,), changelogs=(info(f"{app}-c-changelog", 3),)),))),
+        "a static leave": beat(group, epoch=-2),
+        "an epoch below -2": beat(group, epoch=-3),
+        "some task lists only": beat(group, epoch=1, active_tasks=(), standby_tasks=None, warmup_tasks=None),
+        "a topology after joining": dataclasses.replace(beat(group, epoch=1), topology=good),
+        "an internal topic": beat(group, topology=word_count(app, "__consumer_offsets")),
+        "an invalid topic name": beat(group, topology=word_count(app, "bad topic")),
+        "an unknown group": beat(group, epoch=3),
+        "a leave from an unknown group": beat(group, epoch=-1),
+    }
+    for what, body in cases.items():
+        await call(oracle, body, what)
+    await call(oracle, describe(group, ""), "unknown and empty group ids", DESCRIBE)
+
+
+async def test_missing_topics_and_internal_topics(oracle, request):
+    """A topology whose source topic is missing waits (MISSING_SOURCE_TOPICS); once it exists
+    the broker creates the internal topics with the partition counts it derives, then assigns."""
+    group, topic = unique(request), unique(request, "-t")
+    first = await call(oracle, beat(group, topology=word_count(group, topic)), "the source topic is missing")
+    assert first["status"][0]["status_code"] == 1, first
+    await call(oracle, describe(group), "a group that is not ready", DESCRIBE)
+    await create_topic(oracle, topic, 3)
+    await known_to_groups(oracle, topic, 3)
+    epoch = first["member_epoch"]
+    answer = await settled_heartbeat(oracle, group, 0, epoch, "the internal topics are created and tasks assigned")
+    assert answer["active_tasks"], answer
+    await call(oracle, describe(group), "a stable group with its configured topology", DESCRIBE)
+    for name in (f"{group}-by-word-repartition", f"{group}-counts-changelog"):
+        answers = await oracle.both(ApiKey.METADATA, 12, req(ApiKey.METADATA, topics=(
+            sub(ApiKey.METADATA, "MetadataRequestTopic", topic_id=ZERO_UUID, name=name),),
+            allow_auto_topic_creation=False, include_topic_authorized_operations=False))
+        assert [len(a.topics[0].partitions) for a in answers] == [3, 3], (name, answers)
+
+
+async def settled_heartbeat(oracle, group: str, member: int, epoch: int, what: str, owned=None) -> dict:
+    """Heartbeat until both brokers answer with tasks and no status but what the group keeps
+    (internal topics are created, and known to the coordinator, a moment after the heartbeat
+    that asked), then compare."""
+    deadline = trio.current_time() + 10
+    while True:
+        ours, kafka = await oracle.both(HEARTBEAT, 0, beat(group, member, epoch, owned=owned))
+        ready = all(a.error_code == 0 and a.active_tasks is not None and not a.status for a in (ours, kafka))
+        if ready or trio.current_time() > deadline:
+            return oracle.compare(HEARTBEAT, 0, ours, kafka, what=what, unordered=UNORDERED)
+        epoch = max(epoch, min(ours.member_epoch, kafka.member_epoch))
+        await trio.sleep(0.2)
+
+
+def owned_of(answer: dict):
+    return ([(t["subtopology_id"], t["partitions"]) for t in answer["active_tasks"] or ()],
+            [(t["subtopology_id"], t["partitions"]) for t in answer["standby_tasks"] or ()])
+
+
+async def test_members_share_the_tasks(oracle, request):
+    """Three members of three processes, one standby: the sticky assignor's tasks, a member
+    revoking before another gets its tasks, a leave, describe and list."""
+    group, topic = unique(request), unique(request, "-t")
+    await create_topic(oracle, topic, 4)
+    await known_to_groups(oracle, topic, 4)
+    for name in (f"{group}-by-word-repartition", f"{group}-counts-changelog"):
+        await create_topic(oracle, name, 4)
+        await known_to_groups(oracle, name, 4)
+    configs = req(ApiKey.INCREMENTAL_ALTER_CONFIGS, resources=(sub(
+        ApiKey.INCREMENTAL_ALTER_CONFIGS, "AlterConfigsResource", resource_type=32, resource_name=group, configs=(
+            sub(ApiKey.INCREMENTAL_ALTER_CONFIGS, "AlterableConfig", name="streams.num.standby.replicas",
+                config_operation=0, value="1"),)),), validate_only=False)
+    await oracle.call(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, configs, what="one standby replica")
+    answers = {}
+    answers[0] = await call(oracle, beat(group, 0, topology=word_count(group, topic)), "the first member")
+    assert answers[0]["error_code"] == 0 and len(answers[0]["active_tasks"]) == 2, answers[0]
+    for m in (1, 2):
+        answers[m] = await call(oracle, beat(group, m, topology=word_count(group, topic)), f"member {m} joins")
+    for _ in range(4):                  # every member heartbeats with what it owns until all settle
+        for m in (0, 1, 2):
+            answer = await call(oracle, beat(group, m, answers[m]["member_epoch"], owned=owned_of(answers[m])),
+                                f"member {m} reconciles")
+            if answer["active_tasks"] is not None:
+                answers[m] = answer
+            else:
+                answers[m]["member_epoch"] = answer["member_epoch"]
+    described = await call(oracle, describe(group), "three members, one standby", DESCRIBE)
+    assert described["groups"][0]["group_state"] == "Stable", described
+    listed = await oracle.call(ApiKey.LIST_GROUPS, 5, req(ApiKey.LIST_GROUPS, states_filter=("stable",),
+                                                            types_filter=("streams",)))
+    assert group in [g["group_id"] for g in listed["groups"]], listed
+    await call(oracle, beat(group, 1, -1), "a member leaves")
+    await call(oracle, describe(group), "assigning after a leave", DESCRIBE)
+    await oracle.call(ApiKey.DELETE_GROUPS, 2, req(ApiKey.DELETE_GROUPS, groups_names=(group,)),
+                      what="a streams group with members is not deleted")
+    for m in (0, 2):
+        await call(oracle, beat(group, m, -1), "the others leave")
+    await call(oracle, describe(group), "an empty streams group", DESCRIBE)
+    await oracle.call(ApiKey.DELETE_GROUPS, 2, req(ApiKey.DELETE_GROUPS, groups_names=(group,)),
+                      what="an empty streams group is deleted")
+    await call(oracle, describe(group), "gone", DESCRIBE)
+
+
+async def test_member_epochs_and_offsets(oracle, request):
+    group, topic = unique(request), unique(request, "-t")
+    await create_topic(oracle, topic, 2)
+    await known_to_groups(oracle, topic, 2)
+    stateless = sub(HEARTBEAT, "Topology", epoch=0, subtopologies=(subtopology("0", sources=(topic,)),))
+    joined = await call(oracle, beat(group, 0, topology=stateless), "a stateless topology")
+    epoch = joined["member_epoch"]
+    owned = owned_of(joined)
+    await call(oracle, beat(group, 0, epoch, owned=owned), "a plain heartbeat")
+    await call(oracle, beat(group, 0, epoch + 1), "a future epoch: fenced")
+    await call(oracle, beat(group, 0, epoch - 1, owned=owned), "the previous epoch")
+    await call(oracle, beat(group, 0, epoch, owned=([("7", (0,))], [])), "an unknown subtopology")
+    await call(oracle, beat(group, 0, epoch, owned=([("0", (5,))], [])), "a task beyond the topic")
+    await call(oracle, beat(group, 1, 3), "an unknown member")
+    await call(oracle, beat(group, 1, topology=sub(HEARTBEAT, "Topology", epoch=1, subtopologies=(
+        subtopology("0", sources=(topic, f"{topic}-x")),))), "a different topology")
+    part = lambda p: sub(ApiKey.OFFSET_COMMIT, "OffsetCommitRequestPartition", partition_index=p, committed_offset=1,
+                         committed_leader_epoch=-1, committed_metadata="")
+    topic_body = sub(ApiKey.OFFSET_COMMIT, "OffsetCommitRequestTopic", name=topic, partitions=(part(0), part(1)))
+    for what, member, member_epoch, version in (("the member's epoch", MEMBERS[0], epoch, 9),
+                                                ("a newer epoch", MEMBERS[0], epoch + 1, 9),
+                                                ("an unknown member", MEMBERS[2], epoch, 9),
+                                                ("an old version", MEMBERS[0], epoch, 8),
+                                                ("an admin commit", "", -1, 9)):
+        commit = req(ApiKey.OFFSET_COMMIT, group_id=group, generation_id_or_member_epoch=member_epoch,
+                     member_id=member, group_instance_id=None, retention_time_ms=-1, topics=(topic_body,))
+        await oracle.call(ApiKey.OFFSET_COMMIT, version, commit, what=f"a commit: {what}")
+    fetch = req(ApiKey.OFFSET_FETCH, groups=(sub(ApiKey.OFFSET_FETCH, "OffsetFetchRequestGroup", group_id=group,
+                                                 member_id=MEMBERS[0], member_epoch=epoch, topics=None),),
+                require_stable=False)
+    await oracle.call(ApiKey.OFFSET_FETCH, 9, fetch, what="a member's fetch")
+    delete = req(ApiKey.OFFSET_DELETE, group_id=group, topics=(sub(
+        ApiKey.OFFSET_DELETE, "OffsetDeleteRequestTopic", name=topic, partitions=(
+            sub(ApiKey.OFFSET_DELETE, "OffsetDeleteRequestPartition", partition_index=0),)),))
+    await oracle.call(ApiKey.OFFSET_DELETE, 0, delete, what="a source topic's offsets while members run")
+
+
+async def test_other_group_apis_meet_a_streams_group(oracle, request):
+    group, topic = unique(request), unique(request, "-t")
+    await create_topic(oracle, topic, 1)
+    await known_to_groups(oracle, topic, 1)
+    stateless = sub(HEARTBEAT, "Topology", epoch=0, subtopologies=(subtopology("0", sources=(topic,)),))
+    await call(oracle, beat(group, 0, topology=stateless), "a streams group")
+    consumer = req(ApiKey.CONSUMER_GROUP_HEARTBEAT, group_id=group, member_id=MEMBERS[1], member_epoch=0,
+                   instance_id=None, rack_id=None, rebalance_timeout_ms=30000, subscribed_topic_names=(topic,),
+                   subscribed_topic_regex=None, server_assignor=None, topic_partitions=())
+    await oracle.call(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, consumer, what="a consumer member")
+    share = req(ApiKey.SHARE_GROUP_HEARTBEAT, group_id=group, member_id=MEMBERS[1], member_epoch=0, rack_id=None,
+                subscribed_topic_names=(topic,))
+    await oracle.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, share, what="a share member")
+    for version in (5, 6):
+        await oracle.call(ApiKey.DESCRIBE_GROUPS, version, req(ApiKey.DESCRIBE_GROUPS, groups=(group,),
+                                                               include_authorized_operations=False))
+    await oracle.call(ApiKey.JOIN_GROUP, 9, join_body(group), what="a classic member of a live streams group")
+    await call(oracle, beat(group, 0, -1), "the member leaves")
+    await oracle.call(ApiKey.JOIN_GROUP, 9, join_body(group), what="a classic member replaces the empty group")
+    await call(oracle, beat(group, 0, topology=stateless), "a streams member meets the classic group")
+    await call(oracle, describe(group), what="a classic group", api=DESCRIBE)
