@@ -1,5 +1,7 @@
-"""Issue 27, part 4: Kafka Streams 4.3.1 (classic group protocol) against groupbroker and against
-Apache Kafka 4.3.1 itself, the same application on both at once, and what it observed compared.
+"""Issue 27, part 4, and issue 29: Kafka Streams 4.3.1 against groupbroker and against Apache Kafka
+4.3.1 itself, the same application on both at once, and what it observed compared; with the
+classic group protocol (Streams' own assignor in the leader) and with the streams rebalance
+protocol of KIP-1071 (``group.protocol=streams``: the broker assigns the tasks).
 
 ``tests/interop/clients/streams/src/StreamsScenarios.java`` is a word count with a RocksDB store
 and its changelog, behind a repartition by word (see its header). It needs of a broker what
@@ -44,7 +46,7 @@ def streams_classpath() -> str:
 
 
 def run_jvm(classpath: str, bootstrap: str, scenario: str, prefix: str, work: Path, *, code: int = 0,
-            timeout: float = 80) -> dict:
+            timeout: float = 80, protocol: str = "classic") -> dict:
     """One JVM: ``scenario`` against the broker at ``bootstrap``, its state dirs under ``work``;
     the JSON document it printed last."""
     java = shutil.which("java")
@@ -53,7 +55,7 @@ def run_jvm(classpath: str, bootstrap: str, scenario: str, prefix: str, work: Pa
     tmp = work / "jvm-tmp"                     # RocksDB unpacks its native library there
     tmp.mkdir(parents=True, exist_ok=True)
     log = work / f"{scenario}.log"
-    cmd = [java, *JVM_FLAGS, f"-Djava.io.tmpdir={tmp}", f"-Dlog4j2.configurationFile={SOURCE / 'log4j2.properties'}",
+    cmd = [java, *JVM_FLAGS, f"-Djava.io.tmpdir={tmp}", f"-Dgroup.protocol={protocol}", f"-Dlog4j2.configurationFile={SOURCE / 'log4j2.properties'}",
            "-cp", classpath, "StreamsScenarios", scenario, bootstrap, prefix, str(work / "state")]
     with open(log, "w") as err:
         done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=err, text=True, timeout=timeout,
@@ -65,8 +67,14 @@ def run_jvm(classpath: str, bootstrap: str, scenario: str, prefix: str, work: Pa
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+@pytest.fixture(params=["classic", "streams"])
+def protocol(request) -> str:
+    """The application's group.protocol."""
+    return request.param
+
+
 @pytest.fixture
-def on_both(streams_classpath, oracle_twin, kafka_oracle, tmp_path):
+def on_both(streams_classpath, oracle_twin, kafka_oracle, tmp_path, protocol):
     """on_both(*scenarios) -> (groupbroker's documents, Kafka's): the scenarios run one after
     the other against each broker, the two brokers at once; names and state dirs their own."""
     def run(*scenarios: tuple[str, int]):
@@ -74,7 +82,7 @@ def on_both(streams_classpath, oracle_twin, kafka_oracle, tmp_path):
 
         def sequence(broker: str, bootstrap: str):
             work = tmp_path / broker
-            return [run_jvm(streams_classpath, bootstrap, scenario, prefix, work, code=code)
+            return [run_jvm(streams_classpath, bootstrap, scenario, prefix, work, code=code, protocol=protocol)
                     for scenario, code in scenarios]
 
         with ThreadPoolExecutor(2) as pool:
@@ -138,7 +146,7 @@ def check_states(transitions: list, broker: str) -> None:
 
 # --- scenarios ------------------------------------------------------------------------------------
 
-def check_failover(doc: dict, broker: str) -> None:
+def check_failover(doc: dict, broker: str, protocol: str) -> None:
     check_counts(doc, 2, broker)
     every = {f"{sub}_{p}" for sub in (0, 1) for p in range(PARTITIONS)}
     alone, both, left = doc["stages"]
@@ -153,11 +161,15 @@ def check_failover(doc: dict, broker: str) -> None:
         assert r["restored"] in (0, LINES) and r["topic"] == "counts-changelog", f"{broker}: restore {r}"
     assert doc["purged_repartition"]["purged"], f"{broker}: the repartition topic kept {doc['purged_repartition']}"
     assert doc["committed_repartition"] == doc["purged_repartition"]["end"], f"{broker}: {doc['committed_repartition']}"
-    # Admin's view of the group: Streams' own assignor; each member's input and repartition partitions
-    assert both["group"]["assignor"] == "stream" and both["group"]["state"] == "Stable", f"{broker}: {both['group']}"
-    assert sorted(m[2] for m in both["group"]["members"]) == sorted([len(a), len(b)]), (
-        f"{broker}: the group's members {both['group']} and the tasks {a} / {b}")
-    assert left["group"]["members"] == [[PARTITIONS, PARTITIONS, 2 * PARTITIONS]], f"{broker}: {left['group']}"
+    # Admin's view of the group: Streams' own assignor in a classic group, each member's input and
+    # repartition partitions; the broker's sticky assignor in a streams group, each member's tasks
+    group = both["group"]
+    assert group["assignor"] == ("stream" if protocol == "classic" else "sticky") and group["state"] == "Stable", (
+        f"{broker}: {group}")
+    held = [m[2] for m in group["members"]] if protocol == "classic" else [m[0] + m[1] for m in group["members"]]
+    assert sorted(held) == sorted([len(a), len(b)]), f"{broker}: the group's members {group} and the tasks {a} / {b}"
+    alone = [PARTITIONS, PARTITIONS, 2 * PARTITIONS if protocol == "classic" else 0]
+    assert left["group"]["members"] == [alone], f"{broker}: {left['group']}"
     topics = doc["internal_topics"]
     assert topics["counts-changelog"]["configs"].get("cleanup.policy") == "compact", f"{broker}: {topics}"
     assert topics["words-repartition"]["configs"].get("cleanup.policy") == "delete", f"{broker}: {topics}"
@@ -174,14 +186,14 @@ def failover_view(doc: dict) -> dict:
                                    "committed_repartition", "internal_topics")}}
 
 
-def test_word_count_failover(on_both):
+def test_word_count_failover(on_both, protocol):
     """Two instances (two KafkaStreams in one JVM, each its own consumer, state dir and process id)
     split the eight tasks of a four-partition input; after the first batch b leaves the group on
     close, a takes its tasks over, restoring b's store partitions from the changelog, and counts
     the second batch: every count exact (at_least_once with clean hand-overs counts nothing twice)."""
     [ours], [kafka] = on_both(("failover", 0))
-    check_failover(ours, "groupbroker")
-    check_failover(kafka, "Kafka")
+    check_failover(ours, "groupbroker", protocol)
+    check_failover(kafka, "Kafka", protocol)
     assert_same(failover_view(ours), failover_view(kafka), "failover")
 
 

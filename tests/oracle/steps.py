@@ -31,8 +31,9 @@ def own_pair(home, settings: dict, features: dict[str, int] | None = None):
     except KafkaUnavailable as e:
         missing(str(e))
     ours_settings = dict(settings)
-    if features and "share.version" in features:      # what Kafka's format sets, groupbroker's setting sets
-        ours_settings["groupbroker.feature.share.version"] = str(features["share.version"])
+    for name in ("share.version", "streams.version"):  # what Kafka's format sets, groupbroker's setting sets
+        if features and name in features:
+            ours_settings[f"groupbroker.feature.{name}"] = str(features[name])
     try:
         ours = BrokerProcess(home / "ours", home / "ours.log", ours_settings).start()
         try:

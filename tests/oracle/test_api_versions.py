@@ -42,10 +42,9 @@ async def test_the_apis_kafka_serves_and_we_do_not(oracle):
     assert all(k in API_TABLE and k in REQUESTS for k in SERVED_APIS)
 
 
-#: Finalized features whose level is an open issue's: Kafka 4.3 finalizes streams groups (29)
-#: and transaction version 2 (30); groupbroker finalizes what it serves (share groups when
-#: told: the oracle's twin is).
-PENDING_FEATURES = {"streams.version": None, "transaction.version": 1}
+#: Finalized features whose level is an open issue's: Kafka 4.3 finalizes transaction version 2
+#: (30); groupbroker finalizes what it serves.
+PENDING_FEATURES = {"transaction.version": 1}
 
 
 @pytest.mark.parametrize("version", [3, 4])

@@ -1,8 +1,8 @@
 """The share-group (KIP-932) and streams-group (KIP-1071) APIs against an Apache Kafka 4.3.1
 formatted as groupbroker finalizes its features (share.version 0, streams.version 0,
 transaction.version 1): Kafka advertises them all the same and answers each with
-UNSUPPORTED_VERSION before any other check; so does groupbroker until issues 28 and 29 serve
-them. ApiVersions is compared whole (but for transaction version 2's newest versions)."""
+UNSUPPORTED_VERSION before any other check; so does groupbroker, told the same levels
+(groupbroker.feature.share.version and .streams.version). ApiVersions is compared whole (but for transaction version 2's newest versions)."""
 
 import dataclasses
 import uuid

@@ -1,5 +1,6 @@
-// Issue 27, part 4: a Kafka Streams application (kafka-streams 4.3.1, classic group protocol) run
-// against one broker, groupbroker or Apache Kafka. tests/interop/test_kafka_streams.py compiles this
+// Issue 27, part 4: a Kafka Streams application (kafka-streams 4.3.1) run against one broker,
+// groupbroker or Apache Kafka, with the classic group protocol or (-Dgroup.protocol=streams, issue
+// 29) the streams rebalance protocol of KIP-1071, where the broker assigns the tasks. tests/interop/test_kafka_streams.py compiles this
 // file, runs it against both at once and compares what it prints.
 //
 //   java -cp <classes>:<Kafka's jars> StreamsScenarios <scenario> <bootstrap> <prefix> <state dir>
@@ -52,6 +53,7 @@ public class StreamsScenarios {
     static final int WORDS_PER_PARTITION = 3;
     static final int LINES = 40;                 // per batch; each line one word per store partition
     static final long WAIT_MS = 45000;
+    static final String PROTOCOL = System.getProperty("group.protocol", "classic");
 
     static String bootstrap, prefix;
     static File stateRoot;
@@ -162,7 +164,7 @@ public class StreamsScenarios {
                     StreamsConfig.APPLICATION_ID_CONFIG, appId(),
                     StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap,
                     StreamsConfig.CLIENT_ID_CONFIG, prefix + "-" + name,
-                    StreamsConfig.GROUP_PROTOCOL_CONFIG, "classic",
+                    StreamsConfig.GROUP_PROTOCOL_CONFIG, PROTOCOL,
                     StreamsConfig.STATE_DIR_CONFIG, new File(stateRoot, name).getPath(),
                     StreamsConfig.PROCESSING_GUARANTEE_CONFIG, eos ? StreamsConfig.EXACTLY_ONCE_V2 : StreamsConfig.AT_LEAST_ONCE,
                     StreamsConfig.REPLICATION_FACTOR_CONFIG, 1,
@@ -531,6 +533,8 @@ public class StreamsScenarios {
     /** The application's consumer group as Admin describes it: state, type, assignor, and each
      *  member's partitions of the input and of the repartition topic (how many), sorted. */
     static Map<String, Object> group(Admin admin) throws Exception {
+        if (PROTOCOL.equals("streams"))
+            return streamsGroup(admin);
         ConsumerGroupDescription g = admin.describeConsumerGroups(List.of(appId())).describedGroups().get(appId()).get();
         List<List<Long>> members = new ArrayList<>();
         for (MemberDescription m : g.members()) {
@@ -541,6 +545,23 @@ public class StreamsScenarios {
         members.sort(Comparator.comparing(Object::toString));
         return Json.obj("state", g.groupState().toString(), "type", g.type().toString(), "assignor", g.partitionAssignor(),
                 "simple", g.isSimpleConsumerGroup(), "members", members);
+    }
+
+    /** The same of a streams group (StreamsGroupDescribe): each member's active tasks of the
+     *  input's subtopology (0), of the repartition topic's (1), and its standby tasks. */
+    static Map<String, Object> streamsGroup(Admin admin) throws Exception {
+        StreamsGroupDescription g = admin.describeStreamsGroups(List.of(appId())).describedGroups().get(appId()).get();
+        List<List<Long>> members = new ArrayList<>();
+        for (StreamsGroupMemberDescription m : g.members()) {
+            long[] active = new long[2];
+            for (StreamsGroupMemberAssignment.TaskIds t : m.assignment().activeTasks())
+                active[Integer.parseInt(t.subtopologyId())] += t.partitions().size();
+            long standby = m.assignment().standbyTasks().stream().mapToLong(t -> t.partitions().size()).sum();
+            members.add(List.of(active[0], active[1], standby));
+        }
+        members.sort(Comparator.comparing(Object::toString));
+        return Json.obj("state", g.groupState().toString(), "type", "streams", "assignor", "sticky",
+                "simple", false, "members", members);
     }
 
     /** The application's committed offsets of ``topic``, by partition. */
