@@ -25,9 +25,10 @@ from topic_log.store import read_metadata
 from topic_log.verify import verify_topics
 from coordinator.consumer.member import MemberState
 from coordinator.share.state import SNAPSHOT, STATE_TOPIC, decode as decode_share_state
+from coordinator.streams.group import MemberState as StreamsMemberState
 from offsets_log import tools
 from offsets_log.errors import RecordError
-from offsets_log.records import GROUP_RECORD_KEYS, GroupRecord, Record
+from offsets_log.records import GROUP_RECORD_KEYS, STREAMS_GROUP_KEYS, GroupRecord, Record
 from log_store.fs import RealFS
 from protocol.uuids import kafka_uuid
 
@@ -140,9 +141,15 @@ def consumer_group_text(record: GroupRecord, names: dict[uuid.UUID, str]) -> str
     for topic in getattr(record.value, "topics", ()):
         if hasattr(topic, "topic_name"):
             names.setdefault(topic.topic_id, topic.topic_name)
-    fields = [f"{f.name}={_text(f.name, getattr(record.value, f.name), names)}"
+    fields = [f"{f.name}={_streams_state(record.value.state)}" if record.type in STREAMS_GROUP_KEYS and f.name == "state"
+              else f"{f.name}={_text(f.name, getattr(record.value, f.name), names)}"
               for f in dataclasses.fields(record.value)]
     return f"{name}({', '.join(key + fields)})"
+
+
+def _streams_state(value: int) -> str:
+    """A streams member's state (its own values: STABLE is 1)."""
+    return StreamsMemberState(value).name if value in StreamsMemberState._value2member_map_ else str(value)
 
 
 def _topic(topic_id: uuid.UUID, names: dict[uuid.UUID, str]) -> str:
