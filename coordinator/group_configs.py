@@ -124,6 +124,17 @@ def validate_group_configs(wanted: dict[str, str], coordinator) -> None:
             raise InvalidGroupConfig(f"{kind}.session.timeout.ms must be greater than {kind}.heartbeat.interval.ms")
 
 
+def bounded_setting(configs, group_id: str, coordinator, name: str) -> int:
+    """The group config ``name`` (``share.session.timeout.ms``) as :func:`group_setting` gives
+    it: its default the broker's ``group.<name>``, its bounds ``group.<kind>.min.<rest>`` and
+    ``.max.``."""
+    kind, rest = name.split(".", 1)
+    field = f"group_{kind}_" + rest.replace(".", "_")
+    return group_setting(configs, group_id, name, getattr(coordinator, field),
+                         getattr(coordinator, field.replace(f"group_{kind}_", f"group_{kind}_min_")),
+                         getattr(coordinator, field.replace(f"group_{kind}_", f"group_{kind}_max_")))
+
+
 def group_setting(configs, group_id: str, name: str, default: int, low: int, high: int) -> int:
     """A group config's value, kept within the broker's bounds as Kafka evaluates it (an
     override set before the bounds changed is capped), or the broker's ``default``."""

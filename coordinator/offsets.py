@@ -13,8 +13,8 @@ import logging
 from dataclasses import dataclass
 
 from offsets_log.errors import RecordError
-from offsets_log.records import (SHARE_GROUP_KEYS, STREAMS_GROUP_KEYS, GroupMetadataTombstone, OffsetCommit, OffsetCommitTombstone,
-                                 TransactionMarker, encode_record, offset_commit_key, tombstone)
+from offsets_log.records import (SHARE_GROUP_KEYS, STREAMS_GROUP_KEYS, GroupMetadataTombstone, OffsetCommit,
+                                 OffsetCommitTombstone, TransactionMarker, encode_record, offset_commit_key, tombstone)
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.logtext import safe

@@ -1,6 +1,6 @@
 """The APIs a connection answers without the data plane or a coordinator: ApiVersions, SASL
-after authentication, SCRAM users, ACLs, and those of the group types whose feature is off. One
-declaration each, and :class:`ConnectionApis`, which answers them."""
+after authentication, SCRAM users, ACLs. One declaration each, and :class:`ConnectionApis`,
+which answers them."""
 
 from __future__ import annotations
 
@@ -51,11 +51,7 @@ class ConnectionApis:
                  features: dict[str, int] | None = None):
         self.served = sorted(served, key=lambda spec: spec.key)
         self.finalized = finalized_features(features or {})
-        self.failed = {spec.key: spec.failed for spec in self.served}
         self.credentials, self.authorizer = credentials, authorizer
-
-    async def feature_off(self, ctx, body):
-        return self.failed[ctx.api_key](ctx.version, body, ErrorCode.UNSUPPORTED_VERSION)
 
     async def api_versions(self, ctx, body):
         return api_versions_answer(ctx.version, body, self.served, self.finalized)

@@ -37,7 +37,7 @@ from coordinator.consumer.regex import compile_subscription, matching
 from coordinator.consumer.replay import replay_into
 from coordinator.consumer.target import build_target, subscribed_topics
 from coordinator.errors import GroupError
-from coordinator.group_configs import group_setting
+from coordinator.group_configs import bounded_setting
 from coordinator.events import Cause, Event, Expiry
 from coordinator.metadata import EMPTY_IMAGE, MetadataImage
 from coordinator.result import CoordinatorResult
@@ -156,29 +156,14 @@ class ConsumerGroupManager:
         return shard_for(group_id, self.config.offsets_topic_num_partitions) == self.shard_id
 
     # --- group configs ------------------------------------------------------------------------
-    def _group_setting(self, group_id: str, name: str, default: int, low: int, high: int) -> int:
-        return group_setting(self.group_configs, group_id, name, default, low, high)
-
     def heartbeat_interval_ms(self, group_id: str) -> int:
-        c = self.config
-        return self._group_setting(group_id, "consumer.heartbeat.interval.ms",
-                                   c.group_consumer_heartbeat_interval_ms,
-                                   c.group_consumer_min_heartbeat_interval_ms,
-                                   c.group_consumer_max_heartbeat_interval_ms)
+        return bounded_setting(self.group_configs, group_id, self.config, "consumer.heartbeat.interval.ms")
 
     def session_timeout_ms(self, group_id: str) -> int:
-        c = self.config
-        return self._group_setting(group_id, "consumer.session.timeout.ms",
-                                   c.group_consumer_session_timeout_ms,
-                                   c.group_consumer_min_session_timeout_ms,
-                                   c.group_consumer_max_session_timeout_ms)
+        return bounded_setting(self.group_configs, group_id, self.config, "consumer.session.timeout.ms")
 
     def assignment_interval_ms(self, group_id: str) -> int:
-        c = self.config
-        return self._group_setting(group_id, "consumer.assignment.interval.ms",
-                                   c.group_consumer_assignment_interval_ms,
-                                   c.group_consumer_min_assignment_interval_ms,
-                                   c.group_consumer_max_assignment_interval_ms)
+        return bounded_setting(self.group_configs, group_id, self.config, "consumer.assignment.interval.ms")
 
     # --- metadata -----------------------------------------------------------------------------
     def on_metadata(self, image: MetadataImage) -> None:

@@ -38,7 +38,7 @@ from coordinator.consumer.member import EMPTY, MemberState
 from coordinator.consumer.target import target_records
 from coordinator.errors import GroupError
 from coordinator.events import Event, Expiry
-from coordinator.group_configs import group_setting
+from coordinator.group_configs import bounded_setting
 from coordinator.metadata import EMPTY_IMAGE, MetadataImage
 from coordinator.result import CoordinatorResult
 from coordinator.routing import shard_for
@@ -111,22 +111,13 @@ class ShareGroupManager:
 
     # --- group configs ------------------------------------------------------------------------
     def heartbeat_interval_ms(self, group_id: str) -> int:
-        c = self.config
-        return group_setting(self.group_configs, group_id, "share.heartbeat.interval.ms",
-                             c.group_share_heartbeat_interval_ms, c.group_share_min_heartbeat_interval_ms,
-                             c.group_share_max_heartbeat_interval_ms)
+        return bounded_setting(self.group_configs, group_id, self.config, "share.heartbeat.interval.ms")
 
     def session_timeout_ms(self, group_id: str) -> int:
-        c = self.config
-        return group_setting(self.group_configs, group_id, "share.session.timeout.ms",
-                             c.group_share_session_timeout_ms, c.group_share_min_session_timeout_ms,
-                             c.group_share_max_session_timeout_ms)
+        return bounded_setting(self.group_configs, group_id, self.config, "share.session.timeout.ms")
 
     def assignment_interval_ms(self, group_id: str) -> int:
-        c = self.config
-        return group_setting(self.group_configs, group_id, "share.assignment.interval.ms",
-                             c.group_share_assignment_interval_ms, c.group_share_min_assignment_interval_ms,
-                             c.group_share_max_assignment_interval_ms)
+        return bounded_setting(self.group_configs, group_id, self.config, "share.assignment.interval.ms")
 
     # --- metadata -----------------------------------------------------------------------------
     def on_metadata(self, image: MetadataImage) -> None:

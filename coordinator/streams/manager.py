@@ -31,7 +31,7 @@ from coordinator.classic.state import GroupState as ClassicState
 from coordinator.config import CoordinatorConfig
 from coordinator.errors import GroupError
 from coordinator.events import Event, Expiry
-from coordinator.group_configs import group_setting
+from coordinator.group_configs import bounded_setting, group_setting
 from coordinator.java_order import HashTable, hash_set_order, string_hash
 from coordinator.metadata import EMPTY_IMAGE, MetadataImage
 from coordinator.result import CoordinatorResult
@@ -103,16 +103,10 @@ class StreamsGroupManager:
 
     # --- group configs ------------------------------------------------------------------------
     def heartbeat_interval_ms(self, group_id: str) -> int:
-        c = self.config
-        return group_setting(self.group_configs, group_id, "streams.heartbeat.interval.ms",
-                             c.group_streams_heartbeat_interval_ms, c.group_streams_min_heartbeat_interval_ms,
-                             c.group_streams_max_heartbeat_interval_ms)
+        return bounded_setting(self.group_configs, group_id, self.config, "streams.heartbeat.interval.ms")
 
     def session_timeout_ms(self, group_id: str) -> int:
-        c = self.config
-        return group_setting(self.group_configs, group_id, "streams.session.timeout.ms",
-                             c.group_streams_session_timeout_ms, c.group_streams_min_session_timeout_ms,
-                             c.group_streams_max_session_timeout_ms)
+        return bounded_setting(self.group_configs, group_id, self.config, "streams.session.timeout.ms")
 
     def num_standby_replicas(self, group_id: str) -> int:
         c = self.config
@@ -124,10 +118,7 @@ class StreamsGroupManager:
                              self.config.group_streams_initial_rebalance_delay_ms, 0, 2**31 - 1)
 
     def assignment_interval_ms(self, group_id: str) -> int:
-        c = self.config
-        return group_setting(self.group_configs, group_id, "streams.assignment.interval.ms",
-                             c.group_streams_assignment_interval_ms, c.group_streams_min_assignment_interval_ms,
-                             c.group_streams_max_assignment_interval_ms)
+        return bounded_setting(self.group_configs, group_id, self.config, "streams.assignment.interval.ms")
 
     # --- metadata -----------------------------------------------------------------------------
     def on_metadata(self, image: MetadataImage) -> None:
