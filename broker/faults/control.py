@@ -122,12 +122,12 @@ class BrokerControl:
 
     # --- coordinator faults ------------------------------------------------------------------
     async def op_force_rebalance(self, group: str) -> str:
-        """Start a rebalance of GROUP, as a membership change would (a consumer group's
-        group epoch is bumped)."""
+        """Start a rebalance of GROUP, as a membership change would (a consumer, share or
+        streams group's group epoch is bumped)."""
         return await self._runner(group).intervene(interventions.force_rebalance, group)
 
     async def op_expire_member(self, group: str, member: str) -> str:
-        """End MEMBER's session now, as a missed session timeout would (either group type)."""
+        """End MEMBER's session now, as a missed session timeout would (any group type)."""
         return await self._runner(group).intervene(interventions.expire_member, group, member)
 
     async def op_expire_locks(self, group: str) -> str:
@@ -147,8 +147,8 @@ class BrokerControl:
         return await self._runner(group).intervene(interventions.fence_instance, group, instance)
 
     async def op_fence_member(self, group: str, member: str) -> str:
-        """Fence consumer-group MEMBER as a missed rebalance timeout does: it is removed, its
-        next heartbeat is answered FENCED_MEMBER_EPOCH and it rejoins (consumer groups only)."""
+        """Fence MEMBER as a missed rebalance timeout does: it is removed, its next heartbeat is
+        answered FENCED_MEMBER_EPOCH and it rejoins (consumer and streams groups)."""
         runner = self._runner(group)
         fenced = await runner.intervene(interventions.fence_member, group, member)
         runner.lasting_faults.fenced[(group, member)] = fenced.epoch
@@ -157,7 +157,7 @@ class BrokerControl:
     async def op_hold_revocations(self, group: str) -> str:
         """Hold GROUP's revocations: a member that must give up partitions stays revoking
         whatever it reports, so their new owners wait and its rebalance timeout can fence it
-        (consumer groups only; undone by release-revocations or clear)."""
+        (consumer and streams groups; undone by release-revocations or clear)."""
         return await self._hold_revocations(group, True)
 
     async def op_release_revocations(self, group: str) -> str:

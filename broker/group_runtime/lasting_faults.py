@@ -17,6 +17,10 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 
+#: the heartbeats of the group types whose members can be fenced and held, and the type's name
+_HEARTBEATS = {ApiKey.CONSUMER_GROUP_HEARTBEAT: "consumer", ApiKey.STREAMS_GROUP_HEARTBEAT: "streams"}
+
+
 class LastingFaults:
     def __init__(self) -> None:
         #: (group, member) fenced by fault injection -> the member epoch it had
@@ -30,14 +34,14 @@ class LastingFaults:
 
     def before(self, shard, api_key: int, request):
         """The request as the shard is to see it: a held group's heartbeats as if unrevoked."""
-        if api_key == ApiKey.CONSUMER_GROUP_HEARTBEAT and request.group_id in self.held:
+        if api_key in _HEARTBEATS and request.group_id in self.held:
             return as_unrevoked(shard, request)
         return request
 
     def after(self, token, api_key: int, request, actions: list) -> None:
         """A fenced member's next heartbeat is answered FENCED_MEMBER_EPOCH rather than
         UNKNOWN_MEMBER_ID (what a member removed otherwise gets); a rejoin drops the rule."""
-        if api_key != ApiKey.CONSUMER_GROUP_HEARTBEAT or request.instance_id is not None:
+        if api_key not in _HEARTBEATS or request.instance_id is not None:
             return
         key = (request.group_id, request.member_id)
         if key not in self.fenced:
@@ -48,7 +52,7 @@ class LastingFaults:
         for i, action in enumerate(actions):
             if isinstance(action, Reply) and action.token is token and \
                     action.response.error_code == ErrorCode.UNKNOWN_MEMBER_ID:
-                message = fenced_member_error(self.fenced.pop(key), request.member_epoch)
+                message = fenced_member_error(self.fenced.pop(key), request.member_epoch, _HEARTBEATS[api_key])
                 actions[i] = dataclasses.replace(action, response=dataclasses.replace(
                     action.response, error_code=ErrorCode.FENCED_MEMBER_EPOCH, error_message=message))
                 return

@@ -27,6 +27,7 @@ from tests.support.processes import wait_until
 from tests.support.wire import join_stable_member
 from tests.oracle.steps import batch
 from tests.support.share_wire import acquired, share_fetch, share_member
+from tests.support.streams_wire import StreamsMember
 
 E = ErrorCode
 Heartbeat, FindCoordinator, Produce = REQUESTS[ApiKey.HEARTBEAT].cls, REQUESTS[ApiKey.FIND_COORDINATOR].cls, REQUESTS[ApiKey.PRODUCE].cls
@@ -34,7 +35,8 @@ Heartbeat, FindCoordinator, Produce = REQUESTS[ApiKey.HEARTBEAT].cls, REQUESTS[A
 
 #: consumer groups compute each new target assignment at once (Kafka 4.3 batches them by 1 s):
 #: these tests move partitions within a second
-NO_BATCHING = {**TEST_DEFAULTS, "group.consumer.assignment.interval.ms": "0"}
+NO_BATCHING = {**TEST_DEFAULTS, "group.consumer.assignment.interval.ms": "0",
+               "group.streams.assignment.interval.ms": "0", "group.streams.initial.rebalance.delay.ms": "0"}
 
 
 @pytest.fixture
@@ -241,7 +243,7 @@ async def test_a_fenced_consumer_group_member_gets_fenced_member_epoch_and_rejoi
     await join_stable_member(client, "classic")
     for op, args in (("fence_member", {"member": "x"}), ("hold_revocations", {}), ("release_revocations", {})):
         with pytest.raises(InterventionError, match="'classic' is a classic group: this fault applies "
-                                                    "to consumer groups"):
+                                                    "to consumer and streams groups"):
             await broker.control.execute(op, group="classic", **args)
     with pytest.raises(InterventionError, match="'nowhere' is not a group"):
         await broker.control.execute("hold_revocations", group="nowhere")
@@ -457,3 +459,43 @@ async def test_share_group_faults(broker):
     answer = await client.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, SGH(
         group_id="sh", member_id="share-member-0001", member_epoch=epoch))
     assert answer.error_code == E.UNKNOWN_MEMBER_ID
+
+
+async def test_streams_group_members_expire_are_fenced_and_held(broker):
+    """The coordinator faults on a streams group (KIP-1071): a forced rebalance bumps its epoch,
+    an expired member is gone, a fenced one is told FENCED_MEMBER_EPOCH in Kafka's streams words,
+    and held revocations keep a task's new owner waiting until released."""
+    client = await TrioClient.connect(broker.port)
+    await create_topic(client, "sg-input", 2)
+    first, second = StreamsMember(client, "sg", "member-one", "sg-input"), StreamsMember(client, "sg", "member-two",
+                                                                                          "sg-input")
+    await first.join()
+    assert first.tasks == [0, 1] and await group_state(client, "sg") == ("streams", "Stable")
+    assert await broker.control.execute("force_rebalance", group="sg") == \
+        "streams group sg: group epoch bumped to 3; members reconcile on their next heartbeat"
+    assert (await first.beat()).member_epoch == 3
+
+    assert await broker.control.execute("hold_revocations", group="sg") == "group sg: revocations held"
+    await second.join()                          # epoch 4: one task moves from first to second
+    await first.beat()                           # told to revoke one: it gives it up at once
+    assert (first.epoch, first.tasks) == (3, [0])
+    for _ in range(3):                           # but the coordinator does not take the revocation
+        assert (await first.beat()).member_epoch == 3
+        await second.beat()
+        assert (second.epoch, second.tasks) == (4, [])
+    assert await group_state(client, "sg") == ("streams", "Reconciling")
+    await broker.control.execute("release_revocations", group="sg")
+    await first.beat()
+    await second.beat()
+    assert (first.tasks, second.tasks) == ([0], [1]) and await group_state(client, "sg") == ("streams", "Stable")
+
+    outcome = await broker.control.execute("fence_member", group="sg", member="member-two")
+    assert outcome == "member member-two of group sg fenced at epoch 4; its next heartbeat gets FENCED_MEMBER_EPOCH"
+    answer = await second.beat()
+    assert (answer.error_code, answer.error_message) == (ErrorCode.FENCED_MEMBER_EPOCH, (
+        "The streams group member has a smaller member epoch (4) than the one known by the group coordinator (5). "
+        "The member must abandon all its partitions and rejoin."))
+    assert await broker.control.execute("expire_member", group="sg", member="member-one") == \
+        "member member-one of streams group sg expired"
+    assert (await first.beat()).error_code == ErrorCode.UNKNOWN_MEMBER_ID
+    assert await group_state(client, "sg") == ("streams", "Empty")
