@@ -255,3 +255,36 @@ def test_exactly_once_takeover_from_a_killed_instance(on_both):
         "states": states(doc["transitions"]), "restored": restored(doc["restores"]),
         **{k: doc[k] for k in ("expected", "counts", "outputs", "output_records", "committed_input")}}
     assert_same(view(ours), view(kafka), "takeover")
+
+
+def test_scaling_out_and_in_with_a_standby(on_both, protocol):
+    """exactly_once_v2 with one standby replica (with the streams protocol, the group config
+    streams.num.standby.replicas): one instance, then three, then two. At each stage every task
+    runs once, each stateful task has its standby on another instance, the counts are exact; and
+    the tasks and standbys are spread as Kafka spreads them (the same sizes per instance, and
+    with the streams protocol, whose assignor is the broker's, the very same tasks)."""
+    [ours], [kafka] = on_both(("scale", 0))
+    for doc, broker in ((ours, "groupbroker"), (kafka, "Kafka")):
+        check_counts(doc, 3, broker)
+        assert doc["output_records"] == sum(doc["expected"].values()), broker
+        for stage in doc["stages"]:
+            placed = stage["tasks"].values()
+            active = [t for p in placed for t in p["active"]]
+            assert sorted(active) == sorted(f"{s}_{p}" for s in (0, 1) for p in range(PARTITIONS)), (broker, stage)
+            standby = [t for p in placed for t in p["standby"]]
+            assert len(standby) == (0 if stage["stage"] == "one" else PARTITIONS), (broker, stage)
+            assert all(t.startswith("1_") for t in standby), (broker, stage)       # stateful tasks only
+            for p in placed:
+                assert not set(p["active"]) & set(p["standby"]), (broker, stage)   # never both on one instance
+        for name, transitions in doc["transitions"].items():
+            check_states(transitions, f"{broker} {name}")
+
+    def view(doc):
+        def placement(tasks):
+            if protocol == "streams":     # which instance gets which tasks follows their process ids
+                return sorted([task_sizes(p["active"]), len(p["standby"])] for p in tasks.values())
+            return sorted(len(p["active"]) + len(p["standby"]) for p in tasks.values())
+        return {"stages": [[s["stage"], placement(s["tasks"]), s.get("group", {}).get("members")]
+                           for s in doc["stages"]],
+                **{k: doc[k] for k in ("expected", "counts", "outputs", "output_records", "committed_input")}}
+    assert_same(view(ours), view(kafka), "scaling")

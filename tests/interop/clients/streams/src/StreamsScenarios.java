@@ -18,6 +18,9 @@
 //   eos-crash    one instance, exactly_once_v2; halts the JVM (Runtime.halt: no close, no shutdown
 //                hook) while a transaction is open, once its first output is in the topic
 //   eos-restart  the same application and state dir again: it resumes and finishes the input
+//   scale        exactly_once_v2 with one standby replica: one instance, then three (tasks and
+//                standbys spread), then two (one leaves); counts exact throughout
+//   startup      three instances started at once: how long until all run with the tasks spread
 //   eos-takeover exactly_once_v2 with two instances: a in this JVM, b in a child JVM (eos-member)
 //                that halts with a transaction open; a takes b's tasks over once b's session has
 //                expired, and their records once the broker has aborted b's transaction (timed out)
@@ -54,6 +57,7 @@ public class StreamsScenarios {
     static final int LINES = 40;                 // per batch; each line one word per store partition
     static final long WAIT_MS = 45000;
     static final String PROTOCOL = System.getProperty("group.protocol", "classic");
+    static int standbys = 0;                     // num.standby.replicas (scale)
 
     static String bootstrap, prefix;
     static File stateRoot;
@@ -75,6 +79,8 @@ public class StreamsScenarios {
             case "eos-restart" -> eosRestart();
             case "eos-takeover" -> eosTakeover();
             case "eos-member" -> eosMember();
+            case "scale" -> scale();
+            case "startup" -> startup();
             default -> throw new IllegalArgumentException(scenario);
         };
         System.out.println(Json.json(doc));
@@ -169,6 +175,7 @@ public class StreamsScenarios {
                     StreamsConfig.PROCESSING_GUARANTEE_CONFIG, eos ? StreamsConfig.EXACTLY_ONCE_V2 : StreamsConfig.AT_LEAST_ONCE,
                     StreamsConfig.REPLICATION_FACTOR_CONFIG, 1,
                     StreamsConfig.NUM_STREAM_THREADS_CONFIG, 1,
+                    StreamsConfig.NUM_STANDBY_REPLICAS_CONFIG, standbys,
                     StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 100,
                     StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0,
                     StreamsConfig.REPARTITION_PURGE_INTERVAL_MS_CONFIG, 100,
@@ -198,6 +205,15 @@ public class StreamsScenarios {
             List<String> out = new ArrayList<>();
             for (ThreadMetadata t : streams.metadataForLocalThreads())
                 for (TaskMetadata task : t.activeTasks()) out.add(task.taskId().toString());
+            Collections.sort(out);
+            return out;
+        }
+
+        /** Its standby tasks, sorted. */
+        List<String> standbyTasks() {
+            List<String> out = new ArrayList<>();
+            for (ThreadMetadata t : streams.metadataForLocalThreads())
+                for (TaskMetadata task : t.standbyTasks()) out.add(task.taskId().toString());
             Collections.sort(out);
             return out;
         }
@@ -259,6 +275,98 @@ public class StreamsScenarios {
             a.streams.close(Duration.ofSeconds(30));
             doc.put("transitions", Json.obj("a", a.transitions, "b", b.transitions));
             doc.put("restores", Json.obj("a", a.restores, "b", b.restores));
+        }
+        return doc;
+    }
+
+    /** The instances all RUNNING, holding every active task and ``standby`` standby tasks. */
+    static boolean spread(List<Instance> instances, int standby) {
+        int active = 0, held = 0;
+        for (Instance i : instances) {
+            if (i.streams.state() != KafkaStreams.State.RUNNING || i.tasks().isEmpty()) return false;
+            active += i.tasks().size();
+            held += i.standbyTasks().size();
+        }
+        return active == 2 * PARTITIONS && held == standby;
+    }
+
+    static Map<String, Object> placement(List<Instance> instances) {
+        Map<String, Object> out = new LinkedHashMap<>();
+        for (Instance i : instances) out.put(i.name, Json.obj("active", i.tasks(), "standby", i.standbyTasks()));
+        return out;
+    }
+
+    /** With the streams protocol the broker decides the standbys: the group config. */
+    static void oneStandby(Admin admin) throws Exception {
+        standbys = 1;
+        if (PROTOCOL.equals("streams")) {
+            ConfigResource group = new ConfigResource(ConfigResource.Type.GROUP, appId());
+            admin.incrementalAlterConfigs(Map.of(group, List.of(new AlterConfigOp(
+                    new ConfigEntry("streams.num.standby.replicas", "1"), AlterConfigOp.OpType.SET)))).all().get();
+        }
+    }
+
+    static Map<String, Object> scale() throws Exception {
+        Map<String, Object> doc = new LinkedHashMap<>();
+        try (Admin admin = Admin.create(props(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
+            createTopics(admin);
+            oneStandby(admin);
+            Instance a = new Instance("a", true), b = new Instance("b", true), c = new Instance("c", true);
+            List<Map<String, Object>> stages = new ArrayList<>();
+            OutputReader committed = new OutputReader("read_committed");
+
+            stage = "one";
+            a.streams.start();
+            waitFor("a running with every task", () -> stable(() -> spread(List.of(a), 0)));
+            stages.add(Json.obj("stage", stage, "tasks", placement(List.of(a))));
+            produceBatch(0);
+            committed.waitForCounts(expectedCounts());
+
+            stage = "three";
+            b.streams.start();
+            c.streams.start();
+            waitFor("three instances sharing the tasks and the standbys", () -> stable(() -> spread(List.of(a, b, c), PARTITIONS)));
+            stages.add(Json.obj("stage", stage, "tasks", placement(List.of(a, b, c)), "group", group(admin)));
+            produceBatch(1);
+            committed.waitForCounts(expectedCounts());
+
+            stage = "two";
+            c.streams.close(CloseOptions.groupMembershipOperation(CloseOptions.GroupMembershipOperation.LEAVE_GROUP)
+                    .withTimeout(Duration.ofSeconds(30)));
+            waitFor("two instances sharing the tasks and the standbys", () -> stable(() -> spread(List.of(a, b), PARTITIONS)));
+            stages.add(Json.obj("stage", stage, "tasks", placement(List.of(a, b)), "group", group(admin)));
+            produceBatch(2);
+            Map<String, Long> expected = expectedCounts();
+            committed.waitForCounts(expected);
+
+            doc.put("stages", stages);
+            doc.put("expected", expected);
+            doc.put("counts", committed.lastCounts());
+            doc.put("outputs", committed.values);
+            doc.put("output_records", committed.records);
+            doc.put("committed_input", committed(admin, input()));
+            doc.put("input_ends", ends(admin, input()));
+            committed.close();
+            stage = "close";
+            for (Instance i : List.of(a, b)) i.streams.close(Duration.ofSeconds(30));
+            doc.put("transitions", Json.obj("a", a.transitions, "b", b.transitions, "c", c.transitions));
+        }
+        return doc;
+    }
+
+    /** Three instances started at once; the milliseconds until they all run with the tasks
+     *  spread (the bench's figure), from the first start. */
+    static Map<String, Object> startup() throws Exception {
+        Map<String, Object> doc = new LinkedHashMap<>();
+        try (Admin admin = Admin.create(props(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
+            createTopics(admin);
+            List<Instance> all = List.of(new Instance("a", false), new Instance("b", false), new Instance("c", false));
+            long began = System.nanoTime();
+            for (Instance i : all) i.streams.start();
+            waitFor("three instances running", () -> spread(all, 0));
+            doc.put("running_ms", (System.nanoTime() - began) / 1_000_000);
+            doc.put("tasks", placement(all));
+            for (Instance i : all) i.streams.close(Duration.ofSeconds(30));
         }
         return doc;
     }
