@@ -250,7 +250,8 @@ class StreamsGroupManager:
                                             records, status)
         reconciled = self._reconcile(out, now, group, updated, target_epoch, target, _owned(req), records)
         self.apply(out, records)
-        group = self.groups[group_id]
+        # the soft state goes to the group this request found: a new group's is lost with it (the
+        # group the records made starts without), as in Kafka
         group.configured = configured
         self.schedule_session(group_id, member_id, now)
         if req.shutdown_application and group.shutdown_requester is None:
@@ -265,7 +266,7 @@ class StreamsGroupManager:
             if reconciled.user_endpoint is not None:
                 group.endpoint_information_epoch += 1
         if group.endpoint_information_epoch != req.endpoint_information_epoch:
-            response["partitions_by_user_endpoint"] = self._endpoints(group, member_id)
+            response["partitions_by_user_endpoint"] = self._endpoints(group, reconciled)
         response["endpoint_information_epoch"] = group.endpoint_information_epoch if existed else 0
         if configured.status is not None:
             status.append(configured.status)
@@ -401,13 +402,13 @@ class StreamsGroupManager:
         return reconciled
 
     # --- endpoints for interactive queries ------------------------------------------------------
-    def _endpoints(self, group: StreamsGroup, member_id: str) -> tuple:
+    def _endpoints(self, group: StreamsGroup, member: StreamsMember) -> tuple:
         """Each member with a user endpoint and the partitions of its tasks (the heartbeating
         member last), as Kafka's StreamsGroup.buildEndpointToPartitions."""
         cls = HeartbeatResponse.EndpointToPartitions
-        others = [m for m in group.members_in_kafka_order() if m.member_id != member_id]
+        others = [m for m in group.members_in_kafka_order() if m.member_id != member.member_id]
         entries = []
-        for m in [*others, group.members[member_id]]:
+        for m in [*others, member]:
             if m.user_endpoint is None:
                 continue
             entries.append(cls(user_endpoint=cls.Endpoint(host=m.user_endpoint.host, port=m.user_endpoint.port),

@@ -252,3 +252,91 @@ async def test_other_group_apis_meet_a_streams_group(oracle, request):
     await oracle.call(ApiKey.JOIN_GROUP, 9, join_body(group), what="a classic member replaces the empty group")
     await call(oracle, beat(group, 0, topology=stateless), "a streams member meets the classic group")
     await call(oracle, describe(group), what="a classic group", api=DESCRIBE)
+    await oracle.call(ApiKey.CONSUMER_GROUP_DESCRIBE, 1, req(ApiKey.CONSUMER_GROUP_DESCRIBE, group_ids=(group,),
+                                                             include_authorized_operations=False),
+                      what="a classic group described as a consumer group")
+
+
+async def test_consumer_apis_meet_a_live_streams_group(oracle, request):
+    group, topic = unique(request), unique(request, "-t")
+    await create_topic(oracle, topic, 1)
+    await known_to_groups(oracle, topic, 1)
+    stateless = sub(HEARTBEAT, "Topology", epoch=0, subtopologies=(subtopology("0", sources=(topic,)),))
+    await call(oracle, beat(group, 0, topology=stateless), "a streams group")
+    await oracle.call(ApiKey.CONSUMER_GROUP_DESCRIBE, 1, req(ApiKey.CONSUMER_GROUP_DESCRIBE, group_ids=(group,),
+                                                             include_authorized_operations=False))
+    await oracle.call(ApiKey.SHARE_GROUP_DESCRIBE, 1, req(ApiKey.SHARE_GROUP_DESCRIBE, group_ids=(group,),
+                                                          include_authorized_operations=False))
+    for api, version, body in ((ApiKey.HEARTBEAT, 4, req(ApiKey.HEARTBEAT, group_id=group, generation_id=1,
+                                                         member_id=MEMBERS[0], group_instance_id=None)),
+                               (ApiKey.SYNC_GROUP, 5, req(ApiKey.SYNC_GROUP, group_id=group, generation_id=1,
+                                                          member_id=MEMBERS[0], group_instance_id=None,
+                                                          protocol_type="consumer", protocol_name="range",
+                                                          assignments=()))):
+        await oracle.call(api, version, body, what="a classic API")
+
+
+STREAMS_CONFIGS = ("streams.session.timeout.ms", "streams.heartbeat.interval.ms", "streams.num.standby.replicas",
+                   "streams.initial.rebalance.delay.ms", "streams.assignment.interval.ms")
+
+
+async def test_streams_group_configs(oracle, request):
+    from tests.oracle.test_admin import GROUP, IAC, SET, described, describe, incremental
+    group = unique(request)
+    await described(oracle, 4, describe((GROUP, group, STREAMS_CONFIGS), synonyms=True), "a streams group's configs")
+    cases = {
+        "two standbys": [("streams.num.standby.replicas", SET, "2")],
+        "more standbys than the broker allows": [("streams.num.standby.replicas", SET, "3")],
+        "negative standbys": [("streams.num.standby.replicas", SET, "-1")],
+        "a session under the broker's minimum": [("streams.session.timeout.ms", SET, "500")],
+        "a session above the broker's maximum": [("streams.session.timeout.ms", SET, "70000")],
+        "a heartbeat under the broker's minimum": [("streams.heartbeat.interval.ms", SET, "50")],
+        "a session shorter than the heartbeat": [("streams.session.timeout.ms", SET, "2000"),
+                                                 ("streams.heartbeat.interval.ms", SET, "3000")],
+        "no initial delay": [("streams.initial.rebalance.delay.ms", SET, "0")],
+        "a negative initial delay": [("streams.initial.rebalance.delay.ms", SET, "-1")],
+        "an assignment interval above its bound": [("streams.assignment.interval.ms", SET, "20000")],
+        "not a number": [("streams.num.standby.replicas", SET, "one")],
+        "a name Kafka only keeps as a constant": [("streams.assignor.offload.enable", SET, "true")],
+    }
+    for what, changes in cases.items():
+        await oracle.call(IAC, 1, incremental((GROUP, group, changes), validate_only=True), what=what)
+    await oracle.call(IAC, 1, incremental((GROUP, group, [("streams.num.standby.replicas", SET, "1"),
+                                                          ("streams.heartbeat.interval.ms", SET, "1000")])),
+                      what="set")
+    await described(oracle, 4, describe((GROUP, group, STREAMS_CONFIGS), synonyms=True), "after the change")
+
+
+def endpoint(port: int):
+    return sub(HEARTBEAT, "Endpoint", host="localhost", port=port)
+
+
+async def test_endpoints_delays_and_shutdown(oracle, request):
+    """Interactive queries' endpoints (each member's partitions, the endpoint information epoch),
+    the initial rebalance delay and the assignment interval of a group's configs, and a member's
+    request to shut the whole application down."""
+    from tests.oracle.test_admin import GROUP, IAC, SET, incremental
+    group, topic = unique(request), unique(request, "-t")
+    await create_topic(oracle, topic, 3)
+    await known_to_groups(oracle, topic, 3)
+    await oracle.call(IAC, 1, incremental((GROUP, group, [("streams.initial.rebalance.delay.ms", SET, "1500"),
+                                                          ("streams.assignment.interval.ms", SET, "2000")])))
+    stateless = sub(HEARTBEAT, "Topology", epoch=0, subtopologies=(subtopology("0", sources=(topic,)),))
+    first = await call(oracle, beat(group, 0, topology=stateless, user_endpoint=endpoint(8080)),
+                       "a member with an endpoint, the assignment delayed")
+    assert [s["status_code"] for s in first["status"]] == [5], first
+    await call(oracle, beat(group, 1, topology=stateless, user_endpoint=endpoint(8081)), "another, still delayed")
+    await trio.sleep(2)
+    epochs = {}
+    for m in (0, 1):
+        answer = await call(oracle, beat(group, m, 1, owned=([], []), endpoint_epoch=0),
+                            f"member {m} after the delay: tasks and endpoints")
+        epochs[m] = answer
+    await call(oracle, beat(group, 0, epochs[0]["member_epoch"], owned=owned_of(epochs[0]),
+                            endpoint_epoch=epochs[1]["endpoint_information_epoch"]), "the endpoints known")
+    await call(oracle, beat(group, 2, topology=stateless), "a third member within the assignment interval")
+    await call(oracle, beat(group, 1, epochs[1]["member_epoch"], owned=owned_of(epochs[1]), shutdown_application=True),
+               "a member asks for the application's shutdown")
+    await call(oracle, beat(group, 0, epochs[0]["member_epoch"], owned=owned_of(epochs[0])),
+               "every member is told")
+    await call(oracle, beat(group, 2, -1), "a member leaves")
