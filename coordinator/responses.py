@@ -151,9 +151,9 @@ def error_response(api_key: int, version: int, request, error: ErrorCode):
         return ConsumerGroupDescribeResponse(groups=tuple(
             described(group_id=g, error_code=error) for g in request.group_ids))
     if api_key in (ApiKey.SHARE_GROUP_HEARTBEAT, ApiKey.ALTER_SHARE_GROUP_OFFSETS,
-                   ApiKey.DELETE_SHARE_GROUP_OFFSETS):
+                   ApiKey.DELETE_SHARE_GROUP_OFFSETS, ApiKey.STREAMS_GROUP_HEARTBEAT):
         return RESPONSES[api_key].cls(error_code=error)
-    if api_key == ApiKey.SHARE_GROUP_DESCRIBE:
+    if api_key in (ApiKey.SHARE_GROUP_DESCRIBE, ApiKey.STREAMS_GROUP_DESCRIBE):
         described = RESPONSES[api_key].cls.DescribedGroup
         return RESPONSES[api_key].cls(groups=tuple(described(group_id=g, error_code=error)
                                                    for g in request.group_ids))

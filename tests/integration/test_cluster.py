@@ -33,7 +33,9 @@ GROUP, TOPIC = "cluster-group", "cluster-topic"
 
 @pytest.fixture
 async def cluster(nursery, tmp_path):
-    broker = Broker(BrokerConfig.build({"group.initial.rebalance.delay.ms": "0", "broker.rack": "r0,r1,r2"},
+    broker = Broker(BrokerConfig.build({"group.initial.rebalance.delay.ms": "0", "broker.rack": "r0,r1,r2",
+                                        "group.streams.initial.rebalance.delay.ms": "0",
+                                        "group.streams.assignment.interval.ms": "0"},
                                        port=0, data_dir=str(tmp_path), nodes=3))
     await nursery.start(broker.serve)
     await broker.ready.wait()
@@ -546,3 +548,42 @@ async def test_a_leader_move_starts_share_partitions_again_from_their_share_stat
     finally:
         await data.aclose()
         await member.aclose()
+
+
+async def test_a_streams_group_moves_with_its_coordinator(cluster):
+    """Issue 29: a streams group's records move with its shard: on the new owner the members go
+    on at their epochs with their tasks, and the group describes the same."""
+    from tests.support.streams_wire import StreamsMember
+    group = "cluster-streams"
+    await create_topic(cluster)
+    old = (await coordinator(cluster, group)).node_id
+    new = (old + 1) % 3
+    client = await TrioClient.connect(cluster.ports[old])
+    describe = REQUESTS[ApiKey.STREAMS_GROUP_DESCRIBE].cls(group_ids=(group,), include_authorized_operations=False)
+    try:
+        members = [StreamsMember(client, group, f"member-{n}", TOPIC) for n in range(2)]
+        for m in members:
+            await m.join()
+        for _ in range(3):
+            for m in members:
+                await m.beat()
+        before = (await client.call(ApiKey.STREAMS_GROUP_DESCRIBE, 0, describe)).groups[0]
+        assert before.group_state == "Stable" and sorted(len(m.tasks) for m in members) == [1, 2], before
+        assert f"moved: [{shard_for(group)}]" in await cluster.control.execute("move-coordinator", group=group,
+                                                                                node=new)
+        assert (await members[0].beat()).error_code == E.NOT_COORDINATOR
+    finally:
+        await client.aclose()
+    client = await TrioClient.connect(cluster.ports[new])
+    try:
+        for m in members:
+            m.client = client
+            for _ in range(200):
+                answer = await m.beat()
+                if answer.error_code != E.COORDINATOR_LOAD_IN_PROGRESS:
+                    break
+                await trio.sleep(0.01)
+            assert (answer.error_code, answer.member_epoch, answer.active_tasks) == (E.NONE, before.group_epoch, None)
+        assert (await client.call(ApiKey.STREAMS_GROUP_DESCRIBE, 0, describe)).groups[0] == before
+    finally:
+        await client.aclose()
