@@ -34,7 +34,7 @@ from pipeline.options import add_arguments  # noqa: E402
 log = logging.getLogger("groupbroker.pipeline")
 
 TABLES = ("committed_offsets", "rebalances", "member_errors", "lag_status", "consumer_epochs",
-          "member_reconciliations", "share_members")
+          "member_reconciliations", "share_members", "streams_task_moves")
 PACKAGES = ("pipeline", "offsets_log", "protocol", "coordinator")
 LOCAL_SHUFFLE_PARTITIONS = 8     # Spark's 200 only cost task overhead on one machine
 
@@ -91,6 +91,7 @@ def build_tables(spark: SparkSession, data_dirs: list[str], since_ms: int | None
         "consumer_epochs": tables.consumer_epochs(epochs),
         "member_reconciliations": tables.member_reconciliations(epochs),
         "share_members": tables.share_members(events),
+        "streams_task_moves": tables.streams_task_moves(events),
     }
     return built, events
 

@@ -40,7 +40,9 @@ EVENT_FIELDS = ("seq", "t", "event", "member", "epoch", "cause", "assignor", "ta
                 "target_epoch", "state", "instance_id", "client_id", "protocol", "replaces",
                 "replaced_by")
 
-STABLE, REVOKING, WAITING = "STABLE", "UNREVOKED_PARTITIONS", "UNRELEASED_PARTITIONS"
+STABLE = "STABLE"
+#: a member's states while it revokes and waits (a streams member's are of tasks)
+REVOKING, WAITING = ("UNREVOKED_PARTITIONS", "UNREVOKED_TASKS"), ("UNRELEASED_PARTITIONS", "UNRELEASED_TASKS")
 REMOVED = {Event.MEMBER_LEFT: "left", Event.MEMBER_EXPIRED: "expired", Event.MEMBER_FENCED: "fenced",
            Event.MEMBER_REMOVED: "removed"}
 
@@ -105,7 +107,7 @@ class _Group:
         row = dict(member=member, client_id=info.get("client_id"), protocol=info.get("protocol"),
                    joined=member in self.joined, start_ms=self.current["start_ms"],
                    target_ms=self.current["target_ms"], reconciled_ms=None, end_ms=None, steps=0,
-                   revoking=state == REVOKING, waiting=state == WAITING, outcome=None)
+                   revoking=state in REVOKING, waiting=state in WAITING, outcome=None)
         self.current["reconciliations"].append(row)
         self.open[member] = row
         return row
@@ -162,8 +164,8 @@ def epoch_rows(events) -> list[dict]:
             state = e["state"]
             g.state[member] = state
             way["steps"] += 1
-            way["revoking"] = way["revoking"] or state == REVOKING
-            way["waiting"] = way["waiting"] or state == WAITING
+            way["revoking"] = way["revoking"] or state in REVOKING
+            way["waiting"] = way["waiting"] or state in WAITING
             if state == STABLE and e["epoch"] == target:
                 g.close(member, "reconciled", t)
         elif kind in (Event.REBALANCE_STARTED, Event.GROUP_DELETED):

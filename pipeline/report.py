@@ -1,6 +1,6 @@
 """report.html: one self-contained page (PNG charts inlined as base64, no scripts, no links):
-classic groups' rebalances, lag and errors, share groups' deliveries, then consumer groups' (KIP-848) group epochs and
-their members' reconciliation.
+classic groups' rebalances, lag and errors, consumer groups' (KIP-848) group epochs and their
+members' reconciliation, share groups' deliveries, streams groups' task movements.
 
 :func:`gather` collects the little the page shows from the tables (a few hundred rows at most,
 whatever the input size); :func:`render` draws it with matplotlib and writes the page.
@@ -60,6 +60,8 @@ def gather(tables: dict[str, DataFrame], events: DataFrame) -> dict:
         **_consumer_groups(tables),
         "share": tables["share_members"].orderBy("source", "group", F.col("member").asc_nulls_last())
                                         .limit(TABLE_ROWS).collect(),
+        "task_moves": tables["streams_task_moves"].orderBy(F.desc("time"), "source", "group")
+                                                  .limit(TABLE_ROWS).collect(),
     }
 
 
@@ -316,6 +318,13 @@ acknowledgements made of them (archived: released at the delivery limit), and re
 between its first and last delivery; a row without a member counts the group's locks that ran out.</p>
 {_table(data["share"], ["source", "group", "member", "delivered", "redelivered", "redelivery_rate",
                         "accepted", "released", "rejected", "archived", "lock_expired", "records_per_s"])}
+<h2 id="streams-groups">Streams groups (KIP-1071): task movements</h2>
+<p>Each target assignment of the broker's sticky task assignor: its members, its active and
+standby tasks, and how many moved since the group's previous one (an active task whose owner
+changed; a standby on a member that did not hold it); the placement is each member's active +
+standby tasks. Streams groups' epochs and reconciliations are in the consumer-group tables above.</p>
+{_table(data["task_moves"], ["source", "group", "epoch", "time", "members", "active_tasks", "standby_tasks",
+                             "active_moved", "active_new", "standby_moved", "cause_member", "placement"])}
 </body></html>
 """
     with open(path, "w", encoding="utf-8") as f:

@@ -83,6 +83,10 @@ JOURNAL_SCHEMA = T.StructType([
     T.StructField("assignor", T.StringType()),
     T.StructField("previous_epoch", T.IntegerType()),
     T.StructField("target_epoch", T.IntegerType()),
+    # KIP-1071 streams groups: a target_assignment's tasks, per member
+    T.StructField("tasks", T.MapType(T.StringType(), T.StructType([
+        T.StructField("active", T.ArrayType(T.StringType())),
+        T.StructField("standby", T.ArrayType(T.StringType()))]))),
     # KIP-932 share groups: share_delivered, share_acknowledged, share_locks_expired
     *[T.StructField(name, T.LongType()) for name in ("records", "redelivered", "accepted", "released",
                                                      "rejected", "archived")],

@@ -18,6 +18,7 @@ from .lag_rules import STATUSES, Commit, evaluate
 from .reconciliation import CONSUMER_EVENTS, EPOCH_FIELDS, EVENT_FIELDS, MEMBER_FIELDS
 from .reconciliation import MEMBERSHIP_EVENTS, epoch_rows
 from .sources import commits
+from .task_moves import MOVE_FIELDS, move_rows
 
 PARTITION = ["source", "group", "topic", "partition"]
 REBALANCE_EVENTS = ["rebalance_started", "rebalance_completed", "sync_completed"]
@@ -293,6 +294,29 @@ def share_members(events: DataFrame) -> DataFrame:
         F.when(F.col("delivered") > 0, F.col("delivered") / span_s).alias("records_per_s"),
         F.timestamp_millis(F.col("_first")).alias("first_delivery"),
         F.timestamp_millis(F.col("_last")).alias("last_delivery"))
+
+
+_MOVE_SCHEMA = T.StructType([
+    T.StructField("source", T.StringType()), T.StructField("group", T.StringType()),
+    T.StructField("epoch", T.IntegerType()), T.StructField("t", T.LongType()),
+    *[T.StructField(name, T.IntegerType()) for name in MOVE_FIELDS[2:8]],
+    T.StructField("cause_member", T.StringType()), T.StructField("placement", T.StringType()),
+])
+assert [f.name for f in _MOVE_SCHEMA.fields][2:] == list(MOVE_FIELDS)
+
+
+def streams_task_moves(events: DataFrame) -> DataFrame:
+    """One row per streams group (KIP-1071) and target assignment: its members, active and
+    standby tasks, and how many moved since the group's previous target (pipeline/task_moves.py);
+    ``time`` is when it was computed."""
+    spark = events.sparkSession
+    keyed = (events.filter((F.col("event") == "target_assignment") & F.col("tasks").isNotNull())
+             .select("source", "group", "seq", "t", "epoch", "member", "tasks")
+             .rdd.map(lambda r: ((r["source"], r["group"]), r.asDict(recursive=True))).groupByKey())
+    rows = keyed.flatMap(lambda kv: [(kv[0][0], kv[0][1], *[row[f] for f in MOVE_FIELDS])
+                                     for row in move_rows(sorted(kv[1], key=lambda e: e["seq"]))])
+    return spark.createDataFrame(rows, _MOVE_SCHEMA).select(
+        "source", "group", "epoch", _time("t").alias("time"), *MOVE_FIELDS[2:])
 
 
 def member_errors(events: DataFrame) -> DataFrame:

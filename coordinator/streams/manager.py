@@ -365,9 +365,9 @@ class StreamsGroupManager:
         log.info("group %s: new target assignment for epoch %d with the sticky task assignor",
                  safe(group.group_id), group_epoch)
         out.note(now, Event.TARGET_ASSIGNMENT, group, member_id, epoch=group_epoch, assignor="sticky",
-                 members=sorted(targets), assignment={
-                     m: {"active": {s: sorted(ps) for s, ps in sorted(t.active.items())},
-                         "standby": {s: sorted(ps) for s, ps in sorted(t.standby.items())}}
+                 members=sorted(targets), tasks={
+                     m: {kind: [f"{s}_{p}" for s, ps in sorted(getattr(t, kind).items()) for p in sorted(ps)]
+                         for kind in ("active", "standby")}
                      for m, t in sorted(targets.items())})
         return group_epoch, targets.get(member_id, EMPTY_TASKS)
 
