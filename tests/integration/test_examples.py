@@ -290,3 +290,21 @@ def test_share_two_consumers():
     shares = found(r"^RESULT: ONE PARTITION, TWO CONSUMERS reproduced: A received (\d+) and B (\d+) of "
                    r"partition 0's 200 records, none twice$", out)
     assert int(shares.group(1)) > 0 and int(shares.group(2)) > 0
+
+
+# --- streams groups (KIP-1071), Kafka Streams instances played over raw heartbeats -----------------
+
+def test_streams_rebalance_timeout():
+    out = reproduced("streams_rebalance_timeout.py", limit=20)
+    found(r"^RESULT: A STALLED STREAMS INSTANCE REMOVED reproduced: A held 4 tasks, was asked to give 2 to B, and kept "
+          r"them past its 1000 ms rebalance timeout: removed from the group \(UNKNOWN_MEMBER_ID\); B waited .* and "
+          r"then took all four \(epoch \d+\)$", out)
+    found(r"broker\| group wordcount-\w+: member A-\w+ fenced from the streams group \(it did not revoke its tasks "
+          r"within its rebalance timeout of 1000 ms\)$", out)
+
+
+def test_streams_scale_out():
+    out = reproduced("streams_scale_out.py", limit=20)
+    kept = found(r"^RESULT: TASKS SPREAD WITH STANDBYS reproduced: A kept (\d) of its 6 tasks .*; B and C took the "
+                 r"other (\d); each counting task 1_x has its standby on another instance \(3 standbys\)$", out)
+    assert int(kept.group(1)) == 2 and int(kept.group(2)) == 4
