@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -58,7 +59,9 @@ def settle(client, group: str, topic: str) -> dict:
     for m in (0, 1):
         a = beat(client, group, m, 0, topic)
         held[m] = (a.member_epoch, [(t.subtopology_id, t.partitions) for t in a.active_tasks])
-    for _ in range(6):
+    deadline = time.monotonic() + 15       # the changelog topic is created meanwhile, in the background
+    while time.monotonic() < deadline:
+        time.sleep(0.1)
         for m in (0, 1):
             a = beat(client, group, m, held[m][0], topic, owned=held[m][1])
             tasks = held[m][1] if a.active_tasks is None else [(t.subtopology_id, t.partitions) for t in a.active_tasks]
