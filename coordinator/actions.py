@@ -51,9 +51,11 @@ class ShareStateInit:
 
 @dataclass(frozen=True, slots=True)
 class CreateTopics:
-    """Internal topics a streams group's topology needs, to be created by the broker without
-    waiting (Kafka's createStreamsInternalTopics): name -> (partitions, replication factor or
-    -1, configs); failures are remembered for ``error_ttl_ms`` and reported in the status."""
+    """Internal topics a streams group's topology needs, which the broker creates once the
+    heartbeat of ``token`` is answered (Kafka's createStreamsInternalTopics): name ->
+    (partitions, replication factor or -1, configs); a failure is reported in the status of the
+    group's heartbeats for ``error_ttl_ms``."""
+    token: Any
     topics: dict
     error_ttl_ms: int
 

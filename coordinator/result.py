@@ -51,8 +51,8 @@ class CoordinatorResult:
     def init_share_state(self, group: str, partitions: dict) -> None:
         self.actions.append(ShareStateInit(group, partitions))
 
-    def create_topics(self, topics: dict, error_ttl_ms: int) -> None:
-        self.actions.append(CreateTopics(topics, error_ttl_ms))
+    def create_topics(self, token, topics: dict, error_ttl_ms: int) -> None:
+        self.actions.append(CreateTopics(token, topics, error_ttl_ms))
 
     # --- within one operation -------------------------------------------------------------
     def mark(self) -> int:

@@ -401,6 +401,13 @@ class Authorization:
         """KafkaApis.handleFetchRequest's READ check of one topic a fetch reads."""
         return self.allowed(ctx, READ, TOPIC, topic)
 
+    def denied_creation(self, ctx, names: list[str]) -> list[str]:
+        """Of the internal topics a streams group asks for, those the client may not create:
+        none with CREATE on the cluster, else those without CREATE on the topic."""
+        if self.allowed(ctx, CREATE, CLUSTER, CLUSTER_NAME, log_denied=False):
+            return []
+        return [name for name in names if not self.allowed(ctx, CREATE, TOPIC, name)]
+
     async def create_topics(self, ctx, body, route):
         if self.allowed(ctx, CREATE, CLUSTER, CLUSTER_NAME, log_denied=False):
             return await route(ctx, body)

@@ -24,7 +24,7 @@ from coordinator.java_order import hash_map_order, long_map_order
 from protocol.api_keys import ApiKey
 from protocol.error_messages import default_message
 from protocol.errors import ErrorCode
-from protocol.messages import REQUESTS, RESPONSES
+from protocol.messages import RESPONSES
 from protocol.records import BatchHeader, read_batches
 from protocol.exceptions import DecodeError
 from protocol.wire import ZERO_UUID
@@ -112,8 +112,6 @@ class DataPlane:
         #: (topic, partition) -> [(leader epoch, its start offset)] after epoch 0 (from offset 0):
         #: Kafka's leader-epoch cache, one entry each time a node becomes leader
         self.epoch_starts: dict[tuple[str, int], list[tuple[int, int]]] = {}
-        #: streams groups' internal topics being created (Kafka's in-flight set)
-        self._creating: set[str] = set()
 
     def replication_of(self, topic: str) -> int:
         """A topic's replication factor: its own, or the internal topics' settings."""
@@ -243,32 +241,6 @@ class DataPlane:
             await trio.to_thread.run_sync(self.store.create_topic, name)
         except TopicsError as e:        # made meanwhile, an internal name, a colliding name...
             log.info("auto-creation of topic %r failed: %s", name, e)
-
-    async def create_internal_topics(self, topics: dict) -> None:
-        """A streams group's missing internal topics (Kafka's createStreamsInternalTopics):
-        name -> (partitions, replication factor or -1, configs), made as one CreateTopics
-        request makes them, while the heartbeat that asked is answered; a name already being
-        made is left to that creation."""
-        wanted = {name: t for name, t in topics.items() if name not in self._creating}
-        if not wanted:
-            return
-        self._creating |= wanted.keys()
-        cls = REQUESTS[ApiKey.CREATE_TOPICS].cls
-        topic_cls = cls.CreatableTopic
-        request = cls(timeout_ms=30_000, topics=tuple(topic_cls(
-            name=name, num_partitions=partitions, replication_factor=replicas, assignments=(),
-            configs=tuple(topic_cls.CreatableTopicConfig(name=k, value=v) for k, v in configs.items()))
-            for name, (partitions, replicas, configs) in wanted.items()))
-        try:
-            answer = await self.create_topics(None, request)
-            for t in answer.topics:
-                if t.error_code:
-                    log.info("a streams group's internal topic %s was not created: %s (%s)", t.name,
-                             ErrorCode(t.error_code).name, t.error_message)
-        except _Refused as e:
-            log.info("a streams group's internal topics %s were not created: %s", ", ".join(wanted), e)
-        finally:
-            self._creating -= wanted.keys()
 
     def _topic_metadata(self, topic, error):
         T = Metadata.MetadataResponseTopic

@@ -67,6 +67,8 @@ class Handlers:
             whole_request_error)
         if self.authorization is not None:
             self.data.may_read = self.authorization.may_read
+            if groups.streams_topics is not None:
+                groups.streams_topics.denied = self.authorization.denied_creation
         #: the part of the broker that answers each kind of API (``ApiSpec.runs``)
         self.parts = {Runs.CONNECTION: self.connection, Runs.DATA_PLANE: data,
                       Runs.GROUP_COORDINATOR: groups, Runs.TRANSACTION_COORDINATOR: transactions}

@@ -46,8 +46,8 @@ GROUP_APIS = (
     _group(ApiKey.SHARE_GROUP_DESCRIBE, "share_group_describe", Authorization.share_group_describe,
            failed=error_answers.SHARE_GROUP_DESCRIBE_FAILED, feature="share.version"),
     # the streams protocol (KIP-1071)
-    _group(ApiKey.STREAMS_GROUP_HEARTBEAT, "pipelined", Authorization.streams_group_heartbeat, always,
-           error_answers.STREAMS_GROUP_HEARTBEAT_FAILED, "streams.version"),
+    _group(ApiKey.STREAMS_GROUP_HEARTBEAT, "streams_group_heartbeat", Authorization.streams_group_heartbeat,
+           failed=error_answers.STREAMS_GROUP_HEARTBEAT_FAILED, feature="streams.version"),
     _group(ApiKey.STREAMS_GROUP_DESCRIBE, "streams_group_describe", Authorization.streams_group_describe,
            failed=error_answers.STREAMS_GROUP_DESCRIBE_FAILED, feature="streams.version"),
     # offsets

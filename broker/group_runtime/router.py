@@ -58,8 +58,10 @@ class GroupRouter:
     def __init__(self, runners: list[ShardRunner], topology: Topology,
                  partition_exists: Callable[[str, int], bool], txn_partitions: int,
                  metadata: Callable[[], MetadataImage] = lambda: EMPTY_IMAGE,
-                 share_state_exists: Callable[[], bool] = lambda: False):
+                 share_state_exists: Callable[[], bool] = lambda: False, streams_topics=None):
         self.runners, self.topology = runners, topology
+        #: the internal topics streams groups ask for (broker/data/streams_topics.py)
+        self.streams_topics = streams_topics
         self.partition_exists, self.txn_partitions = partition_exists, txn_partitions
         self.metadata = metadata
         #: whether ``__share_group_state`` exists, as Kafka creates it: at the first share state,
@@ -97,6 +99,15 @@ class GroupRouter:
     async def pipelined(self, ctx, request):
         ticket, finish = self.begin(ctx, request)
         return finish(await ShardRunner.answer(ticket, ctx.barriers))
+
+    async def streams_group_heartbeat(self, ctx, request):
+        """As KafkaApis answers it: the coordinator's answer, then the internal topics it asked
+        for created (or refused, or their earlier failure told in its status)."""
+        ticket, finish = self.begin(ctx, request)
+        response = finish(await ShardRunner.answer(ticket, ctx.barriers))
+        if ticket.internal_topics is not None and self.streams_topics is not None:
+            response = self.streams_topics.asked(ctx, response, *ticket.internal_topics)
+        return response
 
     async def offset_fetch(self, ctx, request):
         """OffsetFetch names one group before v8 (pipelined), several from v8 on, their topics

@@ -31,7 +31,7 @@ import time
 from collections import deque
 from functools import partial
 from types import MappingProxyType
-from typing import Awaitable, Callable, Mapping
+from typing import Callable, Mapping
 
 import trio
 
@@ -65,7 +65,7 @@ class Ticket:
     events to wait on are made only when someone has to wait (most answers are ready first).
     """
     __slots__ = ("api_key", "version", "request", "response", "decided", "released", "failed", "error",
-                 "_events")
+                 "internal_topics", "_events")
 
     def __init__(self, api_key: int, version: int, request):
         self.api_key, self.version, self.request = api_key, version, request
@@ -73,6 +73,8 @@ class Ticket:
         self.decided = self.released = False
         self.failed = False          # the records it depended on were never written or flushed
         self.error = None            # what answered_error() found in the answer
+        #: the internal topics a streams heartbeat asked for, and how long their errors last
+        self.internal_topics: tuple[dict, int] | None = None
         self._events: dict[str, trio.Event] = {}
 
     def decide(self, response) -> None:
@@ -173,11 +175,9 @@ class ShardRunner:
                  compact_interval_s: float = 600.0, wall_clock=time.time, journal=None,
                  flusher: Flusher | None = None, metadata: Callable[[], MetadataImage] = lambda: EMPTY_IMAGE,
                  group_configs: Callable[[], Mapping[str, Mapping[str, str]]] = lambda: _NO_CONFIGS,
-                 share_state_init: Callable[[str, dict], None] = lambda group, partitions: None,
-                 create_topics: Callable[[dict], Awaitable[None]] = lambda topics: trio.lowlevel.checkpoint()):
+                 share_state_init: Callable[[str, dict], None] = lambda group, partitions: None):
         self.shard = shard
         self.share_state_init = share_state_init     # the share-partitions' new state (data plane)
-        self.create_topics = create_topics           # a streams group's internal topics (data plane)
         self._open_log = open_log        # opens (and recovers) the shard's log: in a worker thread
         self.log: ShardLog | None = None
         #: the broker's, shared by every shard; a runner on its own runs one with Kafka's defaults
@@ -596,7 +596,7 @@ class ShardRunner:
                 self.share_state_init(action.group, action.partitions)
                 continue
             if isinstance(action, CreateTopics):
-                self._background.start_soon(self.create_topics, action.topics)
+                action.token.internal_topics = (action.topics, action.error_ttl_ms)
                 continue
             ticket = action.token
             if self.failed:

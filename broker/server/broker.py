@@ -32,6 +32,7 @@ from broker.cluster.moves import ClusterMoves
 from broker.cluster.topology import GROUP_TOPIC, Topology
 from broker.config import BrokerConfig
 from broker.data.plane import DataPlane
+from broker.data.streams_topics import StreamsTopics
 from broker.dispatch.handlers import Handlers
 from broker.dispatch.served import INJECTABLE_APIS
 from broker.faults.control import BrokerControl
@@ -79,12 +80,13 @@ class Broker:
                                     partial(open_log, config.data_dir, self.topology, GROUP_TOPIC, i),
                                     journal=self.journal, flusher=self.flusher, metadata=data.store.metadata_image,
                                     group_configs=partial(data.config_apis.dynamic.scope, "groups"),
-                                    share_state_init=data.share.initialize_state,
-                                    create_topics=data.create_internal_topics)
+                                    share_state_init=data.share.initialize_state)
                         for i in range(config.coordinator.offsets_topic_num_partitions)]
         txn_partitions = config.transactions.transaction_state_log_num_partitions
+        self.streams_topics = StreamsTopics(data.create_topics)
         groups = GroupRouter(self.runners, self.topology, data.has_partition, txn_partitions,
-                             data.store.metadata_image, share_state_exists=data.share.manager.has_state)
+                             data.store.metadata_image, share_state_exists=data.share.manager.has_state,
+                             streams_topics=self.streams_topics)
         self.transactions = TransactionService(
             config.data_dir, config.transactions, data.store.producer_ids.allocate,
             write_data_marker=data.write_marker, group_runner=self.runners.__getitem__,
@@ -139,6 +141,7 @@ class Broker:
         cfg, data = self.config, self.handlers.data
         async with trio.open_nursery() as shards:
             self._everything = shards.cancel_scope
+            self.streams_topics.nursery = shards
             shards.start_soon(self._load_shards, shards)
             shards.start_soon(self.flusher.run, self.runners)
             shards.start_soon(self.transactions.run)

@@ -271,7 +271,7 @@ class StreamsGroupManager:
         if configured.status is not None:
             status.append(configured.status)
             if configured.status[0] == MISSING_INTERNAL_TOPICS:
-                out.create_topics({n: (t.partitions, t.replication_factor or -1, dict(t.configs))
+                out.create_topics(ctx.token, {n: (t.partitions, t.replication_factor or -1, dict(t.configs))
                                    for n, t in configured.to_create.items()},
                                   2 * self.heartbeat_interval_ms(group_id))
         if group.shutdown_requester is not None:

@@ -6,6 +6,7 @@ admin client."""
 
 from __future__ import annotations
 
+import time
 import uuid
 
 import pytest
@@ -273,3 +274,53 @@ def test_write_txn_markers_needs_alter_or_cluster_action_on_the_cluster(broker, 
         assert errors() == {(7, 0): E.NONE, (8, 0): E.NONE, (8, 3): E.UNKNOWN_TOPIC_OR_PARTITION}
         broker.faults.revoke_acls(principal="User:ANONYMOUS", resource_type="cluster")
     assert errors() == dict.fromkeys([(7, 0), (8, 0), (8, 3)], E.CLUSTER_AUTHORIZATION_FAILED)
+
+
+def test_a_streams_group_creates_only_the_internal_topics_its_member_may_create(broker, admin):
+    """KIP-1071: the internal topics a streams group's coordinator asks for are created with the
+    heartbeat's principal, as Kafka's broker creates them: without CREATE none is, and the
+    heartbeat's MISSING_INTERNAL_TOPICS status says which were refused; with CREATE on the
+    cluster they are created and the group's tasks assigned."""
+    group, source = unique("app"), unique("lines")
+    changelog, repartition = f"{group}-counts-changelog", f"{group}-words-repartition"
+    make_topics(admin, source)
+    grant(admin, "GROUP", group, "READ")
+    for topic in (source, changelog, repartition):
+        grant(admin, "TOPIC", topic, "DESCRIBE")
+    heartbeat = REQUESTS[ApiKey.STREAMS_GROUP_HEARTBEAT].cls
+    sub = heartbeat.Topology.Subtopology
+    info = sub.TopicInfo
+    topology = heartbeat.Topology(epoch=0, subtopologies=(
+        sub(subtopology_id="0", source_topics=(source,), source_topic_regex=(), state_changelog_topics=(),
+            repartition_sink_topics=(repartition,), repartition_source_topics=(), copartition_groups=()),
+        sub(subtopology_id="1", source_topics=(), source_topic_regex=(), repartition_sink_topics=(),
+            repartition_source_topics=(info(name=repartition, partitions=0, replication_factor=0, topic_configs=()),),
+            state_changelog_topics=(info(name=changelog, partitions=0, replication_factor=0, topic_configs=()),),
+            copartition_groups=())))
+    client = anonymous(broker)
+
+    def beat(epoch: int):
+        return client.call(ApiKey.STREAMS_GROUP_HEARTBEAT, 0, heartbeat(
+            group_id=group, member_id="m1", member_epoch=epoch, endpoint_information_epoch=-1,
+            rebalance_timeout_ms=30000 if epoch == 0 else -1, topology=topology if epoch == 0 else None,
+            active_tasks=(), standby_tasks=(), warmup_tasks=(), process_id="p1" if epoch == 0 else None))
+    answer = beat(0)
+    [status] = [s for s in answer.status if s.status_code == 3]        # (beside the initial rebalance delay's)
+    assert status.status_detail.startswith("Internal topics are missing: "), answer
+    order = sorted((changelog, repartition), key=status.status_detail.index)     # as the status names them
+    assert status.status_detail.endswith(f"; Unauthorized to CREATE on topics {', '.join(order)}."), answer
+    metadata = REQUESTS[ApiKey.METADATA].cls
+    shown = client.call(ApiKey.METADATA, 12, metadata(topics=(metadata.MetadataRequestTopic(name=changelog),),
+                                                      allow_auto_topic_creation=False))
+    assert shown.topics[0].error_code == E.UNKNOWN_TOPIC_OR_PARTITION, shown
+    grant(admin, "BROKER", "kafka-cluster", "CREATE")         # confluent-kafka names the cluster resource BROKER
+    epoch = answer.member_epoch
+    for _ in range(150):                           # after the initial rebalance delay (3 s)
+        answer = beat(epoch)
+        assert answer.error_code == E.NONE, answer
+        epoch = answer.member_epoch
+        if answer.active_tasks:
+            break
+        time.sleep(0.1)
+    assert sorted(t.subtopology_id for t in answer.active_tasks) == ["0", "1"], answer
+    client.close()

@@ -176,3 +176,29 @@ async def test_a_fetch_session_is_authorized_at_each_fetch(acl_oracle, request):
         (other, 0), (topic, 29)]
     await acl_oracle.call(F, 12, fetch_body(12, {}, session_id=session, epoch=2), what="again: the denial again")
     await acl_oracle.call(F, 12, fetch_body(12, both, epoch=-1), what="without a session")
+
+
+async def test_what_a_deny_does_to_a_streams_group(acl_oracle, request):
+    """StreamsGroupHeartbeat and StreamsGroupDescribe under ACLs (KIP-1071): READ on the group,
+    DESCRIBE on every topic of the topology, and a described group that names a topic the
+    client may no longer describe. (CREATE on the internal topics needs an ACL on the cluster,
+    which would stop this Kafka's own traffic, ANONYMOUS too: tests/integration/test_authorization.py
+    has it.)"""
+    from tests.oracle.test_streams_groups import HEARTBEAT, beat, describe, subtopology, word_count
+    group, topic, hidden = unique(request, "-g"), unique(request, "-t"), unique(request, "-hidden")
+    await create_topic(acl_oracle, topic, 2)
+    await create_topic(acl_oracle, hidden, 1)
+    seen = group + "-seen"
+    await acl_oracle.call(HEARTBEAT, 0, beat(seen, topology=sub(HEARTBEAT, "Topology", epoch=0, subtopologies=(
+        subtopology("0", sources=(topic, hidden)),))), what="a group reading two topics, before any ACL")
+    await acl_oracle.call(ApiKey.CREATE_ACLS, 3, req(ApiKey.CREATE_ACLS, creations=(
+        creation(group + "-denied", resource=GROUP, operation=READ), creation(hidden, operation=DESCRIBE))))
+    await until_kafka_sees(acl_oracle, describe_filter(None, resource=1, pattern=ANY, principal=None))
+    await acl_oracle.call(HEARTBEAT, 0, beat(group + "-denied", topology=word_count(group, topic)),
+                          what="a denied group")
+    await acl_oracle.call(HEARTBEAT, 0, beat(group, topology=sub(HEARTBEAT, "Topology", epoch=0, subtopologies=(
+        subtopology("0", sources=(topic, hidden)),))), what="a topology naming a topic the client may not describe")
+    await acl_oracle.call(HEARTBEAT, 0, beat(group, topology=word_count(group, "__consumer_offsets")),
+                          what="an internal topic: refused before any topic is authorized")
+    await acl_oracle.call(ApiKey.STREAMS_GROUP_DESCRIBE, 0, describe(group + "-denied", seen),
+                          what="a denied group, and one naming a topic the client may no longer describe")
