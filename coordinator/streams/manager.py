@@ -249,6 +249,8 @@ class StreamsGroupManager:
         target_epoch, target = self._target(out, now, group, group_epoch, updated, configured, configs,
                                             records, status)
         reconciled = self._reconcile(out, now, group, updated, target_epoch, target, _owned(req), records)
+        tasks_changed = joining or reconciled.held() != member.held()
+        self._check_endpoints(group, reconciled, configured, req.endpoint_information_epoch, tasks_changed)
         self.apply(out, records)
         # the soft state goes to the group this request found: a new group's is lost with it (the
         # group the records made starts without), as in Kafka
@@ -258,7 +260,7 @@ class StreamsGroupManager:
             group.shutdown_requester = member_id
         response = dict(error_code=E.NONE, member_id=member_id, member_epoch=reconciled.member_epoch,
                         heartbeat_interval_ms=self.heartbeat_interval_ms(group_id))
-        if joining or reconciled.held() != member.held():
+        if tasks_changed:
             ids = HeartbeatResponse.TaskIds
             response.update(active_tasks=to_wire(ids, reconciled.assigned.active),
                             standby_tasks=to_wire(ids, reconciled.assigned.standby),
@@ -402,6 +404,19 @@ class StreamsGroupManager:
         return reconciled
 
     # --- endpoints for interactive queries ------------------------------------------------------
+    def _check_endpoints(self, group: StreamsGroup, member: StreamsMember, configured: ConfiguredTopology,
+                         sent_epoch: int, tasks_changed: bool) -> None:
+        """Kafka builds the endpoints' partitions from the configured subtopologies, which a
+        topology waiting for its source topics (or refused for its partitioning) has none of: a
+        heartbeat that is to carry endpoints then fails whole, UNKNOWN_SERVER_ERROR, nothing
+        written (Kafka 4.3's NoSuchElementException), as against Kafka."""
+        epoch = group.endpoint_information_epoch + (1 if tasks_changed and member.user_endpoint is not None else 0)
+        if epoch == sent_epoch or configured.subtopologies is not None:
+            return
+        if member.user_endpoint is not None or any(m.user_endpoint is not None for m in group.members.values()):
+            log.error("group %s: member %s: the endpoints' partitions need the configured topology, which "
+                      "waits for its topics (%s)", safe(group.group_id), safe(member.member_id), configured.status[1])
+            raise GroupError(E.UNKNOWN_SERVER_ERROR)
     def _endpoints(self, group: StreamsGroup, member: StreamsMember) -> tuple:
         """Each member with a user endpoint and the partitions of its tasks (the heartbeating
         member last), as Kafka's StreamsGroup.buildEndpointToPartitions."""

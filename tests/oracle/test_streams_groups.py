@@ -340,3 +340,14 @@ async def test_endpoints_delays_and_shutdown(oracle, request):
     await call(oracle, beat(group, 0, epochs[0]["member_epoch"], owned=owned_of(epochs[0])),
                "every member is told")
     await call(oracle, beat(group, 2, -1), "a member leaves")
+
+
+async def test_an_endpoint_while_the_source_topics_are_missing(oracle, request):
+    """Endpoints need the configured topology, which a topology waiting for its source topics
+    does not have yet."""
+    group, topic = unique(request), unique(request, "-t")
+    stateless = sub(HEARTBEAT, "Topology", epoch=0, subtopologies=(subtopology("0", sources=(topic,)),))
+    first = await call(oracle, beat(group, 0, topology=stateless, user_endpoint=endpoint(8080)),
+                       "a member with an endpoint, its source topic missing")
+    await call(oracle, beat(group, 1, topology=stateless, user_endpoint=endpoint(8081)), "another one")
+    await call(oracle, beat(group, 0, first["member_epoch"], owned=([], [])), "the first again")
