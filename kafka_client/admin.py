@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.exceptions import DecodeError, ProtocolError
+from protocol.wire import ZERO_UUID
 from protocol.messages import DATA, REQUESTS
 from protocol.payloads import decode_payload
 
@@ -435,3 +436,72 @@ def delete_share_offsets(coordinator: Connection, group: str, topics: list[str]
         cls.DeleteShareGroupOffsetsRequestTopic(topic_name=t) for t in topics)))
     return ErrorCode.lookup(answer.error_code), answer.error_message, {
         t.topic_name: (ErrorCode.lookup(t.error_code), t.error_message) for t in answer.responses}
+
+
+# --------------------------------------------------------------------------- streams groups (KIP-1071)
+
+@dataclass
+class StreamsMember:
+    """A streams group's member: its tasks as (subtopology id, partitions) in the broker's order."""
+    member_id: str
+    member_epoch: int
+    process_id: str
+    client_id: str
+    is_classic: bool
+    active: list[tuple[str, list[int]]]
+    standby: list[tuple[str, list[int]]]
+    warmup: list[tuple[str, list[int]]]
+    target: tuple[list, list, list]
+
+
+@dataclass
+class Subtopology:
+    subtopology_id: str
+    source_topics: list[str]
+    repartition_sources: list[str]
+    changelogs: list[str]
+
+
+@dataclass
+class StreamsGroup:
+    group_id: str
+    state: str
+    group_epoch: int
+    assignment_epoch: int
+    topology_epoch: int
+    subtopologies: list[Subtopology]
+    members: list[StreamsMember]
+
+
+def describe_streams_group(coordinator: Connection, group: str) -> StreamsGroup:
+    """StreamsGroupDescribe; KafkaError (the broker's message in ``what``) for a group the
+    coordinator does not know as a streams group, as Kafka's admin client fails the describe."""
+    cls = REQUESTS[ApiKey.STREAMS_GROUP_DESCRIBE].cls
+    answer = coordinator.call(ApiKey.STREAMS_GROUP_DESCRIBE,
+                              lambda v: cls(group_ids=(group,), include_authorized_operations=False))
+    d = answer.groups[0]
+    if d.error_code != ErrorCode.NONE:
+        raise KafkaError(d.error_code, d.error_message or "")
+
+    def tasks(ids):
+        return [(t.subtopology_id, list(t.partitions)) for t in ids]
+    members = [StreamsMember(m.member_id, m.member_epoch, m.process_id, m.client_id, m.is_classic,
+                             tasks(m.assignment.active_tasks), tasks(m.assignment.standby_tasks),
+                             tasks(m.assignment.warmup_tasks),
+                             (tasks(m.target_assignment.active_tasks), tasks(m.target_assignment.standby_tasks),
+                              tasks(m.target_assignment.warmup_tasks))) for m in d.members]
+    topology = d.topology
+    subtopologies = [Subtopology(s.subtopology_id, list(s.source_topics), [t.name for t in s.repartition_source_topics],
+                                 [t.name for t in s.state_changelog_topics])
+                     for s in (topology.subtopologies or () if topology is not None else ())]
+    return StreamsGroup(group, d.group_state, d.group_epoch, d.assignment_epoch,
+                        topology.epoch if topology is not None else -1, subtopologies, members)
+
+
+def delete_topics(cluster: Cluster, topics: list[str]) -> dict[str, tuple[ErrorCode, str | None]]:
+    """DeleteTopics by name: each topic's error and message."""
+    cls = REQUESTS[ApiKey.DELETE_TOPICS].cls
+    answer = cluster.bootstrap.call(ApiKey.DELETE_TOPICS, lambda v: cls(
+        topic_names=tuple(topics), timeout_ms=30_000) if v < 6 else cls(
+        topics=tuple(cls.DeleteTopicState(name=t, topic_id=ZERO_UUID) for t in topics), timeout_ms=30_000))
+    return {r.name: (ErrorCode.lookup(r.error_code), getattr(r, "error_message", None)) for r in answer.responses}

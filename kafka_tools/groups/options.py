@@ -35,7 +35,7 @@ _SPECS: dict[str, str | None] = {
     "to-current": None, "shift-by": "required", "members": None, "verbose": None, "offsets": None,
     "state": "optional", "type": "optional", "help": None, "version": None,
 }
-_MULTI = {"group", "topic"}
+_MULTI = {"group", "topic", "input-topic", "delete-internal-topic"}      # options given more than once
 _AVAILABLE_IF = {"members": ("describe",), "verbose": ("describe",), "offsets": ("describe",),
                  "state": ("describe", "list"), "type": ("list",)}
 _NUMERIC = ("to-offset", "shift-by", "timeout")
@@ -93,6 +93,9 @@ class Options:
     timeout_ms: int = DEFAULT_TIMEOUT_MS
     command_config: str | None = None
     share: bool = False                    # kafka-share-groups.sh's tool (``--share``)
+    streams: bool = False                  # kafka-streams-groups.sh's tool (``--streams``)
+    delete_internal_topics: list[str] = field(default_factory=list)    # streams: --delete-internal-topic
+    all_internal_topics: bool = False      # streams: --delete-all-internal-topics
 
     @property
     def number(self) -> int:

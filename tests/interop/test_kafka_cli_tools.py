@@ -646,6 +646,162 @@ def test_groupbroker_share_groups_matches_the_real_tool(brokers, tool_runner):
     assert "* Group 'clitools-nobody' could not be deleted due to: java.lang.IllegalArgumentException" in text
 
 
+
+# --- kafka-streams-groups (issue 29) -----------------------------------------------------------------
+
+STREAMS_GROUPS = "org.apache.kafka.tools.streams.StreamsGroupCommand"
+ST_TOPIC = "clitools-st-lines"
+#: the real tool's group and groupbroker's tool's group: as long as each other (the tables' widths)
+ST_REAL, ST_OURS = "clitools-st-kt", "clitools-st-gb"
+ST_MEMBER, ST_PROCESS = "clitools-st-member-0001", "8a1e6f4c-0d3b-4b8e-9f7a-2c5d1e0b3a11"
+#: kafka-streams-groups' calls with a live member in each group ({g}: the group)
+ST_LIVE = [["--list"], ["--list", "--state"], ["--list", "--state", "stable,Empty"], ["--list", "--state", "Bogus"],
+           ["--describe", "--group", "{g}"], ["--describe", "--group", "{g}", "--verbose"],
+           ["--describe", "--group", "{g}", "--members"], ["--describe", "--group", "{g}", "--members", "--verbose"],
+           ["--describe", "--group", "{g}", "--state"], ["--describe", "--group", "{g}", "--state", "--verbose"],
+           ["--describe", "--group", "clitools-nobody"],
+           ["--reset-offsets", "--group", "{g}", "--input-topic", ST_TOPIC, "--to-earliest", "--execute"],
+           ["--delete-offsets", "--group", "{g}", "--input-topic", ST_TOPIC],
+           ["--delete", "--group", "{g}"],
+           ["--delete", "--group", "{g}", "--input-topic", ST_TOPIC],
+           ["--describe", "--group", "{g}", "--members", "--state"], ["--reset-offsets", "--group", "{g}"],
+           ["--delete-offsets", "--group", "{g}", "--group", "x", "--all-input-topics"], ["--list", "--describe"]]
+#: ... and once the member has left
+ST_EMPTY = [["--describe", "--group", "{g}"], ["--describe", "--group", "{g}", "--members"],
+            ["--describe", "--group", "{g}", "--state"],
+            ["--reset-offsets", "--group", "{g}", "--input-topic", ST_TOPIC, "--to-latest", "--dry-run"],
+            ["--reset-offsets", "--group", "{g}", "--all-input-topics", "--to-earliest", "--execute"],
+            ["--reset-offsets", "--group", "{g}", "--input-topic", f"{ST_TOPIC}:1", "--shift-by", "1", "--dry-run"],
+            ["--reset-offsets", "--group", "{g}", "--input-topic", f"{ST_TOPIC}:1", "--to-offset", "1", "--dry-run",
+             "--export"],
+            ["--delete-offsets", "--group", "{g}", "--input-topic", f"{ST_TOPIC}:0"],
+            ["--delete-offsets", "--group", "clitools-nobody", "--input-topic", ST_TOPIC],
+            ["--delete", "--group", "{g}", "--group", "clitools-nobody", "--delete-all-internal-topics"],
+            ["--delete", "--group", "{g}"], ["--list"]]
+
+
+def streams_member(port: int, group: str, stop: threading.Event, ready: threading.Event) -> None:
+    """A Kafka Streams member played over raw StreamsGroupHeartbeats (a word count: a repartition
+    topic and a changelog, made by the broker), heartbeating every 300 ms until ``stop``, then
+    leaving; once it runs its tasks it commits offsets of the input topic at its epoch."""
+    from kafka_client.blocking import BlockingClient
+    from kafka_client.admin import Cluster, Connection, find_coordinator
+    from protocol.api_keys import ApiKey
+    from protocol.messages import REQUESTS
+    cls = REQUESTS[ApiKey.STREAMS_GROUP_HEARTBEAT].cls
+    sub = cls.Topology.Subtopology
+    info = sub.TopicInfo
+    repartition, changelog = f"{group}-counts-repartition", f"{group}-counts-changelog"
+    topology = cls.Topology(epoch=0, subtopologies=(
+        sub(subtopology_id="0", source_topics=(ST_TOPIC,), source_topic_regex=(), state_changelog_topics=(),
+            repartition_sink_topics=(repartition,), repartition_source_topics=(), copartition_groups=()),
+        sub(subtopology_id="1", source_topics=(), source_topic_regex=(), repartition_sink_topics=(),
+            repartition_source_topics=(info(name=repartition, partitions=0, replication_factor=0, topic_configs=()),),
+            state_changelog_topics=(info(name=changelog, partitions=0, replication_factor=0, topic_configs=()),),
+            copartition_groups=())))
+    cluster = Cluster(Connection("127.0.0.1", port))
+    _, host, coordinator_port = find_coordinator(cluster, group)
+    client = BlockingClient(host, coordinator_port, client_id="clitools-streams")
+    epoch, active, committed = 0, (), False
+
+    def beat(epoch: int):
+        return client.call(ApiKey.STREAMS_GROUP_HEARTBEAT, 0, cls(
+            group_id=group, member_id=ST_MEMBER, member_epoch=epoch, endpoint_information_epoch=-1,
+            rebalance_timeout_ms=30000 if epoch == 0 else -1, topology=topology if epoch == 0 else None,
+            active_tasks=active, standby_tasks=(), warmup_tasks=(), process_id=ST_PROCESS if epoch == 0 else None))
+    try:
+        while not stop.is_set():
+            answer = beat(epoch)
+            assert answer.error_code == 0, answer
+            epoch = answer.member_epoch
+            if answer.active_tasks is not None:
+                active = answer.active_tasks
+            if not committed and any(t.subtopology_id == "0" for t in active):
+                oc = REQUESTS[ApiKey.OFFSET_COMMIT].cls
+                topic = oc.OffsetCommitRequestTopic
+                done = client.call(ApiKey.OFFSET_COMMIT, 9, oc(
+                    group_id=group, generation_id_or_member_epoch=epoch, member_id=ST_MEMBER, group_instance_id=None,
+                    topics=(topic(name=ST_TOPIC, partitions=tuple(topic.OffsetCommitRequestPartition(
+                        partition_index=p, committed_offset=off, committed_metadata="") for p, off in ((0, 1), (1, 2)))),)))
+                assert all(p.error_code == 0 for t in done.topics for p in t.partitions), done
+                committed = True
+            if committed and not answer.status:
+                ready.set()
+            time.sleep(0.3)
+        beat(-1)
+    finally:
+        client.close()
+        cluster.close()
+
+
+def streams_view(text: str, group: str, ports, *, unordered: bool = False) -> str:
+    """A streams tool's output normalised: the coordinator's port, the rows of this test's other
+    group left out, ``group`` named ``<group>``; ``unordered``: the lines sorted (rows Kafka's tool
+    prints in an order its JVM draws)."""
+    foreign = ({ST_REAL, ST_OURS} - {group}).pop()
+    lines = [line for line in normalised(text, ports).splitlines() if not line.startswith(foreign)]
+    return "\n".join(sorted(lines) if unordered else lines).replace(group, "<group>")
+
+
+def test_groupbroker_streams_groups_matches_the_real_tool(brokers, tool_runner):
+    """``groupbroker groups --streams`` (kafka-streams-groups' options) prints what the real
+    tool prints, on both brokers: the real tool acts on one streams group, ours on another set up
+    the same way, with a live member (Stable, its tasks and committed offsets), then Empty (reset,
+    offsets deleted, internal topics deleted with the group)."""
+    pair = Pair(tool_runner, brokers)
+    pair.add(TOPICS, "--create", "--topic", ST_TOPIC, "--partitions", "2")
+    for group in (ST_REAL, ST_OURS):
+        pair.add(CONFIGS, "--alter", "--entity-type", "groups", "--entity-name", group, "--add-config",
+                 "streams.initial.rebalance.delay.ms=0,streams.assignment.interval.ms=0")
+    for kafka, ours in pair.run():
+        assert kafka.code == ours.code == 0, (kafka, ours)
+    for port in brokers.values():
+        produce(port, ST_TOPIC, {0: 3, 1: 4})
+
+    def ours(port: int, args: list[str]) -> Result:
+        done = subprocess.run([sys.executable, "-m", "broker", "groups", "--streams", "--bootstrap-server",
+                               f"127.0.0.1:{port}", *args], capture_output=True, text=True, timeout=120)
+        return Result(done.stdout, done.stderr, done.returncode)
+
+    seen = []
+    for steps, live in ((ST_LIVE, True), (ST_EMPTY, False)):
+        stop, members = threading.Event(), []
+        if live:
+            for port in brokers.values():
+                for group in (ST_REAL, ST_OURS):
+                    ready = threading.Event()
+                    thread = threading.Thread(target=streams_member, args=(port, group, stop, ready), daemon=True)
+                    thread.start()
+                    members.append((thread, ready))
+            for _, ready in members:
+                assert ready.wait(30), "a streams member never ran its tasks"
+        try:
+            for args in steps:
+                pair.add(STREAMS_GROUPS, *(a.format(g=ST_REAL) for a in args))
+            real = pair.run()
+            mine = [{name: ours(port, [a.format(g=ST_OURS) for a in args]) for name, port in brokers.items()}
+                    for args in steps]
+        finally:
+            stop.set()
+            for thread, _ in members:
+                thread.join(30)
+        for args, (real_kafka, real_ours), by_broker in zip(steps, real, mine):
+            unordered = args[0] == "--list" or (args[0] == "--describe" and "--members" not in args
+                                                and "--state" not in args)
+            for name, theirs in (("kafka", real_kafka), ("ours", real_ours)):
+                got = by_broker[name]
+                want = [streams_view(theirs.stdout, ST_REAL, brokers, unordered=unordered), theirs.code]
+                have = [streams_view(got.stdout, ST_OURS, brokers, unordered=unordered), got.code]
+                assert have == want, (args, name, got.stderr, theirs.stderr)
+                assert (streams_view(first_error_line(got.stderr) or "", ST_OURS, brokers)
+                        == streams_view(first_error_line(theirs.stderr) or "", ST_REAL, brokers)), \
+                    (args, name, theirs.stderr, got.stderr)
+            seen.append(streams_view(real_kafka.stdout, ST_REAL, brokers))
+    text = "\n".join(seen)
+    assert "ACTIVE: 0:[0,1]; 1:[0,1]; " in text and "OFFSET-LAG" in text and "Stable" in text
+    assert "Deletion of associated internal topics of the streams groups ('<group>') was successful." in text
+
+
 # --- kafka-topics, kafka-get-offsets, kafka-console-producer/-consumer ----------------------------------
 
 def test_topics_offsets_and_console_tools(brokers, tool_runner):
