@@ -14,6 +14,8 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages import RESPONSES
 
+from coordinator.errors import GroupError
+
 #: What a group resource allows with no authorizer (Kafka's AclEntry.supportedOperations(GROUP)):
 #: READ 3, DELETE 6, DESCRIBE 8, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, as a bit field.
 GROUP_OPERATIONS = sum(1 << op for op in (3, 6, 8, 10, 11))
@@ -158,6 +160,24 @@ def error_response(api_key: int, version: int, request, error: ErrorCode):
         return RESPONSES[api_key].cls(groups=tuple(described(group_id=g, error_code=error)
                                                    for g in request.group_ids))
     raise ValueError(f"api key {api_key} is not a group API")
+
+
+def described_groups(group_ids, owns, describe_one, entry_cls) -> tuple:
+    """The entries of a share- or streams-group describe: INVALID_GROUP_ID for an empty id,
+    NOT_COORDINATOR for a group of another shard, else ``describe_one(group_id)`` or the
+    GroupError it raised."""
+    entries = []
+    for group_id in group_ids:
+        if not group_id:
+            entries.append(entry_cls(group_id="", error_code=ErrorCode.INVALID_GROUP_ID))
+        elif not owns(group_id):
+            entries.append(entry_cls(group_id=group_id, error_code=ErrorCode.NOT_COORDINATOR))
+        else:
+            try:
+                entries.append(describe_one(group_id))
+            except GroupError as e:
+                entries.append(entry_cls(group_id=group_id, error_code=e.code, error_message=e.message))
+    return tuple(entries)
 
 
 def operation_failed(api_key: int, version: int, request, error: ErrorCode):

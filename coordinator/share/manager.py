@@ -479,19 +479,9 @@ class ShareGroupManager:
 
     # --- ShareGroupDescribe ---------------------------------------------------------------------
     def describe(self, out: CoordinatorResult, now: int, ctx: RequestContext, req) -> None:
-        described = DescribeResponse.DescribedGroup
-        groups = []
-        for group_id in req.group_ids:
-            if not group_id:
-                groups.append(described(group_id="", error_code=E.INVALID_GROUP_ID))
-            elif not self.owns(group_id):
-                groups.append(described(group_id=group_id, error_code=E.NOT_COORDINATOR))
-            else:
-                try:
-                    groups.append(self._described(self.group(group_id), req.include_authorized_operations))
-                except GroupError as e:
-                    groups.append(described(group_id=group_id, error_code=e.code, error_message=e.message))
-        out.reply(ctx.token, ApiKey.SHARE_GROUP_DESCRIBE, ctx.version, DescribeResponse(groups=tuple(groups)))
+        groups = r.described_groups(req.group_ids, self.owns, lambda g: self._described(
+            self.group(g), req.include_authorized_operations), DescribeResponse.DescribedGroup)
+        out.reply(ctx.token, ApiKey.SHARE_GROUP_DESCRIBE, ctx.version, DescribeResponse(groups=groups))
 
     def _described(self, group: ShareGroup, operations: bool):
         cls = DescribeResponse.DescribedGroup

@@ -273,6 +273,16 @@ def cmd_delete_offsets(cluster: Cluster, opts: Options, out: Output) -> int:
     for tp in partitions:
         code = per_partition.get(tp, top)
         results[tp] = "Successful" if code == ErrorCode.NONE else f"Error: {exception_text(code)}"
+    offsets_deleted(out, group, top)
+    ordered = sorted(results.items(), key=lambda item: f"{item[0][0]}{item[0][1]}")
+    rows = [[t, p if p >= 0 else "-", status] for (t, p), status in ordered]
+    out.table(["TOPIC", "PARTITION", "STATUS"], rows, [widest(15, (t for (t, _) in results)), 10, 15],
+              pad_last=True)
+    return 0
+
+
+def offsets_deleted(out: Output, group: str, top: ErrorCode) -> None:
+    """What Kafka's consumer and streams tools say of an offset deletion, by its first error."""
     if top == ErrorCode.NONE:
         out.lines([f"Request succeeded for deleting offsets from group {group}."])
     elif top in (ErrorCode.INVALID_GROUP_ID, ErrorCode.GROUP_ID_NOT_FOUND,
@@ -283,11 +293,18 @@ def cmd_delete_offsets(cluster: Cluster, opts: Options, out: Output) -> int:
         out.error("Encountered some partition-level error, see the follow-up details.")
     else:
         out.error(f"Encountered some unknown error: {top.name}")
-    ordered = sorted(results.items(), key=lambda item: f"{item[0][0]}{item[0][1]}")
-    rows = [[t, p if p >= 0 else "-", status] for (t, p), status in ordered]
-    out.table(["TOPIC", "PARTITION", "STATUS"], rows, [widest(15, (t for (t, _) in results)), 10, 15],
-              pad_last=True)
-    return 0
+
+
+def states_filter(text: str, valid: dict[str, str]) -> list[str]:
+    """The share and streams tools' groupStatesFromString (nothing: every state); ``valid``:
+    the lower-case names GroupState.parse accepts -> the state (Kafka lists them in a Set.of's
+    order, which each JVM draws at random; here, as ``valid`` has them)."""
+    if not text:
+        return []
+    wanted = [s.strip().lower() for s in text.split(",")]
+    if any(w not in valid for w in wanted):
+        raise UsageError(f"Invalid state list '{text}'. Valid states are: {', '.join(valid.values())}")
+    return [valid[w] for w in dict.fromkeys(wanted)]
 
 
 def topic_with_partitions(arg: str) -> list[TP]:

@@ -14,8 +14,8 @@ from protocol.errors import ErrorCode
 
 from kafka_client.admin import (Cluster, Group, GroupsError, KafkaError, alter_share_offsets, delete_groups, delete_share_offsets,
                                 describe_share_group, list_groups, share_offsets, topic_partitions)
-from .commands import TP, CommandFailed, coordinator_of, reset_targets, topic_with_partitions
-from .options import Options, UsageError
+from .commands import TP, CommandFailed, coordinator_of, reset_targets, states_filter, topic_with_partitions
+from .options import Options
 from .render import Output, dash, error_message, exception_text, widest
 
 #: GroupState.groupStatesForType(SHARE), by the names GroupState.parse accepts (Kafka lists
@@ -44,21 +44,11 @@ def cmd_list(cluster: Cluster, opts: Options, out: Output) -> int:
     if opts.state is None:
         out.lines(sorted(_share_groups(cluster)))
         return 0
-    states = _states(opts.state)
+    states = states_filter(opts.state, SHARE_STATES)
     listed = sorted(_share_groups(cluster, states).items())
     width = widest(15, (g for g, _ in listed))
     out.lines([f"{'GROUP'.ljust(width)} STATE", *(f"{g.ljust(width)} {state}" for g, state in listed)])
     return 0
-
-
-def _states(text: str) -> list[str]:
-    """ShareGroupCommand.groupStatesFromString (nothing: every state)."""
-    if not text:
-        return []
-    wanted = [s.strip().lower() for s in text.split(",")]
-    if any(w not in SHARE_STATES for w in wanted):
-        raise UsageError(f"Invalid state list '{text}'. Valid states are: {', '.join(SHARE_STATES.values())}")
-    return [SHARE_STATES[w] for w in dict.fromkeys(wanted)]
 
 
 # --------------------------------------------------------------------------- --describe

@@ -18,7 +18,7 @@ from kafka_client.admin import (EARLIEST, LATEST, Cluster, Connection, GroupsErr
                                 commit_offsets, delete_groups, delete_offsets, delete_topics,
                                 describe_streams_group, fetch_committed, find_coordinator, list_groups, list_offsets,
                                 topic_partitions)
-from .commands import TP, CommandFailed, reset_targets, topic_with_partitions
+from .commands import TP, CommandFailed, offsets_deleted, reset_targets, states_filter, topic_with_partitions
 from .options import Options, UsageError
 from .render import Output, dash, error_message, exception_text, widest
 
@@ -78,20 +78,10 @@ def cmd_list(cluster: Cluster, opts: Options, out: Output) -> int:
     if opts.state is None:
         out.lines(list(_streams_groups(cluster)))
         return 0
-    listed = _streams_groups(cluster, _states(opts.state))
+    listed = _streams_groups(cluster, states_filter(opts.state, STREAMS_STATES))
     width = widest(15, listed)
     out.lines([_row(["GROUP", "STATE"], [width, 0]), *(_row([g, s], [width, 0]) for g, s in listed.items())])
     return 0
-
-
-def _states(text: str) -> list[str]:
-    """StreamsGroupCommand.groupStatesFromString (nothing: every state)."""
-    if not text:
-        return []
-    wanted = [s.strip().lower() for s in text.split(",")]
-    if any(w not in STREAMS_STATES for w in wanted):
-        raise UsageError(f"Invalid state list '{text}'. Valid states are: {', '.join(STREAMS_STATES.values())}")
-    return [STREAMS_STATES[w] for w in dict.fromkeys(wanted)]
 
 
 # --------------------------------------------------------------------------- --describe
@@ -399,16 +389,7 @@ def cmd_delete_offsets(cluster: Cluster, opts: Options, out: Output) -> int:
     for tp in partitions:
         code = per_partition.get(tp, top)
         results[tp] = "Successful" if code == ErrorCode.NONE else f"Error: {exception_text(code)}"
-    if top == ErrorCode.NONE:
-        out.lines([f"Request succeeded for deleting offsets from group {group}."])
-    elif top in (ErrorCode.INVALID_GROUP_ID, ErrorCode.GROUP_ID_NOT_FOUND, ErrorCode.GROUP_AUTHORIZATION_FAILED,
-                 ErrorCode.NON_EMPTY_GROUP):
-        out.error(error_message(top))
-    elif top in (ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC, ErrorCode.TOPIC_AUTHORIZATION_FAILED,
-                 ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
-        out.error("Encountered some partition-level error, see the follow-up details.")
-    else:
-        out.error(f"Encountered some unknown error: {top.name}")
+    offsets_deleted(out, group, top)
     rows = [[t, p if p >= 0 else "-", status] for (t, p), status in sorted(results.items(),
                                                                           key=lambda kv: f"{kv[0][0]}{kv[0][1]}")]
     out.table(["TOPIC", "PARTITION", "STATUS"], rows, [widest(15, (t for t, _ in results)), 10, 15], pad_last=True)

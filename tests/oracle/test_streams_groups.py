@@ -351,3 +351,44 @@ async def test_an_endpoint_while_the_source_topics_are_missing(oracle, request):
                        "a member with an endpoint, its source topic missing")
     await call(oracle, beat(group, 1, topology=stateless, user_endpoint=endpoint(8081)), "another one")
     await call(oracle, beat(group, 0, first["member_epoch"], owned=([], [])), "the first again")
+
+
+async def test_topologies_configured_against_the_topics(oracle, request):
+    """What Kafka's InternalTopicManager decides of a topology: copartitioned topics that do not
+    match, a repartition topic nobody writes, a loop, a repartition topic of a fixed count, an
+    existing internal topic of another count, internal topics made with the counts derived."""
+    base = unique(request)
+    two, three = f"{base}-two", f"{base}-three"
+    for topic, partitions in ((two, 2), (three, 3), (f"{base}-e-repartition", 5)):
+        await create_topic(oracle, topic, partitions)
+        await known_to_groups(oracle, topic, partitions)
+
+    def topology(*subtopologies):
+        return sub(HEARTBEAT, "Topology", epoch=0, subtopologies=subtopologies)
+    cases = {
+        "copartitioned sources of 2 and 3 partitions": ("a", topology(
+            subtopology("0", sources=(two, three), copartition=(((0, 1), ()),)))),
+        "a repartition source no subtopology writes": ("b", topology(
+            subtopology("0", sources=(two,)), subtopology("1", repartitions=(info(f"{base}-b-repartition"),)))),
+        "a loop of repartition topics": ("c", topology(
+            subtopology("0", repartitions=(info(f"{base}-c1-repartition"),), sinks=(f"{base}-c2-repartition",)),
+            subtopology("1", repartitions=(info(f"{base}-c2-repartition"),), sinks=(f"{base}-c1-repartition",)))),
+        "a repartition topic of a fixed count, copartitioned with a source": ("d", topology(
+            subtopology("0", sources=(three,), sinks=(f"{base}-d-repartition",)),
+            subtopology("1", sources=(two,), repartitions=(info(f"{base}-d-repartition", 4),),
+                        copartition=(((0,), (0,)),)))),
+        "an existing internal topic of another count": ("e", topology(
+            subtopology("0", sources=(three,), sinks=(f"{base}-e-repartition",)),
+            subtopology("1", repartitions=(info(f"{base}-e-repartition"),)))),
+        "internal topics to make, their counts derived": ("f", topology(
+            subtopology("0", sources=(three,), sinks=(f"{base}-f-repartition",)),
+            subtopology("1", repartitions=(info(f"{base}-f-repartition"),),
+                        changelogs=(info(f"{base}-f-store-changelog"),)),
+            subtopology("2", sources=(two,), changelogs=(info(f"{base}-f-other-changelog"),)))),
+    }
+    outcomes = []
+    for what, (suffix, body) in cases.items():
+        answer = await call(oracle, beat(f"{base}-{suffix}", topology=body), what)
+        outcomes.append((answer["error_code"], [s["status_code"] for s in answer["status"]]))
+    assert outcomes == [(0, [2]), (130, []), (130, []), (0, [2]), (0, [2]), (0, [3])], outcomes
+    await call(oracle, describe(*(f"{base}-{suffix}" for suffix, _ in cases.values())), "the groups", DESCRIBE)
