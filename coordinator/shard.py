@@ -23,8 +23,8 @@ from collections import ChainMap
 from functools import partial
 from typing import Callable, Mapping
 
-from offsets_log.records import (SHARE_GROUP_KEYS, STREAMS_GROUP_KEYS, GroupRecord, GroupMetadata, GroupMetadataTombstone,
-                                 OffsetCommit, OffsetCommitTombstone, TransactionMarker, TypedRecord)
+from offsets_log.records import (SHARE_GROUP_KEYS, STREAMS_GROUP_KEYS, GroupMetadata, GroupMetadataTombstone,
+                                 GroupRecord, OffsetCommit, OffsetCommitTombstone, TransactionMarker, TypedRecord)
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.logtext import safe

@@ -13,7 +13,6 @@ revoke in time.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from typing import Callable, Mapping
 
@@ -29,6 +28,7 @@ from coordinator.actions import RequestContext
 from coordinator.classic.membership import unstorable
 from coordinator.classic.state import GroupState as ClassicState
 from coordinator.config import CoordinatorConfig
+from coordinator.consumer.group import TopicMetadata
 from coordinator.errors import GroupError
 from coordinator.events import Event, Expiry
 from coordinator.group_configs import bounded_setting, group_setting
@@ -36,6 +36,7 @@ from coordinator.java_order import HashTable, hash_set_order, string_hash
 from coordinator.metadata import EMPTY_IMAGE, MetadataImage
 from coordinator.result import CoordinatorResult
 from coordinator.routing import shard_for
+from coordinator.share.group import metadata_hash
 from coordinator.streams import assignor
 from coordinator.streams import records as rec
 from coordinator.streams.group import Endpoint, MemberState, StreamsGroup, StreamsMember
@@ -52,6 +53,8 @@ E = ErrorCode
 HeartbeatResponse = RESPONSES[ApiKey.STREAMS_GROUP_HEARTBEAT].cls
 DescribeResponse = RESPONSES[ApiKey.STREAMS_GROUP_DESCRIBE].cls
 NEVER = 2**63
+
+
 def _owned(req) -> TasksTuple | None:
     """The tasks a heartbeat reports, if it sent all three lists."""
     if req.active_tasks is None or req.standby_tasks is None or req.warmup_tasks is None:
@@ -75,16 +78,6 @@ def _check_epoch(member: StreamsMember, received: int, req) -> None:
             raise GroupError(E.FENCED_MEMBER_EPOCH, f"The streams group member has a smaller member epoch "
                              f"({received}) than the one known by the group coordinator ({member.member_epoch}). "
                              "The member must abandon all its partitions and rejoin.")
-
-
-def metadata_hash(topics: dict) -> int:
-    """A 64-bit digest of the required topics' ids, names and partition counts: a change of any
-    of them bumps the group epoch, as Kafka's metadata hash does (Kafka's digest is XXH3; only
-    the log records show the value)."""
-    if not topics:
-        return 0
-    text = ";".join(f"{t.topic_id}:{name}:{t.num_partitions}" for name, t in sorted(topics.items()))
-    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big", signed=True)
 
 
 class StreamsGroupManager:
@@ -136,9 +129,11 @@ class StreamsGroupManager:
         found = self.image.topics.get(topic)
         return None if found is None else found.num_partitions
 
-    def _hash(self, group: StreamsGroup) -> int:
+    def _hash(self, topology) -> int:
+        """The digest share groups use, over the topology's required topics."""
         topics = self.image.topics
-        return metadata_hash({n: topics[n] for n in group.topology.required_topics() if n in topics})
+        return metadata_hash({n: TopicMetadata(topics[n].topic_id, n, topics[n].num_partitions)
+                              for n in topology.required_topics() if n in topics})
 
     # --- StreamsGroupHeartbeat ----------------------------------------------------------------
     def heartbeat(self, out: CoordinatorResult, now: int, ctx: RequestContext, req) -> None:
@@ -306,12 +301,7 @@ class StreamsGroupManager:
         digest = group.metadata_hash
         configured = None if new_topology else group.configured
         if new_topology or configured is None or group.metadata_expired(now):
-            previous = group.topology
-            group.topology = topology          # the hash covers the topology being configured
-            try:
-                digest = self._hash(group)
-            finally:
-                group.topology = previous
+            digest = self._hash(topology)
             if digest != group.metadata_hash:
                 bump, configured = True, None
             if configured is None:
@@ -324,7 +314,8 @@ class StreamsGroupManager:
             for t in tasks or ():
                 sub = configured.subtopologies.get(t.subtopology_id)
                 if sub is None:
-                    raise GroupError(E.INVALID_REQUEST, f"Subtopology {t.subtopology_id} does not exist in the topology.")
+                    raise GroupError(E.INVALID_REQUEST,
+                                     f"Subtopology {t.subtopology_id} does not exist in the topology.")
                 for p in t.partitions:
                     if p < 0 or p >= sub.number_of_tasks:
                         raise GroupError(E.INVALID_REQUEST, f"Task {p} for subtopology {t.subtopology_id} is invalid. "
@@ -417,6 +408,7 @@ class StreamsGroupManager:
             log.error("group %s: member %s: the endpoints' partitions need the configured topology, which "
                       "waits for its topics (%s)", safe(group.group_id), safe(member.member_id), configured.status[1])
             raise GroupError(E.UNKNOWN_SERVER_ERROR)
+
     def _endpoints(self, group: StreamsGroup, member: StreamsMember) -> tuple:
         """Each member with a user endpoint and the partitions of its tasks (the heartbeating
         member last), as Kafka's StreamsGroup.buildEndpointToPartitions."""

@@ -251,8 +251,9 @@ def _copartition(subtopologies: list[Subtopology], count, decided: dict[str, int
                 chosen = next(iter(others.values()))
             for t, was in repartition.items():
                 if t in fixed and was != chosen:
-                    raise _TopicProblem(INCORRECTLY_PARTITIONED_TOPICS, f"Number of partitions [{was}] of repartition "
-                                        f"topic [{t}] doesn't match number of partitions [{chosen}] of the source topic.")
+                    raise _TopicProblem(INCORRECTLY_PARTITIONED_TOPICS,
+                                        f"Number of partitions [{was}] of repartition topic [{t}] doesn't match "
+                                        f"number of partitions [{chosen}] of the source topic.")
                 decided[t] = chosen
 
 

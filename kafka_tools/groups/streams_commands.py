@@ -197,7 +197,8 @@ def cmd_delete(cluster: Cluster, opts: Options, out: Output) -> int:
     for group in ids:
         state = listed.get(group)
         if group not in listed:
-            failed[group] = f"java.lang.IllegalArgumentException: Group '{group}' does not exist or is not a streams group."
+            failed[group] = (f"java.lang.IllegalArgumentException: Group '{group}' does not exist or is not a "
+                             "streams group.")
         elif state == "Dead":
             failed[group] = f"java.lang.IllegalStateException: Streams group '{group}' group state is DEAD."
         elif state and state != "Empty":
@@ -232,7 +233,8 @@ def cmd_delete(cluster: Cluster, opts: Options, out: Output) -> int:
     if any(internal.get(g) for g in deleted):
         if not topic_failures:
             with_topics = "', '".join(g for g in deleted if internal.get(g))
-            out.lines([f"Deletion of associated internal topics of the streams groups ('{with_topics}') was successful."])
+            out.lines([f"Deletion of associated internal topics of the streams groups ('{with_topics}') was "
+                       "successful."])
         else:
             out.lines(["Deletion of some associated internal topics failed:", *(
                 f"* Internal topics of the streams group '{g}' could not be deleted due to: {topic_failures[g]}"

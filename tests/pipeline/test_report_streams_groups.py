@@ -15,7 +15,8 @@ from protocol.messages import REQUESTS
 from tests.support.streams_wire import StreamsMember
 from tests.support.trio_client import TrioClient
 
-SETTINGS = {**TEST_DEFAULTS, "group.streams.initial.rebalance.delay.ms": "0", "group.streams.assignment.interval.ms": "0"}
+SETTINGS = {**TEST_DEFAULTS, "group.streams.initial.rebalance.delay.ms": "0",
+            "group.streams.assignment.interval.ms": "0"}
 
 
 async def scale(port: int) -> None:
