@@ -392,3 +392,49 @@ async def test_topologies_configured_against_the_topics(oracle, request):
         outcomes.append((answer["error_code"], [s["status_code"] for s in answer["status"]]))
     assert outcomes == [(0, [2]), (130, []), (130, []), (0, [2]), (0, [2]), (0, [3])], outcomes
     await call(oracle, describe(*(f"{base}-{suffix}" for suffix, _ in cases.values())), "the groups", DESCRIBE)
+
+
+FOUR = (*MEMBERS, "Wq9t3DeWX5x1u7A3z4q2fD")
+
+
+async def test_threads_of_two_processes_share_tasks_and_standbys(oracle, request):
+    """Four members from two processes (two stream threads each) and two stateful subtopologies
+    with one standby: the sticky assignor balances by process load, never puts a standby on the
+    process of its active task, and breaks ties as Kafka's Java collections do."""
+    group, topic, other = unique(request), unique(request, "-a"), unique(request, "-b")
+    for name, partitions in ((topic, 6), (other, 3)):
+        await create_topic(oracle, name, partitions)
+        await known_to_groups(oracle, name, partitions)
+    for name, partitions in ((f"{group}-s1-changelog", 6), (f"{group}-s2-changelog", 3)):
+        await create_topic(oracle, name, partitions)
+        await known_to_groups(oracle, name, partitions)
+    from tests.oracle.test_admin import GROUP, IAC, SET, incremental
+    await oracle.call(IAC, 1, incremental((GROUP, group, [("streams.num.standby.replicas", SET, "1")])))
+    body = sub(HEARTBEAT, "Topology", epoch=0, subtopologies=(
+        subtopology("0", sources=(topic,), changelogs=(info(f"{group}-s1-changelog"),)),
+        subtopology("1", sources=(other,), changelogs=(info(f"{group}-s2-changelog"),))))
+    process = {0: PROCESSES[0], 1: PROCESSES[0], 2: PROCESSES[1], 3: PROCESSES[1]}
+    answers = {}
+    for m in range(4):
+        answers[m] = await call(oracle, req(HEARTBEAT, **{**vars_of(beat(group, 0, topology=body)),
+                                                         "member_id": FOUR[m], "process_id": process[m]}),
+                                f"member {m} of process {m // 2} joins")
+    for _ in range(4):
+        for m in range(4):
+            held = owned_of(answers[m])
+            answer = await call(oracle, req(HEARTBEAT, **{**vars_of(beat(group, 0, answers[m]["member_epoch"],
+                                                                         owned=held)), "member_id": FOUR[m]}),
+                                f"member {m} reconciles")
+            if answer["active_tasks"] is not None:
+                answers[m] = answer
+            else:
+                answers[m]["member_epoch"] = answer["member_epoch"]
+    described = await oracle.call(DESCRIBE, 0, describe(group), what="two processes of two threads, one standby "
+                                  "(members in Kafka's order)", unordered=tuple(u for u in UNORDERED if u != "members"))
+    assert described["groups"][0]["group_state"] == "Stable", described
+
+
+def vars_of(body) -> dict:
+    """A request's fields, to build one like it."""
+    import dataclasses
+    return {f.name: getattr(body, f.name) for f in dataclasses.fields(body)}
