@@ -132,7 +132,7 @@ class OffsetManager:
     def replay(self, record) -> None:
         """Apply an offset record; a commit for an unknown group creates a "simple" group."""
         if isinstance(record, OffsetCommit):
-            if record.group not in self.consumer.groups:
+            if record.group not in self.consumer.groups and record.group not in self.streams.groups:
                 self.classic.group_for_commit(record.group, record.commit_ts)
             self._seq += 1
             into = self.offsets if record.producer_id < 0 else \
@@ -442,17 +442,18 @@ class OffsetManager:
                 out.note(now, Event.GROUP_DELETED, group, reason=Deletion.OFFSETS_EXPIRED)
             if expired:
                 log.info("group %s: %d offsets expired", safe(group_id), len(expired))
-        for group_id, group in list(self.consumer.groups.items()):
-            # ConsumerGroup.offsetExpirationCondition: each offset's own commit time
-            offsets = self.offsets.get(group_id, {})
-            expired = [key for key, c in offsets.items()
-                       if not group.is_subscribed(key[0]) and _expired(c, c.commit_ts, now, retention)]
-            records += [OffsetCommitTombstone(group_id, topic, partition) for topic, partition in expired]
-            if len(expired) == len(offsets) and group.is_empty():
-                records += self.consumer.delete_records(group)
-                out.note(now, Event.GROUP_DELETED, group, reason=Deletion.OFFSETS_EXPIRED)
-            if expired:
-                log.info("group %s: %d offsets expired", safe(group_id), len(expired))
+        for manager in (self.consumer, self.streams):
+            for group_id, group in list(manager.groups.items()):
+                # Consumer/StreamsGroup.offsetExpirationCondition: each offset's own commit time
+                offsets = self.offsets.get(group_id, {})
+                expired = [key for key, c in offsets.items()
+                           if not group.is_subscribed(key[0]) and _expired(c, c.commit_ts, now, retention)]
+                records += [OffsetCommitTombstone(group_id, topic, partition) for topic, partition in expired]
+                if len(expired) == len(offsets) and group.is_empty():
+                    records += manager.delete_records(group)
+                    out.note(now, Event.GROUP_DELETED, group, reason=Deletion.OFFSETS_EXPIRED)
+                if expired:
+                    log.info("group %s: %d offsets expired", safe(group_id), len(expired))
         self.apply(out, records)
 
     def forget_topics(self, out: CoordinatorResult, topics: set[str]) -> None:

@@ -59,6 +59,13 @@ class ClassicGroupManager:
             group = self.groups[group_id] = ClassicGroup(group_id, current_state_ts=now)
         return group
 
+    def drop_simple(self, group_id: str) -> None:
+        """A consumer or streams group's record replaces the "simple" group its offsets made
+        when they were replayed first (Kafka's replay replaces a simple classic group)."""
+        group = self.groups.get(group_id)
+        if group is not None and not group.protocol_type and not group.members:
+            del self.groups[group_id]
+
     def _group_from_record(self, group_id: str, value) -> ClassicGroup:
         """A group as persisted: Stable with its members (only the selected protocol), or Empty."""
         group = ClassicGroup(group_id, generation=value.generation,

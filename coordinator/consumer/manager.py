@@ -636,6 +636,7 @@ class ConsumerGroupManager:
             if record.value is None:
                 return                              # a tombstone for a group already gone
             group = self.groups[record.group] = ConsumerGroup(record.group)
+            self.classic.drop_simple(record.group)     # its offsets came first (a compacted log)
         if record.type == rec.GROUP_EPOCH and record.value is None:
             del self.groups[record.group]
             return

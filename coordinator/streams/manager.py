@@ -505,6 +505,7 @@ class StreamsGroupManager:
             if record.value is None:
                 return
             group = self.groups[record.group] = StreamsGroup(record.group)
+            self.classic.drop_simple(record.group)     # its offsets came first (a compacted log)
         if record.type == rec.GROUP_EPOCH and record.value is None:
             del self.groups[record.group]
             self.timers.cancel(("streams-initial-rebalance", record.group))

@@ -225,6 +225,13 @@ async def test_member_epochs_and_offsets(oracle, request):
                                                  member_id=MEMBERS[0], member_epoch=epoch, topics=None),),
                 require_stable=False)
     await oracle.call(ApiKey.OFFSET_FETCH, 9, fetch, what="a member's fetch")
+    ours, kafka = await oracle.both(ApiKey.LIST_GROUPS, 5, req(ApiKey.LIST_GROUPS, states_filter=(), types_filter=()))
+    mine = [dataclasses.replace(a, groups=tuple(g for g in a.groups if g.group_id == group)) for a in (ours, kafka)]
+    listed = oracle.compare(ApiKey.LIST_GROUPS, 5, *mine, what="a streams group with commits, listed once")
+    assert [g["group_type"] for g in listed["groups"]] == ["streams"], listed
+    await oracle.call(ApiKey.DESCRIBE_GROUPS, 5, req(ApiKey.DESCRIBE_GROUPS, groups=(group,),
+                                                     include_authorized_operations=False),
+                      what="no classic group beside it")
     delete = req(ApiKey.OFFSET_DELETE, group_id=group, topics=(sub(
         ApiKey.OFFSET_DELETE, "OffsetDeleteRequestTopic", name=topic, partitions=(
             sub(ApiKey.OFFSET_DELETE, "OffsetDeleteRequestPartition", partition_index=0),)),))
