@@ -278,9 +278,10 @@ class ConnectCluster:
                 items[f"{short}-{task['id']}"] = (task["state"], self.roles.get(task["worker_id"], "?"))
         return items
 
-    def running(self, on: set[str]) -> dict[str, list[str]] | None:
-        """Each worker's items once every connector and task runs, and on a worker of ``on``."""
-        items = self.placement()
+    def running(self, on: set[str], items: dict | None = None) -> dict[str, list[str]] | None:
+        """Each worker's items once every connector and task runs, and on a worker of ``on``
+        (``items``: a placement already read, so that a timeline and its verdict agree)."""
+        items = self.placement() if items is None else items
         if set(items) != set(ITEMS) or any(state != "RUNNING" or role not in on for state, role in items.values()):
             return None
         held: dict[str, list[str]] = {role: [] for role in sorted(on)}
@@ -386,7 +387,7 @@ class ConnectCluster:
             self.alive("w1", "w2")
             items = self.placement()
             timeline.append([round(time.monotonic() - t0, 2), {k: list(v) for k, v in items.items()}])
-            return self.running({"w1", "w2"})
+            return self.running({"w1", "w2"}, items)
         after_kill = wait_until(moved, SESSION + DELAY + 30, f"{self.broker}: w3's items on w1 and w2", interval=0.2)
         moved_after = time.monotonic() - t0
         early = [t for t, items in timeline if any(items.get(i, ["", ""])[1] in ("w1", "w2") and
@@ -410,7 +411,7 @@ class ConnectCluster:
                 healthy_after.append(round(time.monotonic() - t0, 2))
             items = self.placement()
             timeline.append([round(time.monotonic() - t0, 2), {k: list(v) for k, v in items.items()}])
-            return self.running({"w1", "w2b"})
+            return self.running({"w1", "w2b"}, items)
         after_return = wait_until(back, DELAY + 60, f"{self.broker}: w2's items on w2b", interval=0.2)
         back_after = time.monotonic() - t0
         early = [t for t, items in timeline if any(items.get(i, ["", ""])[1] in ("w1", "w2b") and

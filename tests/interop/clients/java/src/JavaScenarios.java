@@ -119,6 +119,9 @@ public class JavaScenarios {
 
     // ---- a group member on its own thread ----------------------------------------------------
 
+    /** A member's assignment and generation after a poll, and how many callbacks it had run by then. */
+    record Seen(Set<Integer> assignment, int generation, int events) {}
+
     static class Member implements Runnable {
         final String name;
         final String topic;
@@ -127,8 +130,8 @@ public class JavaScenarios {
         final List<Map<String, Object>> batches = Collections.synchronizedList(new ArrayList<>());
         final ConcurrentLinkedQueue<Runnable> commands = new ConcurrentLinkedQueue<>();
         final Thread thread;
-        volatile Set<Integer> assignment = Set.of();
-        volatile int generation = -1;
+        /** what the member's thread last saw after a poll, read by the others as one piece */
+        volatile Seen seen = new Seen(Set.of(), -1, 0);
         volatile String memberId = "";
         volatile boolean stop;
         volatile boolean closed;
@@ -171,7 +174,7 @@ public class JavaScenarios {
                     List<List<Object>> got = new ArrayList<>();
                     for (ConsumerRecord<String, String> r : records) got.add(List.of(r.partition(), r.offset(), r.value()));
                     Map<String, Object> batch = Json.obj("records", got, "t", System.currentTimeMillis() - T0,
-                                                    "generation", generation);
+                                                    "generation", seen.generation());
                     batches.add(batch);
                     BooleanSupplier slow = slowUntil;
                     if (slow != null) {
@@ -200,9 +203,9 @@ public class JavaScenarios {
         void observe() {
             Set<Integer> now = new TreeSet<>(parts(consumer.assignment()));
             ConsumerGroupMetadata meta = consumer.groupMetadata();
-            generation = meta.generationId();
             memberId = meta.memberId();
-            assignment = Collections.unmodifiableSet(now);
+            // the callbacks run inside poll on this thread: the count goes with the assignment
+            seen = new Seen(Collections.unmodifiableSet(now), meta.generationId(), events.size());
         }
 
         void close() {
@@ -224,10 +227,10 @@ public class JavaScenarios {
         int least = Integer.MAX_VALUE, most = 0;
         for (Member m : members) {
             if (m.failure != null) throw new IllegalStateException(m.name + " failed", m.failure);
-            Set<Integer> a = m.assignment;
+            Set<Integer> a = m.seen.assignment();
             if (a.isEmpty() && members.size() <= partitions) return false;
             owned.addAll(a);
-            generations.add(m.generation);
+            generations.add(m.seen.generation());
             least = Math.min(least, a.size());
             most = Math.max(most, a.size());
         }
@@ -244,9 +247,10 @@ public class JavaScenarios {
         Map<String, Object> generations = new TreeMap<>();
         Map<String, Object> events = new TreeMap<>();
         for (Member m : members) {
-            assignment.put(m.name, new ArrayList<>(m.assignment));
-            generations.put(m.name, m.generation);
-            events.put(m.name, m.events.size());
+            Seen seen = m.seen;
+            assignment.put(m.name, new ArrayList<>(seen.assignment()));
+            generations.put(m.name, seen.generation());
+            events.put(m.name, seen.events());
         }
         return Json.obj("stage", what, "assignment", assignment, "generations", generations, "events_seen", events);
     }
@@ -430,7 +434,7 @@ public class JavaScenarios {
             Member other = new Member("other", topic, groupProps(group, protocol, assignor(protocol), extra)).start();
             everyone.add(other);
             stages.add(stage("two members", everyone, PARTITIONS, sameGen));
-            slow.slowUntil = () -> other.assignment.size() == PARTITIONS;
+            slow.slowUntil = () -> other.seen.assignment().size() == PARTITIONS;
             produceAndConsume(topic, "a", everyone, 10);
             waitFor("the slow member's late commit", 30000, () -> slow.slowCommit != null);
             stages.add(stage("slow member back", everyone, PARTITIONS, sameGen));
