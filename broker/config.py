@@ -121,6 +121,10 @@ class BrokerConfig:
     share_version: int = 1
     #: likewise streams.version: 1, Kafka 4.3's default, serves streams groups (KIP-1071)
     streams_version: int = 1
+    #: likewise transaction.version: 2, Kafka 4.3's default, makes Kafka 4 clients end every
+    #: transaction with an epoch bump (KIP-890); it also decides how the coordinator itself
+    #: aborts and which transaction-state record version it writes
+    transaction_version: int = 2
     journal_sample_ms: int = 10_000        # how often partitions' log-end offsets are sampled
     journal_commit_interval_ms: int = 1_000  # a member's commits within this are one line
     journal_segment_bytes: int = 64 << 20
@@ -170,6 +174,7 @@ class BrokerConfig:
         # groupbroker's own: a feature level Kafka sets when it formats its storage
         "groupbroker.feature.share.version": ("share_version", _between(0, 1)),
         "groupbroker.feature.streams.version": ("streams_version", _between(0, 1)),
+        "groupbroker.feature.transaction.version": ("transaction_version", _between(0, 2)),
         # groupbroker's own: the group event journal the analytics report reads
         "groupbroker.journal.enable": ("journal_enable", _bool),
         "groupbroker.journal.sample.interval.ms": ("journal_sample_ms", int),
@@ -231,7 +236,8 @@ class BrokerConfig:
     @property
     def features(self) -> dict[str, int]:
         """The finalized feature levels this broker's settings choose."""
-        return {"share.version": self.share_version, "streams.version": self.streams_version}
+        return {"share.version": self.share_version, "streams.version": self.streams_version,
+                "transaction.version": self.transaction_version}
 
     @property
     def host(self) -> str:

@@ -179,7 +179,10 @@ def init_producer_id(version, request, error, message=None):
 
 
 def add_partitions_to_txn(version, request, error, message=None):
+    """A client's request (v3 and below): each partition; a broker's batch: the top-level code."""
     cls = _answer(ApiKey.ADD_PARTITIONS_TO_TXN)
+    if version >= 4:
+        return cls(error_code=error)
     topic = cls.AddPartitionsToTxnTopicResult
     return cls(results_by_topic_v3_and_below=tuple(topic(name=t.name, results_by_partition=tuple(
         topic.AddPartitionsToTxnPartitionResult(partition_index=p, partition_error_code=error)

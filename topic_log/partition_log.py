@@ -269,6 +269,12 @@ class PartitionLog:
         batch = control_batch(producer_id, producer_epoch, commit, coordinator_epoch, now_ms)
         return self._place(batch, read_batches(batch, verify_crc=False), now_ms).base_offset
 
+    def in_transaction(self, producer_id: int, producer_epoch: int) -> bool:
+        """Whether the producer has a transaction open here at this epoch (Kafka's
+        hasOngoingTransaction: its writes need no check with the transaction coordinator)."""
+        entry = self.producers.entry(producer_id)
+        return entry is not None and entry.epoch == producer_epoch and producer_id in self.transactions.ongoing
+
     @property
     def last_stable_offset(self) -> int:
         """Where read_committed readers stop: the first offset of the earliest open transaction."""

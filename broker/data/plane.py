@@ -62,6 +62,11 @@ SPECIAL_TIMESTAMPS = {LATEST: 1, EARLIEST: 1, MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 
 #: what there is in remote storage: nothing here (UnifiedLog without tiered storage)
 _NOTHING_TIERED = (LATEST_TIERED, EARLIEST_PENDING_UPLOAD)
 READ_COMMITTED = 1
+#: the transaction coordinator out of reach, as a produce's verification finds it
+_UNREACHABLE = frozenset({E.NETWORK_EXCEPTION, E.COORDINATOR_LOAD_IN_PROGRESS, E.COORDINATOR_NOT_AVAILABLE,
+                          E.NOT_COORDINATOR})
+#: the first Produce version of transaction version 2 (the leader adds partitions itself)
+TV2_PRODUCE = 12
 #: the verification errors Kafka's ReplicaManager answers with a message of its own
 _VERIFICATION_MESSAGES = (E.INVALID_TXN_STATE, E.NOT_ENOUGH_REPLICAS)
 #: Kafka's internal topics (Topic.isInternal); the first two are the coordinators' logs here
@@ -109,6 +114,9 @@ class DataPlane:
         #: (transactional id, producer id, epoch, topic, partition) -> ErrorCode: the transaction
         #: coordinator's check of a transactional produce (set by the broker)
         self.verify_transaction: Callable | None = None
+        #: async (transactional id, producer id, epoch, [(topic, partition)]) -> ErrorCode: the
+        #: transaction coordinator's add of a transaction version 2 produce's partitions
+        self.add_to_transaction: Callable | None = None
         #: (topic, partition) -> [(leader epoch, its start offset)] after epoch 0 (from offset 0):
         #: Kafka's leader-epoch cache, one entry each time a node becomes leader
         self.epoch_starts: dict[tuple[str, int], list[tuple[int, int]]] = {}
@@ -262,6 +270,7 @@ class DataPlane:
         an id this broker does not know is UNKNOWN_TOPIC_ID (checked before any other error)."""
         if self._transactional_without_id(req):
             raise _Refused(E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        added = await self._add_to_transaction(ctx, req) if ctx.version >= TV2_PRODUCE else None
         now = _now_ms()
         topic_cls = Produce.TopicProduceResponse
         part_cls = topic_cls.PartitionProduceResponse
@@ -280,7 +289,10 @@ class DataPlane:
                     records = bytes(p.records or b"")    # null records: an empty set
                     batches = _one_batch(records)
                     if batches[0].is_transactional:
-                        self._verify(req.transactional_id, batches[0], name, p.index)
+                        if added is None:
+                            self._verify(req.transactional_id, batches[0], name, p.index)
+                        else:
+                            _refuse_unverified(added.get((name, p.index), E.NONE), version_2=True)
                     if req.acks not in (-1, 0, 1):       # ReplicaManager.appendRecords, after verification
                         parts.append(part_cls(index=p.index, error_code=E.INVALID_REQUIRED_ACKS, base_offset=-1))
                         continue
@@ -325,25 +337,37 @@ class DataPlane:
         return False
 
     def _verify(self, transactional_id: str | None, batch, topic: str, partition: int) -> None:
-        """Kafka's produce-side transaction verification: the partition must be in the
-        producer's open transaction. The coordinator's errors reach a pre-KIP-890 producer as
-        KafkaApis/ReplicaManager translate them."""
+        """Kafka's produce-side transaction verification (transaction version 1): the partition
+        must be in the producer's open transaction."""
         if transactional_id is None or self.verify_transaction is None:
             raise _Refused(E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
                            "transactional records need the producer's transactional id")
-        error = self.verify_transaction(transactional_id, batch.producer_id, batch.producer_epoch,
-                                        topic, partition)
-        if error == E.NONE:
-            return
-        if error in (E.TRANSACTION_ABORTABLE, E.INVALID_TXN_STATE):
-            raise _Refused(E.INVALID_TXN_STATE, "Partition was not added to the transaction")
-        if error == E.PRODUCER_FENCED:
-            raise _Refused(E.INVALID_PRODUCER_EPOCH)
-        if error in (E.CONCURRENT_TRANSACTIONS, E.COORDINATOR_LOAD_IN_PROGRESS,
-                     E.COORDINATOR_NOT_AVAILABLE, E.NOT_COORDINATOR):
-            raise _Refused(E.NOT_ENOUGH_REPLICAS, "Unable to verify the partition has been added to "
-                           f"the transaction. Underlying error: {error.name}")
-        raise _Refused(error)
+        _refuse_unverified(self.verify_transaction(transactional_id, batch.producer_id, batch.producer_epoch,
+                                                   topic, partition), version_2=False)
+
+    async def _add_to_transaction(self, ctx, req) -> dict[tuple[str, int], ErrorCode]:
+        """Transaction version 2 (Produce v12+): the leader adds the partitions of a transactional
+        produce to the transaction itself, all in one call to the transaction coordinator, as
+        Kafka's leader sends AddPartitionsToTxn v4+; a partition whose log holds the producer's
+        transaction open at this epoch needs no add. The coordinator's answer, by partition."""
+        if req.transactional_id is None or self.add_to_transaction is None:
+            return {}
+        wanted, producer = [], None
+        for t in req.topic_data:
+            name = self.topic_name(t.topic_id) if ctx.version >= 13 else t.name
+            for p in t.partition_data if name is not None else ():
+                try:
+                    log_ = self.led(ctx, name, p.index)
+                    batch = _one_batch(bytes(p.records or b""))[0]
+                except (TopicsError, _Refused):
+                    continue                 # answered in its turn
+                if batch.is_transactional and not log_.in_transaction(batch.producer_id, batch.producer_epoch):
+                    wanted.append((name, p.index))
+                    producer = (batch.producer_id, batch.producer_epoch)
+        if not wanted:
+            return {}
+        error = await self.add_to_transaction(req.transactional_id, *producer, wanted)
+        return dict.fromkeys(wanted, error)
 
     # --- Fetch -------------------------------------------------------------------------------
     async def fetch(self, ctx, req):
@@ -803,6 +827,23 @@ def _aborted(log_, fetch_offset: int, records: bytes) -> tuple:
     entry = Fetch.FetchableTopicResponse.PartitionData.AbortedTransaction
     return tuple(entry(producer_id=a.producer_id, first_offset=a.first_offset)
                  for a in log_.transactions.aborted_between(fetch_offset, end))
+
+
+def _refuse_unverified(error: ErrorCode, *, version_2: bool) -> None:
+    """The coordinator's verdict on a transactional produce as Kafka's leader answers it: a fenced
+    producer is INVALID_PRODUCER_EPOCH, a partition not in the transaction INVALID_TXN_STATE, a
+    coordinator out of reach NOT_ENOUGH_REPLICAS, and so is CONCURRENT_TRANSACTIONS before
+    transaction version 2 (whose producers retry it: the previous transaction is ending)."""
+    if error == E.NONE:
+        return
+    if error in (E.TRANSACTION_ABORTABLE, E.INVALID_TXN_STATE):
+        raise _Refused(E.INVALID_TXN_STATE, "Partition was not added to the transaction")
+    if error == E.PRODUCER_FENCED:
+        raise _Refused(E.INVALID_PRODUCER_EPOCH)
+    if error in _UNREACHABLE or (error == E.CONCURRENT_TRANSACTIONS and not version_2):
+        raise _Refused(E.NOT_ENOUGH_REPLICAS, "Unable to verify the partition has been added to "
+                       f"the transaction. Underlying error: {error.name}")
+    raise _Refused(error)
 
 
 def _one_batch(records: bytes) -> list[BatchHeader]:

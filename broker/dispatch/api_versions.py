@@ -1,11 +1,11 @@
 """ApiVersions, generated from the protocol registry and limited to what this broker serves.
 
 From v3 the answer carries the features as Kafka 4.3.1 does (KIP-584): the ranges its software
-supports, and the levels finalized in this cluster, those of a Kafka 4.3.1 cluster formatted with
-transaction.version=1, which is what groupbroker serves (share.version and streams.version are
-1, as Kafka's defaults, unless groupbroker.feature.share.version or .streams.version say otherwise)
-(clients act on the finalized levels only: a Java producer uses transaction version 2 only where
-it is finalized). Before v4 a supported range starting at 0 is left out, as Kafka leaves it out:
+supports, and the levels finalized in this cluster, those of a freshly formatted Kafka 4.3.1
+cluster (share.version and streams.version 1, transaction.version 2) unless
+groupbroker.feature.share.version, .streams.version or .transaction.version say otherwise (clients
+act on the finalized levels only: a Java producer uses transaction version 2 only where it is
+finalized; the API ranges never depend on them, as in Kafka). Before v4 a supported range starting at 0 is left out, as Kafka leaves it out:
 older clients, librdkafka 2.0's among them, fail to read it (KAFKA-17492). An ApiVersions request
 at a version we do not know is answered at v0 with UNSUPPORTED_VERSION and our own ApiVersions
 range, so the client can retry (KIP-511).
@@ -28,8 +28,9 @@ SUPPORTED_FEATURES = (("group.version", 0, 1), ("kraft.version", 0, 1), ("metada
                       ("share.version", 0, 1), ("streams.version", 0, 1), ("transaction.version", 0, 2),
                       ("eligible.leader.replicas.version", 0, 1))
 #: The finalized feature levels groupbroker may set, in the order Kafka lists them (a level 0
-#: is not listed); share.version and streams.version are groupbroker.feature.*'s settings
-FINALIZED_FEATURES = (("group.version", 1), ("share.version", 1), ("streams.version", 1), ("transaction.version", 1),
+#: is not listed); share.version, streams.version and transaction.version are
+#: groupbroker.feature.*'s settings
+FINALIZED_FEATURES = (("group.version", 1), ("share.version", 1), ("streams.version", 1), ("transaction.version", 2),
                       ("eligible.leader.replicas.version", 1), ("metadata.version", 30))
 FINALIZED_FEATURES_EPOCH = 1
 

@@ -55,7 +55,7 @@ GROUP_APIS = (
     _group(ApiKey.OFFSET_FETCH, "offset_fetch", Authorization.offset_fetch, _single_group_offset_fetch),
     _group(ApiKey.OFFSET_DELETE, "pipelined", Authorization.offset_delete, always),
     # a transaction's offsets, once the transaction coordinator has verified the transaction
-    _group(ApiKey.TXN_OFFSET_COMMIT, "pipelined", Authorization.txn_offset_commit),
+    _group(ApiKey.TXN_OFFSET_COMMIT, "txn_offset_commit", Authorization.txn_offset_commit),
     # administration
     _group(ApiKey.DESCRIBE_GROUPS, "describe_groups", Authorization.describe_groups),
     _group(ApiKey.LIST_GROUPS, "list_groups", Authorization.list_groups),

@@ -71,6 +71,9 @@ class GroupRouter:
         #: (transactional id, producer id, epoch, topic, partition) -> the transaction coordinator's
         #: verdict on whether the partition is in that transaction (set once it exists)
         self.verify_transaction: Callable | None = None
+        #: async (transactional id, producer id, epoch, [(topic, partition)]) -> ErrorCode: the
+        #: transaction coordinator's add of a TxnOffsetCommit v5's offsets partition
+        self.add_to_transaction: Callable | None = None
 
     def runner_for(self, group_id: str) -> ShardRunner:
         return self.runners[shard_for(group_id, len(self.runners))]
@@ -98,6 +101,19 @@ class GroupRouter:
 
     async def pipelined(self, ctx, request):
         ticket, finish = self.begin(ctx, request)
+        return finish(await ShardRunner.answer(ticket, ctx.barriers))
+
+    async def txn_offset_commit(self, ctx, request):
+        """From v5 (transaction version 2) the group's ``__consumer_offsets`` partition is added to
+        the producer's transaction first, as Kafka's coordinator adds it before it writes (no
+        AddOffsetsToTxn came); only when some partition named exists and the group is ours."""
+        added = None
+        if ctx.version >= TV2_TXN_OFFSET_COMMIT and self.add_to_transaction is not None \
+                and self._not_here(ctx, request) is None \
+                and any(self.partition_exists(t.name, p.partition_index) for t in request.topics for p in t.partitions):
+            added = await self.add_to_transaction(request.transactional_id, request.producer_id,
+                                                  request.producer_epoch, [self._offsets_partition(request.group_id)])
+        ticket, finish = self.begin(ctx, request, added)
         return finish(await ShardRunner.answer(ticket, ctx.barriers))
 
     async def streams_group_heartbeat(self, ctx, request):
@@ -145,9 +161,10 @@ class GroupRouter:
             _fetched_by_id(image, group, sent, missing)
             for group, sent, missing in zip(answer.groups, asked, unknown)))
 
-    def begin(self, ctx, request) -> tuple[Ticket, Callable]:
+    def begin(self, ctx, request, added: ErrorCode | None = None) -> tuple[Ticket, Callable]:
         """Submit a pipelined request to its shard; returns its ticket and the function that
-        turns the shard's answer into the response."""
+        turns the shard's answer into the response (``added``: a TxnOffsetCommit v5's add to its
+        transaction, done)."""
         if ctx.api_key == ApiKey.OFFSET_COMMIT:
             return self._begin_commit(ctx, request)
         if (refused := self._not_here(ctx, request)) is not None:
@@ -173,7 +190,9 @@ class GroupRouter:
             if not kept:
                 ticket.settle(RESPONSES[ctx.api_key].cls())
                 return ticket, finish
-            if (unverified := self._unverified(ctx, request)) is not None:
+            unverified = self._unverified(ctx, request) if added is None else \
+                None if added == ErrorCode.NONE else verification_error(added, ctx.version)
+            if unverified is not None:
                 ticket.settle(error_response(ctx.api_key, ctx.version, request, unverified))
                 return ticket, _unchanged
         return runner.submit(ctx.api_key, ctx.version, request if whole else dataclasses.replace(request, topics=kept),
@@ -186,8 +205,11 @@ class GroupRouter:
         if ctx.api_key != ApiKey.TXN_OFFSET_COMMIT or self.verify_transaction is None:
             return None
         error = self.verify_transaction(request.transactional_id, request.producer_id, request.producer_epoch,
-                                        GROUP_TOPIC, shard_for(request.group_id, len(self.runners)))
+                                        *self._offsets_partition(request.group_id))
         return None if error == ErrorCode.NONE else verification_error(error, ctx.version)
+
+    def _offsets_partition(self, group_id: str) -> tuple[str, int]:
+        return GROUP_TOPIC, shard_for(group_id, len(self.runners))
 
     def _begin_commit(self, ctx, request) -> tuple[Ticket, Callable]:
         """Kafka's handleOffsetCommitRequest: the API layer answers what the coordinator must
@@ -349,6 +371,10 @@ class GroupRouter:
         return RESPONSES[ApiKey.LIST_GROUPS].cls(
             error_code=error, groups=tuple(g for a in answers for g in a.groups))
 
+
+
+#: the first TxnOffsetCommit version of transaction version 2
+TV2_TXN_OFFSET_COMMIT = 5
 
 
 def _unchanged(answer):

@@ -90,10 +90,12 @@ class Broker:
         self.transactions = TransactionService(
             config.data_dir, config.transactions, data.store.producer_ids.allocate,
             write_data_marker=data.write_marker, group_runner=self.runners.__getitem__,
-            fsync_each=config.log_flush_interval_messages == 1, topology=self.topology)
+            fsync_each=config.log_flush_interval_messages == 1, topology=self.topology,
+            transaction_version=config.transaction_version)
         # the data plane and the group router check transactional writes with the transaction
         # coordinator, which writes its markers through the data plane: the one cycle, closed here
         data.verify_transaction = groups.verify_transaction = self.transactions.verify
+        data.add_to_transaction = groups.add_to_transaction = self.transactions.add_for_produce
         self.handlers = Handlers(config, self.faults, data, groups, TransactionApis(
             self.transactions, data.store.producer_ids.allocate, data.has_partition,
             partial(group_partition, offsets_partitions=len(self.runners)), self.topology))

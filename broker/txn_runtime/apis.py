@@ -1,5 +1,7 @@
 """The transaction APIs on the wire (Kafka's KafkaApis handlers): InitProducerId,
-AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, DescribeTransactions, ListTransactions.
+AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, DescribeTransactions, ListTransactions. The API
+version names the transaction version, as in Kafka: EndTxn v5 and AddPartitionsToTxn v4+ speak
+version 2 (an epoch bump at every end), the earlier versions version 1.
 
 They turn requests into calls of :class:`TransactionService` and its answers into responses,
 with the version rules of Kafka's API layer: clients older than PRODUCER_FENCED (InitProducerId
@@ -9,7 +11,8 @@ AddPartitionsToTxn naming a partition that does not exist adds none of them.
 
 from __future__ import annotations
 
-from coordinator.java_order import transaction_partitions_order
+from coordinator.java_order import (grown_capacity, hash_map_order, iteration_order, topic_partition_hash,
+                                    transaction_partitions_order)
 from protocol import error_answers
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -32,6 +35,8 @@ ListTransactions = RESPONSES[ApiKey.LIST_TRANSACTIONS].cls
 #: the first version of each API that knows PRODUCER_FENCED
 _FENCED_SINCE = {ApiKey.INIT_PRODUCER_ID: 4, ApiKey.ADD_PARTITIONS_TO_TXN: 2,
                  ApiKey.ADD_OFFSETS_TO_TXN: 2, ApiKey.END_TXN: 2}
+#: the first EndTxn version of transaction version 2
+TV2_END_TXN = 5
 
 
 def for_version(api_key: int, version: int, error: ErrorCode) -> ErrorCode:
@@ -91,20 +96,42 @@ class TransactionApis:
         return InitProducerId(error_code=E.NONE, producer_id=d.producer_id, producer_epoch=d.producer_epoch)
 
     async def add_partitions_to_txn(self, ctx, req):
-        """Versions 0-3, the clients' (v4+ are sent between brokers only)."""
+        """Versions 0-3 are a producer's; v4+ a broker's batch (Kafka's partition leaders verify
+        or, for transaction version 2, add a produce's partitions with it)."""
+        if ctx.version >= 4:
+            return await self._add_partitions_batch(ctx, req)
         wanted = [(t.name, p) for t in req.v3_and_below_topics for p in t.partitions]
+        errors = await self._add_or_verify(ctx, req.v3_and_below_transactional_id, req.v3_and_below_producer_id,
+                                           req.v3_and_below_producer_epoch, wanted, verify_only=False)
+        return AddPartitions(results_by_topic_v3_and_below=_topic_results(errors))
+
+    async def _add_partitions_batch(self, ctx, req):
+        """Each transaction in turn: verified (``verify_only``) or added in transaction version 2;
+        a transaction naming a partition that does not exist adds none of its partitions."""
+        results = []
+        for txn in req.transactions:
+            if txn.transactional_id is None:
+                raise Refused(E.INVALID_REQUEST, "Transactional ID can not be null in request.")
+            wanted = [(t.name, p) for t in txn.topics for p in t.partitions]
+            errors = await self._add_or_verify(ctx, txn.transactional_id, txn.producer_id, txn.producer_epoch,
+                                               wanted, verify_only=txn.verify_only)
+            results.append(AddPartitions.AddPartitionsToTxnResult(transactional_id=txn.transactional_id,
+                                                                  topic_results=_topic_results(errors)))
+        return AddPartitions(error_code=E.NONE, results_by_transaction=tuple(results))
+
+    async def _add_or_verify(self, ctx, tid: str, producer_id: int, epoch: int, wanted, *,
+                             verify_only: bool) -> dict[tuple[str, int], ErrorCode]:
         missing = {tp for tp in wanted if not self.partition_exists(*tp)}
         if missing:
-            errors = {tp: E.UNKNOWN_TOPIC_OR_PARTITION if tp in missing else E.OPERATION_NOT_ATTEMPTED
-                      for tp in wanted}
-        elif self._elsewhere(ctx, req.v3_and_below_transactional_id):
-            errors = dict.fromkeys(wanted, E.NOT_COORDINATOR)
-        else:
-            error = await self.service.add_partitions(req.v3_and_below_transactional_id,
-                                                      req.v3_and_below_producer_id,
-                                                      req.v3_and_below_producer_epoch, wanted)
-            errors = dict.fromkeys(wanted, for_version(ctx.api_key, ctx.version, error))
-        return _add_partitions_answer(errors)
+            return _hashed({tp: E.UNKNOWN_TOPIC_OR_PARTITION if tp in missing else E.OPERATION_NOT_ATTEMPTED
+                            for tp in wanted})
+        if self._elsewhere(ctx, tid):
+            return dict.fromkeys(wanted, E.NOT_COORDINATOR)
+        if verify_only:
+            return _hashed(self.service.verify_partitions(tid, producer_id, epoch, wanted))
+        error = await self.service.add_partitions(tid, producer_id, epoch, wanted,
+                                                  2 if ctx.version >= 4 else 0)
+        return dict.fromkeys(wanted, for_version(ctx.api_key, ctx.version, error))
 
     async def add_offsets_to_txn(self, ctx, req):
         if self._elsewhere(ctx, req.transactional_id):
@@ -114,11 +141,15 @@ class TransactionApis:
         return AddOffsets(error_code=for_version(ctx.api_key, ctx.version, error))
 
     async def end_txn(self, ctx, req):
+        """v5 is transaction version 2's end (an epoch bump): its answer names the producer id
+        and epoch to go on with (-1 with an error)."""
         if self._elsewhere(ctx, req.transactional_id):
             return EndTxn(error_code=E.NOT_COORDINATOR)
         d = await self.service.end_transaction(req.transactional_id, req.producer_id, req.producer_epoch,
-                                               req.committed)
-        return EndTxn(error_code=for_version(ctx.api_key, ctx.version, d.error))
+                                               req.committed, client_tv=2 if ctx.version >= TV2_END_TXN else 0)
+        if d.error != E.NONE:
+            return EndTxn(error_code=for_version(ctx.api_key, ctx.version, d.error))
+        return EndTxn(error_code=E.NONE, producer_id=d.producer_id, producer_epoch=d.producer_epoch)
 
     async def describe_transactions(self, ctx, req):
         state_cls = DescribeTransactions.TransactionState
@@ -162,11 +193,19 @@ class TransactionApis:
             self.service.coordinator.partition_for(tid)) != ctx.node_id
 
 
-def _add_partitions_answer(errors: dict[tuple[str, int], ErrorCode]):
+def _hashed(errors: dict[tuple[str, int], ErrorCode]) -> dict[tuple[str, int], ErrorCode]:
+    """Per-partition errors in the order Kafka answers those it files in a hash map of
+    partitions (refused partitions, a verification's verdicts), by topic in a map of names."""
+    ordered = iteration_order(list(errors), lambda tp: topic_partition_hash(*tp), grown_capacity(len(errors)))
+    topics = hash_map_order(list(dict.fromkeys(t for t, _ in ordered)))
+    return {tp: errors[tp] for topic in topics for tp in ordered if tp[0] == topic}
+
+
+def _topic_results(errors: dict[tuple[str, int], ErrorCode]) -> tuple:
+    """Partition errors grouped by topic, in the order they come."""
     topic_cls = AddPartitions.AddPartitionsToTxnTopicResult
     part_cls = topic_cls.AddPartitionsToTxnPartitionResult
     by_topic: dict[str, list] = {}
     for (topic, p), error in errors.items():
         by_topic.setdefault(topic, []).append(part_cls(partition_index=p, partition_error_code=error))
-    return AddPartitions(results_by_topic_v3_and_below=tuple(
-        topic_cls(name=t, results_by_partition=tuple(ps)) for t, ps in by_topic.items()))
+    return tuple(topic_cls(name=t, results_by_partition=tuple(ps)) for t, ps in by_topic.items())

@@ -49,6 +49,10 @@ MARKER_RETRY_S = 0.1
 #: marker answers that end its sending: written, or never to be (Kafka drops the marker too)
 _MARKER_DONE = frozenset({E.NONE, E.UNKNOWN_TOPIC_OR_PARTITION, E.INVALID_PRODUCER_EPOCH,
                           E.TRANSACTION_COORDINATOR_FENCED})
+#: a transaction version 2 produce's add is retried this often while its transaction ends, for
+#: up to this long (Kafka's add.partitions.to.txn.retry.backoff.ms and .backoff.max.ms)
+ADD_RETRY_BACKOFF_S = 0.02
+ADD_RETRY_FOR_S = 0.1
 #: how long an EndTxn answer waits for its markers before it goes anyway (a shard loading)
 MARKERS_AWAITED_S = 0.5
 #: how often the state logs are checked for sealed segments to compact
@@ -73,10 +77,10 @@ class TransactionService:
     def __init__(self, data_dir: str, config: TransactionConfig, new_producer_id: Callable[[], int], *,
                  write_data_marker: Callable[..., ErrorCode], group_runner: Callable[[int], object],
                  fsync_each: bool = False, now_ms: Callable[[], int] = _now_ms,
-                 topology: Topology | None = None):
+                 topology: Topology | None = None, transaction_version: int = 2):
         self.data_dir, self.config = data_dir, config
         self.topology = topology or Topology([Node(0, "", 0)])
-        self.coordinator = TransactionCoordinator(config, new_producer_id)
+        self.coordinator = TransactionCoordinator(config, new_producer_id, transaction_version)
         self.write_data_marker, self.group_runner = write_data_marker, group_runner
         self.fsync_each, self.now_ms = fsync_each, now_ms
         self.logs: dict[int, ShardLog] = {}
@@ -132,7 +136,7 @@ class TransactionService:
             complete = self.coordinator.markers_begin(self.now_ms(), meta.transactional_id)
             self._nursery.start_soon(self._send_markers, meta.transactional_id, meta.producer_id,
                                      meta.producer_epoch, meta.state == TxnState.PREPARE_COMMIT,
-                                     sorted(meta.partitions), complete)
+                                     sorted(meta.partitions), complete, meta.client_tv)
 
     def move(self, partition: int) -> None:
         """A coordinator failover of one partition (its leader changed): see :meth:`_move`."""
@@ -205,7 +209,7 @@ class TransactionService:
         fails (as Kafka answers when its append fails), with nothing changed."""
         try:
             shard_log = self._open(self.coordinator.partition_for(tid))
-            shard_log.append([encode_record(tid, transit)], self.now_ms())
+            shard_log.append([encode_record(tid, transit, self.coordinator.transaction_version)], self.now_ms())
             if self.fsync_each:
                 await trio.to_thread.run_sync(shard_log.sync)
         except OffsetsLogError as e:
@@ -237,8 +241,7 @@ class TransactionService:
             log.info("transactional id %s: InitProducerId fences producer %d at epoch %d; its open "
                      "transaction is aborted (the caller retries on CONCURRENT_TRANSACTIONS)", safe(tid),
                      meta.producer_id, decision.transit.producer_epoch)
-            ended = await self.end_transaction(tid, meta.producer_id, decision.transit.producer_epoch,
-                                               False, from_client=False)
+            ended = await self._abort_fenced(tid, meta.producer_id, decision.transit.producer_epoch)
             return Decision(ended.error if ended.error != E.NONE else E.CONCURRENT_TRANSACTIONS)
         error = await self._write(tid, decision.transit)
         if error != E.NONE:
@@ -247,27 +250,48 @@ class TransactionService:
                  decision.producer_epoch)
         return decision
 
-    async def add_partitions(self, tid: str, producer_id: int, epoch: int, partitions) -> ErrorCode:
+    async def add_partitions(self, tid: str, producer_id: int, epoch: int, partitions,
+                             client_tv: int = 0) -> ErrorCode:
         if (refused := self._refusal(tid)) is not None:
             return refused
-        decision = self.coordinator.add_partitions(self.now_ms(), tid, producer_id, epoch, partitions)
+        decision = self.coordinator.add_partitions(self.now_ms(), tid, producer_id, epoch, partitions, client_tv)
         if decision.transit is None:
             return decision.error
         return await self._write(tid, decision.transit)
 
+    async def add_for_produce(self, tid: str, producer_id: int, epoch: int, partitions) -> ErrorCode:
+        """A transaction version 2 write (Produce v12+, TxnOffsetCommit v5) adds its partitions
+        itself, as Kafka's partition leader adds them through AddPartitionsToTxn v4+. The
+        transaction's end may still be under way (CONCURRENT_TRANSACTIONS): the add is tried again
+        every ADD_RETRY_BACKOFF_S for up to ADD_RETRY_FOR_S, as Kafka's leader does for a produce."""
+        waited = 0.0
+        while True:
+            error = await self.add_partitions(tid, producer_id, epoch, partitions, 2)
+            if error != E.CONCURRENT_TRANSACTIONS or waited >= ADD_RETRY_FOR_S:
+                return error
+            await trio.sleep(ADD_RETRY_BACKOFF_S)
+            waited += ADD_RETRY_BACKOFF_S
+
     def verify(self, tid: str, producer_id: int, epoch: int, topic: str, partition: int) -> ErrorCode:
         """A transactional produce's partition check (Kafka's verification)."""
+        return self.verify_partitions(tid, producer_id, epoch, [(topic, partition)])[(topic, partition)]
+
+    def verify_partitions(self, tid: str, producer_id: int, epoch: int, partitions) -> dict:
+        """Whether each partition is in the producer's transaction (AddPartitionsToTxn v4+ with
+        verify_only)."""
         if (refused := self._refusal(tid)) is not None:
-            return refused
-        return self.coordinator.verify_partitions(tid, producer_id, epoch, [(topic, partition)])[(topic, partition)]
+            return dict.fromkeys(partitions, refused)
+        return self.coordinator.verify_partitions(tid, producer_id, epoch, partitions)
 
     async def end_transaction(self, tid: str, producer_id: int, epoch: int, commit: bool, *,
-                              from_client: bool = True) -> Decision:
+                              from_client: bool = True, client_tv: int = 0) -> Decision:
+        """EndTxn (``client_tv`` 2 from v5) or the coordinator's own abort; the decision carries
+        the producer id and epoch the producer goes on with (transaction version 2 bumps it)."""
         if (refused := self._refusal(tid)) is not None:
             return Decision(refused)
         try:
             decision = self.coordinator.end_transaction(self.now_ms(), tid, producer_id, epoch, commit,
-                                                        from_client=from_client)
+                                                        from_client=from_client, client_tv=client_tv)
         except IllegalTransition:
             log.exception("transactional id %s: EndTxn found an impossible state", safe(tid))
             return Decision(E.UNKNOWN_SERVER_ERROR)
@@ -284,11 +308,17 @@ class TransactionService:
                   len(partitions))
         done = trio.Event()
         self._nursery.start_soon(self._send_markers, tid, meta.producer_id, meta.producer_epoch,
-                                 commit, partitions, complete, done)
+                                 commit, partitions, complete, meta.client_tv, done)
         if not self.markers_held:
             with trio.move_on_after(MARKERS_AWAITED_S):
                 await done.wait()
-        return Decision(producer_id=meta.producer_id, producer_epoch=meta.producer_epoch)
+        return Decision(producer_id=complete.producer_id, producer_epoch=complete.producer_epoch)
+
+    async def _abort_fenced(self, tid: str, producer_id: int, fenced_epoch: int) -> Decision:
+        """The coordinator's own abort of a fenced transaction (a timeout, an InitProducerId), in
+        the finalized transaction version, as Kafka's."""
+        return await self.end_transaction(tid, producer_id, fenced_epoch, False, from_client=False,
+                                          client_tv=self.coordinator.transaction_version)
 
     def describe(self, tid: str):
         """DescribeTransactions of one id: its metadata, or an ErrorCode."""
@@ -302,11 +332,12 @@ class TransactionService:
 
     # --- markers ------------------------------------------------------------------------------
     async def _send_markers(self, tid: str, producer_id: int, epoch: int, commit: bool,
-                            partitions: list[tuple[str, int]], complete: Transit,
+                            partitions: list[tuple[str, int]], complete: Transit, client_tv: int,
                             done: trio.Event | None = None) -> None:
         """Kafka's TransactionMarkerChannelManager: a marker into every partition, retried while
         the partition cannot take it (a group shard loading), skipped once it is gone; then the
-        completion is written."""
+        completion is written. A transaction version 2 marker carries the bumped epoch, which
+        the partition requires to be newer than its producer's."""
         if self.markers_held:
             await self._markers_released.wait()
         for topic, partition in partitions:
@@ -315,7 +346,8 @@ class TransactionService:
                     error = await self.group_runner(partition).complete_transaction(
                         producer_id, epoch, commit, COORDINATOR_EPOCH)
                 else:
-                    error = self.write_data_marker(topic, partition, producer_id, epoch, commit)
+                    error = self.write_data_marker(topic, partition, producer_id, epoch, commit,
+                                                   COORDINATOR_EPOCH, client_tv)
                 if error in _MARKER_DONE:
                     break
                 log.debug("transactional id %s: marker for %s-%d: %s; retrying", safe(tid), topic,
@@ -343,10 +375,11 @@ class TransactionService:
         if meta.state != TxnState.ONGOING or meta.has_pending:
             raise FaultError(f"transactional id {tid} has no open transaction ({meta.state.display})")
         epoch = meta.prepare_fence().producer_epoch
-        ended = await self.end_transaction(tid, meta.producer_id, epoch, False, from_client=False)
+        ended = await self._abort_fenced(tid, meta.producer_id, epoch)
         if ended.error != E.NONE:
             raise FaultError(f"transactional id {tid}: the abort failed with {ended.error.name}")
-        return f"transactional id {tid}: transaction aborted, producer {meta.producer_id} fenced at epoch {epoch}"
+        return (f"transactional id {tid}: transaction aborted, producer {ended.producer_id} fenced at epoch "
+                f"{ended.producer_epoch}")
 
     async def fence(self, tid: str) -> str:
         """Bump the epoch of ``tid`` as its next incarnation's InitProducerId would."""
@@ -365,7 +398,7 @@ class TransactionService:
     # --- timers -------------------------------------------------------------------------------
     async def abort_timed_out(self) -> None:
         for tid, producer_id, epoch in self.coordinator.timed_out(self.now_ms()):
-            await self.end_transaction(tid, producer_id, epoch, False, from_client=False)
+            await self._abort_fenced(tid, producer_id, epoch)
 
     async def remove_expired(self) -> None:
         for tid, dead in self.coordinator.expired(self.now_ms()):

@@ -4,9 +4,11 @@ Every transactional id lives in the transaction-state partition ``abs(javaHashCo
 (coordinator.routing, as groups); the driver (broker/txn_runtime/) owns the logs of those partitions and the markers. Each request
 method returns a :class:`Decision`: an error, or a :class:`Transit` to write. The driver writes
 it to the id's partition log and calls :meth:`TransactionCoordinator.written` (or
-:meth:`failed`), then answers. Checks and error codes follow Kafka, in its order; only the
-classic transaction protocol (TV1) is spoken, as we do not advertise ``transaction.version``.
-Time is milliseconds, passed in.
+:meth:`failed`), then answers. Checks and error codes follow Kafka, in its order. Both
+transaction versions are spoken, each request in the one its API version names (EndTxn v5,
+AddPartitionsToTxn v4+: version 2, which bumps the epoch at every end); the cluster's finalized
+``transaction.version`` decides only how the coordinator itself aborts (timeouts, fences) and
+which record version it writes, as in Kafka. Time is milliseconds, passed in.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from coordinator.java_order import hash_map_order
 from coordinator.re2j import InvalidRegex, compile_re2j
 from coordinator.routing import shard_for
 from coordinator.transactions.config import TransactionConfig
-from coordinator.transactions.metadata import (EXPIRABLE, NO_PRODUCER_EPOCH, NO_PRODUCER_ID,
+from coordinator.transactions.metadata import (EXPIRABLE, INT16_MAX, NO_PRODUCER_EPOCH, NO_PRODUCER_ID,
                                                IllegalTransition, Transit, TxnMetadata, TxnState,
                                                epoch_exhausted)
 
@@ -53,9 +55,11 @@ class Listed:
 
 
 class TransactionCoordinator:
-    def __init__(self, config: TransactionConfig, new_producer_id: Callable[[], int]):
+    def __init__(self, config: TransactionConfig, new_producer_id: Callable[[], int], transaction_version: int = 2):
         self.config = config
         self.new_producer_id = new_producer_id
+        #: the finalized transaction.version: the one the coordinator's own aborts use
+        self.transaction_version = transaction_version
         self.txns: dict[str, TxnMetadata] = {}
 
     def partition_for(self, transactional_id: str) -> int:
@@ -139,21 +143,28 @@ class TransactionCoordinator:
 
     # --- AddPartitionsToTxn / AddOffsetsToTxn -------------------------------------------------
     def add_partitions(self, now: int, transactional_id: str, producer_id: int, producer_epoch: int,
-                       partitions: Iterable[tuple[str, int]]) -> Decision:
+                       partitions: Iterable[tuple[str, int]], client_tv: int = 0) -> Decision:
         """Kafka's handleAddPartitionsToTransaction (AddOffsetsToTxn adds the group's
-        ``__consumer_offsets`` partition through it)."""
+        ``__consumer_offsets`` partition through it; a transaction version 2 produce or
+        TxnOffsetCommit adds theirs through AddPartitionsToTxn v4+, ``client_tv`` 2). A pending
+        transition is checked first: over an exhausted epoch the producer may already name the
+        next producer id, which only the pending completion holds."""
         if not transactional_id:
             return Decision(E.INVALID_REQUEST)
         meta = self.txns.get(transactional_id)
         partitions = set(partitions)
+        if meta is None:
+            return Decision(E.INVALID_PRODUCER_ID_MAPPING)
+        if meta.has_pending:
+            return Decision(E.CONCURRENT_TRANSACTIONS)
         error = _owner_error(meta, producer_id, producer_epoch)
         if error is not None:
             return Decision(error)
-        if meta.has_pending or meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+        if meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
             return Decision(E.CONCURRENT_TRANSACTIONS)
         if meta.state == S.ONGOING and partitions <= meta.partitions:
             return Decision()
-        return Decision(transit=meta.prepare_add_partitions(partitions, now))
+        return Decision(transit=meta.prepare_add_partitions(partitions, now, client_tv))
 
     def verify_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
                           partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], ErrorCode]:
@@ -172,14 +183,17 @@ class TransactionCoordinator:
 
     # --- EndTxn -------------------------------------------------------------------------------
     def end_transaction(self, now: int, transactional_id: str, producer_id: int, producer_epoch: int,
-                        commit: bool, *, from_client: bool = True) -> Decision:
-        """Kafka's endTransaction (TV1). A decision with a transit means: write PrepareCommit or
-        PrepareAbort, answer, then write the markers (:meth:`markers_begin`)."""
+                        commit: bool, *, from_client: bool = True, client_tv: int = 0) -> Decision:
+        """Kafka's endTransaction: EndTxn v0-4 and transaction version 1's aborts (``client_tv``
+        0), else version 2's (:meth:`_end_v2`). A decision with a transit means: write
+        PrepareCommit or PrepareAbort, answer, then write the markers (:meth:`markers_begin`)."""
         if not transactional_id:
             return Decision(E.INVALID_REQUEST)
         meta = self.txns.get(transactional_id)
         if meta is None:
             return Decision(E.INVALID_PRODUCER_ID_MAPPING)
+        if client_tv >= 2:
+            return self._end_v2(now, meta, producer_id, producer_epoch, commit, from_client)
         fencing = meta.pending == S.PREPARE_EPOCH_FENCE
         valid_epoch = (not from_client or producer_epoch == meta.producer_epoch) \
             and producer_epoch >= meta.producer_epoch
@@ -195,17 +209,73 @@ class TransactionCoordinator:
                 if commit:
                     raise IllegalTransition(f"{transactional_id}: a fence ends in an abort")
                 meta.take_fence(producer_epoch)
-            return Decision(transit=meta.prepare_end(S.PREPARE_COMMIT if commit else S.PREPARE_ABORT, now))
+            return Decision(transit=meta.prepare_end(S.PREPARE_COMMIT if commit else S.PREPARE_ABORT, now, 0))
         if meta.state == wanted:                          # a retry of the end that completed
             return Decision(producer_id=meta.producer_id, producer_epoch=meta.producer_epoch)
         same_way = S.PREPARE_COMMIT if commit else S.PREPARE_ABORT
         if meta.state == same_way:
             return Decision(E.CONCURRENT_TRANSACTIONS)
         if meta.state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT, S.PREPARE_COMMIT, S.PREPARE_ABORT, S.EMPTY):
-            log.debug("transactional id %s is %s; %s refused", safe(transactional_id),
-                      meta.state.display, "commit" if commit else "abort")
-            return Decision(E.INVALID_TXN_STATE)
-        raise IllegalTransition(f"{transactional_id}: EndTxn in state {meta.state.display}")
+            return _invalid_state(meta, commit)
+        raise IllegalTransition(f"{meta.transactional_id}: EndTxn in state {meta.state.display}")
+
+    def _end_v2(self, now: int, meta: TxnMetadata, producer_id: int, producer_epoch: int, commit: bool,
+                from_client: bool) -> Decision:
+        """Transaction version 2's end: every commit and abort bumps the epoch, so a retry is
+        told apart by its epoch being the one before (or, past an exhausted epoch, by the
+        previous producer id at the last epoch); an abort with no transaction open is written
+        too (it bumps the epoch). A retry of an end that completed gets the current producer id
+        and epoch back."""
+        fencing = meta.pending == S.PREPARE_EPOCH_FENCE
+        retry_on_overflow = not fencing and meta.previous_producer_id == producer_id \
+            and producer_epoch == INT16_MAX - 1 and meta.producer_epoch == 0
+        retry_on_bump = not fencing and meta.producer_epoch == producer_epoch + 1
+        if fencing:
+            valid_epoch = (not from_client or producer_epoch == meta.producer_epoch) \
+                and producer_epoch >= meta.producer_epoch
+        elif meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            valid_epoch = retry_on_bump
+        elif meta.state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
+            valid_epoch = retry_on_bump or retry_on_overflow or producer_epoch == meta.producer_epoch
+        else:
+            valid_epoch = producer_epoch == meta.producer_epoch
+        retry = retry_on_bump or retry_on_overflow
+        if meta.has_pending and not fencing:
+            return Decision(E.CONCURRENT_TRANSACTIONS)
+        if meta.producer_id != producer_id and not retry_on_overflow:
+            return Decision(E.INVALID_PRODUCER_ID_MAPPING)
+        if not valid_epoch:
+            return Decision(E.PRODUCER_FENCED)
+        state = meta.state
+        done = Decision(producer_id=meta.producer_id, producer_epoch=meta.producer_epoch)
+        if state == S.ONGOING:
+            return self._v2_prepare(now, meta, S.PREPARE_COMMIT if commit else S.PREPARE_ABORT, fencing, False)
+        if state == S.COMPLETE_COMMIT:
+            if commit:
+                return done if retry else _invalid_state(meta, commit)
+            return _invalid_state(meta, commit) if retry else self._v2_prepare(now, meta, S.PREPARE_ABORT,
+                                                                               fencing, True)
+        if state == S.COMPLETE_ABORT:
+            if not commit:
+                return done if retry else self._v2_prepare(now, meta, S.PREPARE_ABORT, fencing, True)
+            return _invalid_state(meta, commit)
+        if state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            return Decision(E.CONCURRENT_TRANSACTIONS) if (state == S.PREPARE_COMMIT) == commit \
+                else _invalid_state(meta, commit)
+        if state == S.EMPTY:
+            return _invalid_state(meta, commit) if commit else self._v2_prepare(now, meta, S.PREPARE_ABORT,
+                                                                                fencing, True)
+        raise IllegalTransition(f"{meta.transactional_id}: EndTxn in state {state.display}")
+
+    def _v2_prepare(self, now: int, meta: TxnMetadata, state: TxnState, fencing: bool,
+                    no_partition_added: bool) -> Decision:
+        """PrepareCommit/PrepareAbort at the next epoch; at an exhausted epoch the next producer id
+        is chosen now, handed over by the completion. A fence's own bump is dropped: the abort
+        bumps once."""
+        next_producer_id = self.new_producer_id() if epoch_exhausted(meta.producer_epoch) else NO_PRODUCER_ID
+        if fencing:
+            meta.cancel()
+        return Decision(transit=meta.prepare_end(state, now, 2, next_producer_id, no_partition_added))
 
     def markers_begin(self, now: int, transactional_id: str) -> Transit:
         """PrepareCommit/PrepareAbort was written: the transit that completes the transaction
@@ -278,6 +348,12 @@ class TransactionCoordinator:
         for tid in self.txns:
             by_partition.setdefault(self.partition_for(tid), []).append(tid)
         return [tid for partition in sorted(by_partition) for tid in hash_map_order(by_partition[partition])]
+
+
+def _invalid_state(meta: TxnMetadata, commit: bool) -> Decision:
+    log.debug("transactional id %s is %s; %s refused", safe(meta.transactional_id), meta.state.display,
+              "commit" if commit else "abort")
+    return Decision(E.INVALID_TXN_STATE)
 
 
 def _owner_error(meta: TxnMetadata | None, producer_id: int, producer_epoch: int) -> ErrorCode | None:

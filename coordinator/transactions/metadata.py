@@ -10,8 +10,10 @@ answered CONCURRENT_TRANSACTIONS.
 from __future__ import annotations
 
 import enum
+import logging
 from dataclasses import dataclass, field
 
+log = logging.getLogger("groupbroker.transactions")
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 INT16_MAX = 32767
@@ -54,7 +56,8 @@ VALID_PREVIOUS = {
     S.EMPTY: {S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT},
     S.ONGOING: {S.ONGOING, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT},
     S.PREPARE_COMMIT: {S.ONGOING},
-    S.PREPARE_ABORT: {S.ONGOING, S.PREPARE_EPOCH_FENCE},
+    # from Empty and the Complete states: transaction version 2's abort with nothing open
+    S.PREPARE_ABORT: {S.ONGOING, S.PREPARE_EPOCH_FENCE, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT},
     S.COMPLETE_COMMIT: {S.PREPARE_COMMIT},
     S.COMPLETE_ABORT: {S.PREPARE_ABORT},
     S.DEAD: {S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT},
@@ -74,7 +77,8 @@ def epoch_exhausted(epoch: int) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Transit:
-    """The values one transition writes (Kafka's TxnTransitMetadata)."""
+    """The values one transition writes (Kafka's TxnTransitMetadata): every field of the state,
+    which :meth:`TxnMetadata.complete` takes over whole."""
     producer_id: int
     previous_producer_id: int
     producer_epoch: int
@@ -84,6 +88,10 @@ class Transit:
     partitions: frozenset[tuple[str, int]]
     start_ms: int
     last_update_ms: int
+    #: the producer id the client is given once an exhausted epoch's transaction completes
+    next_producer_id: int = NO_PRODUCER_ID
+    #: the transaction version the client ended (or added partitions) with: 2 bumps the epoch
+    client_tv: int = 0
 
 
 @dataclass(slots=True)
@@ -98,6 +106,8 @@ class TxnMetadata:
     previous_producer_id: int = NO_PRODUCER_ID
     partitions: set[tuple[str, int]] = field(default_factory=set)
     start_ms: int = -1
+    next_producer_id: int = NO_PRODUCER_ID
+    client_tv: int = 0
     pending: TxnState | None = None
     #: an epoch fence whose write failed: the next fence reuses its (already bumped) epoch
     failed_epoch_fence: bool = False
@@ -107,25 +117,32 @@ class TxnMetadata:
         return self.pending is not None
 
     # --- prepare ----------------------------------------------------------------------------
-    def _transit(self, state: TxnState, producer_id: int, epoch: int, last_epoch: int, timeout_ms: int,
-                 partitions, start_ms: int, now: int) -> Transit:
+    def _transit(self, state: TxnState, **changed) -> Transit:
+        """The current values with ``changed`` ones (Kafka's TransitionData), marked pending; the
+        previous producer id is always the one before the transition."""
         if self.pending is not None:
             raise IllegalTransition(f"{self.transactional_id}: {state.display} while "
                                     f"{self.pending.display} is pending")
-        if state not in (S.DEAD,) and epoch < 0:
-            raise IllegalTransition(f"{self.transactional_id}: epoch {epoch} for {state.display}")
+        values = dict(producer_id=self.producer_id, producer_epoch=self.producer_epoch,
+                      last_producer_epoch=self.last_producer_epoch, timeout_ms=self.timeout_ms,
+                      partitions=frozenset(self.partitions), start_ms=self.start_ms,
+                      last_update_ms=self.last_update_ms, next_producer_id=self.next_producer_id,
+                      client_tv=self.client_tv)
+        values.update(changed)
+        if state not in (S.DEAD,) and values["producer_epoch"] < 0:
+            raise IllegalTransition(f"{self.transactional_id}: epoch {values['producer_epoch']} for {state.display}")
         if self.state not in VALID_PREVIOUS[state]:
             raise IllegalTransition(f"{self.transactional_id}: {self.state.display} -> {state.display}")
         self.pending = state
-        return Transit(producer_id, self.producer_id, epoch, last_epoch, timeout_ms, state,
-                       frozenset(partitions), start_ms, now)
+        values["partitions"] = frozenset(values["partitions"])
+        return Transit(state=state, previous_producer_id=self.producer_id, **values)
 
     def prepare_fence(self) -> Transit:
         """Bump the epoch to fence the producer of an ongoing transaction (never written:
         the abort that follows carries the new epoch)."""
-        epoch = self.producer_epoch if self.failed_epoch_fence else self.producer_epoch + 1
-        return self._transit(S.PREPARE_EPOCH_FENCE, self.producer_id, epoch, NO_PRODUCER_EPOCH,
-                             self.timeout_ms, self.partitions, self.start_ms, self.last_update_ms)
+        epoch = self.producer_epoch if self.failed_epoch_fence or self.producer_epoch == INT16_MAX \
+            else self.producer_epoch + 1
+        return self._transit(S.PREPARE_EPOCH_FENCE, producer_epoch=epoch, last_producer_epoch=NO_PRODUCER_EPOCH)
 
     def prepare_epoch_bump(self, timeout_ms: int, expected_epoch: int | None, now: int) -> Transit | None:
         """InitProducerId on an idle id: the next epoch. None when ``expected_epoch`` (KIP-360)
@@ -140,31 +157,49 @@ class TxnMetadata:
             epoch, last = self.producer_epoch, self.last_producer_epoch     # a retry of the bump
         else:
             return None
-        return self._transit(S.EMPTY, self.producer_id, epoch, last, timeout_ms, (), -1, now)
+        return self._transit(S.EMPTY, producer_epoch=epoch, last_producer_epoch=last, timeout_ms=timeout_ms,
+                             partitions=(), start_ms=-1, last_update_ms=now)
 
     def prepare_rotation(self, producer_id: int, timeout_ms: int, now: int, keep_last_epoch: bool) -> Transit:
         """The epoch is exhausted: a new producer id at epoch 0."""
         last = self.producer_epoch if keep_last_epoch else NO_PRODUCER_EPOCH
-        return self._transit(S.EMPTY, producer_id, 0, last, timeout_ms, (), -1, now)
+        return self._transit(S.EMPTY, producer_id=producer_id, producer_epoch=0, last_producer_epoch=last,
+                             timeout_ms=timeout_ms, partitions=(), start_ms=-1, last_update_ms=now)
 
-    def prepare_add_partitions(self, added, now: int) -> Transit:
+    def prepare_add_partitions(self, added, now: int, client_tv: int) -> Transit:
         start = now if self.state in (S.EMPTY, S.COMPLETE_ABORT, S.COMPLETE_COMMIT) else self.start_ms
-        return self._transit(S.ONGOING, self.producer_id, self.producer_epoch, self.last_producer_epoch,
-                             self.timeout_ms, self.partitions | set(added), start, now)
+        return self._transit(S.ONGOING, partitions=self.partitions | set(added), start_ms=start,
+                             last_update_ms=now, client_tv=client_tv)
 
-    def prepare_end(self, state: TxnState, now: int) -> Transit:
-        return self._transit(state, self.producer_id, self.producer_epoch, self.last_producer_epoch,
-                             self.timeout_ms, self.partitions, self.start_ms, now)
+    def prepare_end(self, state: TxnState, now: int, client_tv: int, next_producer_id: int = NO_PRODUCER_ID,
+                    no_partition_added: bool = False) -> Transit:
+        """PrepareCommit or PrepareAbort. Transaction version 2 bumps the epoch (but an abort at
+        the highest epoch, which only a bug reaches); an abort with no transaction open starts
+        one, as it were, now."""
+        epoch, last = self.producer_epoch, self.last_producer_epoch
+        if client_tv >= 2:
+            if self.producer_epoch == INT16_MAX and state == S.PREPARE_ABORT:
+                log.error("aborting transactional id %s's producer %d at epoch %d, the highest: a bug",
+                          self.transactional_id, self.producer_id, self.producer_epoch)
+            else:
+                epoch = self.producer_epoch + 1
+            last = self.producer_epoch
+        return self._transit(state, producer_epoch=epoch, last_producer_epoch=last,
+                             start_ms=now if no_partition_added else self.start_ms, last_update_ms=now,
+                             next_producer_id=next_producer_id, client_tv=client_tv)
 
     def prepare_complete(self, now: int) -> Transit:
+        """CompleteCommit or CompleteAbort, once the markers are written; a transaction version 2
+        end of an exhausted epoch hands over the next producer id, at epoch 0."""
         state = S.COMPLETE_COMMIT if self.state == S.PREPARE_COMMIT else S.COMPLETE_ABORT
         self.failed_epoch_fence = False
-        return self._transit(state, self.producer_id, self.producer_epoch, self.producer_epoch,
-                             self.timeout_ms, (), self.start_ms, now)
+        rotated = self.client_tv >= 2 and self.next_producer_id != NO_PRODUCER_ID
+        return self._transit(state, producer_id=self.next_producer_id if rotated else self.producer_id,
+                             producer_epoch=0 if rotated else self.producer_epoch,
+                             next_producer_id=NO_PRODUCER_ID, partitions=(), last_update_ms=now)
 
     def prepare_dead(self) -> Transit:
-        return self._transit(S.DEAD, self.producer_id, self.producer_epoch, self.last_producer_epoch,
-                             self.timeout_ms, (), self.start_ms, self.last_update_ms)
+        return self._transit(S.DEAD, partitions=())
 
     # --- complete ---------------------------------------------------------------------------
     def complete(self, t: Transit) -> None:
@@ -172,26 +207,20 @@ class TxnMetadata:
         if self.pending != t.state:
             raise IllegalTransition(f"{self.transactional_id}: completing {t.state.display}, "
                                     f"pending {self.pending}")
-        if t.state == S.EMPTY:
-            self.producer_id, self.previous_producer_id = t.producer_id, t.previous_producer_id
-            self.producer_epoch, self.last_producer_epoch = t.producer_epoch, t.last_producer_epoch
-            self.timeout_ms = t.timeout_ms
-            self.start_ms = t.start_ms          # -1: no transaction (an aborted one's start goes)
-        elif t.state == S.ONGOING:
-            self.start_ms = t.start_ms
-            self.partitions |= t.partitions
-        elif t.state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
-            self.start_ms = t.start_ms
-            self.partitions.clear()
-        elif t.state in (S.DEAD, S.PREPARE_EPOCH_FENCE):
+        if t.state in (S.DEAD, S.PREPARE_EPOCH_FENCE):
             raise IllegalTransition(f"{self.transactional_id}: {t.state.display} is never completed")
-        self.state = t.state
-        self.last_update_ms = t.last_update_ms
+        self.producer_id, self.previous_producer_id = t.producer_id, t.previous_producer_id
+        self.next_producer_id = t.next_producer_id
+        self.producer_epoch, self.last_producer_epoch = t.producer_epoch, t.last_producer_epoch
+        self.timeout_ms, self.partitions = t.timeout_ms, set(t.partitions)
+        self.start_ms, self.last_update_ms = t.start_ms, t.last_update_ms
+        self.client_tv, self.state = t.client_tv, t.state
         self.pending = None
 
     def take_fence(self, epoch: int) -> None:
-        """The abort that follows an epoch fence runs at the fenced epoch, set in place as Kafka
-        sets it; should that abort's write fail, the next fence keeps this epoch."""
+        """Transaction version 1: the abort that follows an epoch fence runs at the fenced epoch,
+        set in place as Kafka sets it; should that abort's write fail, the next fence keeps this
+        epoch."""
         self.pending = None
         self.producer_epoch, self.last_producer_epoch = epoch, NO_PRODUCER_EPOCH
         self.failed_epoch_fence = True
@@ -204,11 +233,11 @@ class TxnMetadata:
         """The current state as a transit (what a reload or a tool shows)."""
         return Transit(self.producer_id, self.previous_producer_id, self.producer_epoch,
                        self.last_producer_epoch, self.timeout_ms, self.state,
-                       frozenset(self.partitions), self.start_ms, self.last_update_ms)
+                       frozenset(self.partitions), self.start_ms, self.last_update_ms,
+                       self.next_producer_id, self.client_tv)
 
     @classmethod
     def from_transit(cls, transactional_id: str, t: Transit) -> TxnMetadata:
         return cls(transactional_id, t.producer_id, t.timeout_ms, t.last_update_ms, t.state,
                    t.producer_epoch, NO_PRODUCER_EPOCH, t.previous_producer_id, set(t.partitions),
-                   t.start_ms)
-
+                   t.start_ms, t.next_producer_id, t.client_tv)

@@ -1,8 +1,9 @@
-"""TxnOffsetCommit (API key 28): offsets committed inside a transaction (KIP-98, KIP-447)."""
+"""TxnOffsetCommit (API key 28): offsets committed inside a transaction (KIP-98, KIP-447); v5
+is transaction version 2's: it also adds the group's offsets partition to the transaction."""
 
 from ..schema import F, Message
 
-REQUEST = Message("TxnOffsetCommitRequest", 28, "request", "0-4", "3+", [
+REQUEST = Message("TxnOffsetCommitRequest", 28, "request", "0-5", "3+", [
     F("transactional_id", "string"),
     F("group_id", "string"),
     F("producer_id", "int64"),
@@ -21,7 +22,7 @@ REQUEST = Message("TxnOffsetCommitRequest", 28, "request", "0-4", "3+", [
     ]),
 ])
 
-RESPONSE = Message("TxnOffsetCommitResponse", 28, "response", "0-4", "3+", [
+RESPONSE = Message("TxnOffsetCommitResponse", 28, "response", "0-5", "3+", [
     F("throttle_time_ms", "int32"),
     F("topics", "[]TxnOffsetCommitResponseTopic", fields=[
         F("name", "string"),

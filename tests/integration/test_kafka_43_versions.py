@@ -67,9 +67,10 @@ async def test_api_versions_advertises_kafka_4_3_ranges(client):
     ranges = {k.api_key: (k.min_version, k.max_version) for k in answer.api_keys}
     assert {key: ranges[key] for key in (0, 1, 2, 8, 9, 35, 66)} == {
         0: (0, 13), 1: (4, 18), 2: (1, 11), 8: (2, 10), 9: (1, 10), 35: (1, 5), 66: (0, 2)}
-    # transaction version 2 is not spoken yet
+    # transaction version 2's: whatever transaction.version is finalized, as Kafka advertises them
     assert (ranges[ApiKey.ADD_PARTITIONS_TO_TXN], ranges[ApiKey.END_TXN], ranges[ApiKey.TXN_OFFSET_COMMIT]) == (
-        (0, 3), (0, 4), (0, 4))
+        (0, 5), (0, 5), (0, 5))
+    assert {f.name: f.max_version_level for f in answer.finalized_features}["transaction.version"] == 2
 
 
 @pytest.mark.parametrize("version", [0, 1, 2])

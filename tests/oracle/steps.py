@@ -31,7 +31,7 @@ def own_pair(home, settings: dict, features: dict[str, int] | None = None):
     except KafkaUnavailable as e:
         missing(str(e))
     ours_settings = dict(settings)
-    for name in ("share.version", "streams.version"):  # what Kafka's format sets, groupbroker's setting sets
+    for name in ("share.version", "streams.version", "transaction.version"):  # Kafka's format, our settings
         if features and name in features:
             ours_settings[f"groupbroker.feature.{name}"] = str(features[name])
     try:

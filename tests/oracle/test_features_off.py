@@ -1,8 +1,8 @@
-"""The share-group (KIP-932) and streams-group (KIP-1071) APIs against an Apache Kafka 4.3.1
-formatted as groupbroker finalizes its features (share.version 0, streams.version 0,
-transaction.version 1): Kafka advertises them all the same and answers each with
-UNSUPPORTED_VERSION before any other check; so does groupbroker, told the same levels
-(groupbroker.feature.share.version and .streams.version). ApiVersions is compared whole (but for transaction version 2's newest versions)."""
+"""An Apache Kafka 4.3.1 formatted with share.version, streams.version and transaction.version
+0, and groupbroker told the same levels (groupbroker.feature.*): both advertise every API all
+the same (ApiVersions compared whole: the ranges never depend on the features), and answer the
+share-group (KIP-932) and streams-group (KIP-1071) APIs with UNSUPPORTED_VERSION before any
+other check."""
 
 import dataclasses
 import uuid
@@ -14,9 +14,8 @@ from protocol.errors import ErrorCode
 from broker.dispatch.served import SERVED_APIS
 from tests.conftest import ORACLE_SETTINGS
 from tests.oracle.steps import connected, own_pair, req, sub, versions
-from tests.oracle.test_api_versions import PENDING
 
-FEATURES = {"transaction.version": 1, "share.version": 0, "streams.version": 0}
+FEATURES = {"transaction.version": 0, "share.version": 0, "streams.version": 0}
 TOPIC_ID = uuid.UUID("6f1c2d3e-4a5b-4c6d-8e7f-901a2b3c4d5e")
 
 
@@ -38,11 +37,8 @@ async def test_api_versions_whole(oracle, version):
     ours, kafka = await oracle.both(ApiKey.API_VERSIONS, version, body)
 
     def shared(answer):
-        """The APIs groupbroker serves (Kafka serves more), capped where transaction version 2
-        still is to come."""
-        return dataclasses.replace(answer, api_keys=tuple(
-            dataclasses.replace(k, max_version=min(k.max_version, PENDING[k.api_key][1])) if k.api_key in PENDING
-            else k for k in answer.api_keys if k.api_key in SERVED_APIS))
+        """The APIs groupbroker serves (Kafka serves more)."""
+        return dataclasses.replace(answer, api_keys=tuple(k for k in answer.api_keys if k.api_key in SERVED_APIS))
     assert {k.api_key for k in ours.api_keys} == SERVED_APIS
     oracle.compare(ApiKey.API_VERSIONS, version, shared(ours), shared(kafka),
                    what="share and streams groups advertised, their features not finalized")

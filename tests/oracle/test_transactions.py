@@ -3,7 +3,8 @@ AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit, EndTxn, DescribeTransactio
 ListTransactions at every version we serve, with the fencing and state errors in Kafka's order.
 
 Kafka is formatted with transaction version 2 (its default); at the request versions a TV1
-client sends (AddPartitionsToTxn up to v3, EndTxn up to v4) its coordinator runs version 1.
+client sends (AddPartitionsToTxn up to v3, EndTxn and TxnOffsetCommit up to v4) its coordinator
+runs version 1. Version 2's requests are test_transactions_v2.py's.
 """
 
 import dataclasses
@@ -17,6 +18,13 @@ from protocol.errors import ErrorCode
 from protocol.registry import API_TABLE
 from tests.oracle.steps import batch, create_topic, produce_body, req, stable_member, sub, unique, versions
 from tests.support.differential import Alias
+
+#: the newest versions a transaction version 1 client sends
+TV1_LAST = {ApiKey.ADD_PARTITIONS_TO_TXN: 3, ApiKey.END_TXN: 4, ApiKey.TXN_OFFSET_COMMIT: 4}
+
+
+def tv1_versions(api: ApiKey) -> range:
+    return range(versions(api).start, TV1_LAST[api] + 1)
 
 
 def init(txn: str | None, timeout_ms: int = 60000, producer_id=-1, epoch=-1):
@@ -74,7 +82,7 @@ async def test_init_producer_id(oracle, request, version):
     await described(oracle, txn)
 
 
-@pytest.mark.parametrize("version", versions(ApiKey.ADD_PARTITIONS_TO_TXN))
+@pytest.mark.parametrize("version", tv1_versions(ApiKey.ADD_PARTITIONS_TO_TXN))
 async def test_add_partitions_and_end(oracle, request, version):
     txn, topic = unique(request), unique(request, "-t")
     await create_topic(oracle, topic, 2)
@@ -100,7 +108,7 @@ async def test_add_partitions_and_end(oracle, request, version):
     await oracle.call(ApiKey.END_TXN, 3, end(txn, pid, epoch, commit=True), what="commit after the abort")
 
 
-@pytest.mark.parametrize("version", versions(ApiKey.END_TXN))
+@pytest.mark.parametrize("version", tv1_versions(ApiKey.END_TXN))
 async def test_a_transaction_commits(oracle, request, version):
     txn, topic, group = unique(request), unique(request, "-t"), unique(request, "-g")
     await create_topic(oracle, topic, 1)
@@ -113,7 +121,7 @@ async def test_a_transaction_commits(oracle, request, version):
     await oracle.call(ApiKey.ADD_OFFSETS_TO_TXN, min(version, API_TABLE[ApiKey.ADD_OFFSETS_TO_TXN].max_version),
                       req(ApiKey.ADD_OFFSETS_TO_TXN, transactional_id=txn, producer_id=pid, producer_epoch=epoch,
                           group_id=group))
-    txn_commit_version = min(version, API_TABLE[ApiKey.TXN_OFFSET_COMMIT].max_version)
+    txn_commit_version = min(version, TV1_LAST[ApiKey.TXN_OFFSET_COMMIT])
     await oracle.call(ApiKey.TXN_OFFSET_COMMIT, txn_commit_version, req(
         ApiKey.TXN_OFFSET_COMMIT, transactional_id=txn, group_id=group, producer_id=pid, producer_epoch=epoch,
         topics=(sub(ApiKey.TXN_OFFSET_COMMIT, "TxnOffsetCommitRequestTopic", name=topic, partitions=(
@@ -144,7 +152,7 @@ async def listed(oracle, txn: str) -> None:
                     ApiKey.LIST_TRANSACTIONS, transactional_id_pattern=pattern), what=f"pattern {pattern}")
 
 
-@pytest.mark.parametrize("version", versions(ApiKey.TXN_OFFSET_COMMIT))
+@pytest.mark.parametrize("version", tv1_versions(ApiKey.TXN_OFFSET_COMMIT))
 async def test_txn_offset_commit_errors(oracle, request, version):
     txn, topic, group = unique(request), unique(request, "-t"), unique(request, "-g")
     await create_topic(oracle, topic, 1)

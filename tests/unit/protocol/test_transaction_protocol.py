@@ -250,10 +250,10 @@ def test_transaction_log_value_round_trips(version):
 #: key -> (versions we declare, Kafka 4.x's validVersions, flexible versions). Where ours are
 #: fewer, the cap is documented in the module and in test_declarations.CAPPED.
 TRANSACTION_APIS = {
-    ApiKey.ADD_PARTITIONS_TO_TXN: ("0-3", "0-5", "3+"),
+    ApiKey.ADD_PARTITIONS_TO_TXN: ("0-5", "0-5", "3+"),
     ApiKey.ADD_OFFSETS_TO_TXN: ("0-4", "0-4", "3+"),
-    ApiKey.END_TXN: ("0-4", "0-5", "3+"),
-    ApiKey.TXN_OFFSET_COMMIT: ("0-4", "0-5", "3+"),
+    ApiKey.END_TXN: ("0-5", "0-5", "3+"),
+    ApiKey.TXN_OFFSET_COMMIT: ("0-5", "0-5", "3+"),
     ApiKey.DESCRIBE_PRODUCERS: ("0", "0", "0+"),
     ApiKey.DESCRIBE_TRANSACTIONS: ("0", "0", "0+"),
     ApiKey.LIST_TRANSACTIONS: ("0-2", "0-2", "0+"),
