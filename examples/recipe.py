@@ -41,11 +41,13 @@ class Broker:
     """A groupbroker subprocess for one recipe (the project's launcher), or the broker at
     ``bootstrap``."""
 
-    def __init__(self, bootstrap: str | None = None, overrides: dict | None = None, nodes: int = 1):
+    def __init__(self, bootstrap: str | None = None, overrides: dict | None = None, nodes: int = 1,
+                 faults: bool = False):
         self.external = bootstrap is not None
         self.bootstrap = bootstrap or ""
         self.overrides = {**TEST_DEFAULTS, **(overrides or {})}
         self.nodes = nodes
+        self.with_faults = faults or nodes > 1
         self.faults = None                # fault injection, for a cluster the recipe started
         self._admin = None
         self._process: BrokerProcess | None = None
@@ -54,18 +56,18 @@ class Broker:
     def __enter__(self) -> Broker:
         if not self.external:
             self._tmp = tempfile.TemporaryDirectory(prefix="groupbroker-recipe-")
-            overrides = self.overrides if self.nodes == 1 else {**self.overrides, "groupbroker.admin.port": 0}
+            overrides = {**self.overrides, "groupbroker.admin.port": 0} if self.with_faults else self.overrides
             self._process = BrokerProcess(Path(self._tmp.name) / "data", Path(self._tmp.name) / "broker.log",
                                           overrides, nodes=self.nodes).start()
             self.bootstrap = self._process.bootstrap
-            if self.nodes > 1:
+            if self.with_faults:
                 from broker.cli.faults import AdminClient
                 admin = self.log(r"admin endpoint listening on")[0].split()[4]
                 token = (Path(self._tmp.name) / "data" / "admin.token").read_text().strip()
                 self._admin = AdminClient(admin, token)
                 self.faults = self._admin.faults
-        elif self.nodes > 1:
-            raise NotReproduced("this recipe moves a cluster's nodes: run it without --bootstrap-server")
+        elif self.with_faults:
+            raise NotReproduced("this recipe injects faults into its broker: run it without --bootstrap-server")
         return self
 
     def bootstrap_for(self, listener: str) -> str:
@@ -188,6 +190,80 @@ def produce(bootstrap: str, topic: str, partitions: int, messages: int) -> None:
         producer.close()
 
 
+class RawTransactions:
+    """A transactional producer spoken with our own client, request by request, in transaction
+    version 2 as a Kafka 4 Java producer speaks it (InitProducerId v5, Produce v12 adding its
+    partition, EndTxn v5): for what a client library hides (its epochs, the errors it maps)."""
+
+    def __init__(self, bootstrap: str, transactional_id: str, name: str):
+        self.tid, self.name = transactional_id, name
+        self.conn = connect(bootstrap, client_id=name)
+        self.producer_id, self.epoch, self.sequence = -1, -1, 0
+
+    def init(self, *, retry: bool = True) -> int:
+        """InitProducerId v5 (retried while the coordinator aborts what was open); its error."""
+        body = REQUESTS[ApiKey.INIT_PRODUCER_ID].cls(transactional_id=self.tid, transaction_timeout_ms=60000,
+                                                     producer_id=-1, producer_epoch=-1)
+        while True:
+            answer = self.conn.call(ApiKey.INIT_PRODUCER_ID, 5, body)
+            if answer.error_code != 51 or not retry:         # CONCURRENT_TRANSACTIONS: an abort under way
+                break
+            client(f"{self.name}: InitProducerId answered CONCURRENT_TRANSACTIONS (the open transaction "
+                   f"is being aborted); retrying")
+            time.sleep(0.1)
+        if answer.error_code == 0:
+            self.producer_id, self.epoch, self.sequence = answer.producer_id, answer.producer_epoch, 0
+        return answer.error_code
+
+    def send(self, topic: str, value: bytes) -> int:
+        """A transactional Produce v12 of one record to partition 0; its error code."""
+        from kafka.record.default_records import DefaultRecordBatchBuilder
+
+        builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=True,
+                                            producer_id=self.producer_id, producer_epoch=self.epoch,
+                                            base_sequence=self.sequence, batch_size=1 << 20)
+        builder.append(0, timestamp=int(time.time() * 1000), key=None, value=value, headers=[])
+        produce = REQUESTS[ApiKey.PRODUCE].cls
+        topic_data = produce.TopicProduceData(name=topic, partition_data=(
+            produce.TopicProduceData.PartitionProduceData(index=0, records=bytes(builder.build())),))
+        answer = self.conn.call(ApiKey.PRODUCE, 12, produce(transactional_id=self.tid, acks=-1, timeout_ms=10000,
+                                                            topic_data=(topic_data,)))
+        error = answer.responses[0].partition_responses[0].error_code
+        if error == 0:
+            self.sequence += 1
+        return error
+
+    def end(self, commit: bool = True, epoch: int | None = None) -> int:
+        """EndTxn v5 at ``epoch`` (the current one by default); on success the producer goes on
+        with the producer id and epoch it names, sequences from 0."""
+        body = REQUESTS[ApiKey.END_TXN].cls(transactional_id=self.tid, producer_id=self.producer_id,
+                                            producer_epoch=self.epoch if epoch is None else epoch, committed=commit)
+        answer = self.conn.call(ApiKey.END_TXN, 5, body)
+        if answer.error_code == 0:
+            self.producer_id, self.epoch, self.sequence = answer.producer_id, answer.producer_epoch, 0
+        return answer.error_code
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def read_committed(bootstrap: str, topic: str, expect: int, timeout: float = 10.0) -> list[bytes]:
+    """The values a read_committed reader sees in partition 0 of ``topic``."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    reader = KafkaConsumer(bootstrap_servers=bootstrap, isolation_level="read_committed",
+                           auto_offset_reset="earliest", enable_auto_commit=False)
+    try:
+        reader.assign([TopicPartition(topic, 0)])
+        seen, deadline = [], time.monotonic() + timeout
+        while time.monotonic() < deadline and len(seen) < expect:
+            for records in reader.poll(200).values():
+                seen.extend(r.value for r in records)
+        return seen
+    finally:
+        reader.close()
+
+
 def say(text: str) -> None:
     print(text, flush=True)
 
@@ -293,7 +369,7 @@ class Polling:
         self._thread.join(15)
 
 
-def run(recipe, description: str, overrides: dict | None = None, nodes: int = 1) -> None:
+def run(recipe, description: str, overrides: dict | None = None, nodes: int = 1, faults: bool = False) -> None:
     """Parse ``--bootstrap-server``, run ``recipe(broker)``, exit 0 if it reproduced, else 1."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--bootstrap-server", metavar="HOST:PORT",
@@ -302,7 +378,7 @@ def run(recipe, description: str, overrides: dict | None = None, nodes: int = 1)
     args = parser.parse_args()
     say(description)
     try:
-        with Broker(args.bootstrap_server, overrides, nodes) as broker:
+        with Broker(args.bootstrap_server, overrides, nodes, faults) as broker:
             origin = "external" if broker.external else "groupbroker started for this recipe"
             say(f"broker: {broker.bootstrap} ({origin})")
             recipe(broker)

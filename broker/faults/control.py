@@ -221,6 +221,13 @@ class BrokerControl:
         epoch is bumped (an open transaction is aborted) and the old producer gets PRODUCER_FENCED."""
         return await self.transactions.fence(transactional_id)
 
+    async def op_exhaust_epoch(self, transactional_id: str) -> str:
+        """Exhaust TRANSACTIONAL_ID's producer epoch (transaction version 2): its next EndTxn v5
+        answers epoch 32766, and the one after a new producer id at epoch 0."""
+        done = await self.transactions.exhaust_epoch(transactional_id)
+        log.warning("fault injection: %s", done)
+        return done
+
     async def op_hold_markers(self, on: bool = True) -> str:
         """Hold (or release) the markers of ending transactions: EndTxn is answered, the
         transaction stays PrepareCommit/PrepareAbort and its id answers CONCURRENT_TRANSACTIONS."""

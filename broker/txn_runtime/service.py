@@ -28,7 +28,7 @@ import trio
 from coordinator.routing import shard_for
 from coordinator.transactions.config import TransactionConfig
 from coordinator.transactions.coordinator import Decision, TransactionCoordinator
-from coordinator.transactions.metadata import IllegalTransition, Transit, TxnState
+from coordinator.transactions.metadata import INT16_MAX, IllegalTransition, Transit, TxnState
 from coordinator.transactions.records import decode_record, encode_record
 from offsets_log.compaction import compact
 from offsets_log.errors import OffsetsLogError
@@ -306,6 +306,10 @@ class TransactionService:
         log.debug("transactional id %s: %s producer %d epoch %d over %d partition(s)", safe(tid),
                   "committing" if commit else "aborting", meta.producer_id, meta.producer_epoch,
                   len(partitions))
+        if complete.producer_id != meta.producer_id:
+            log.info("transactional id %s: producer %d's epochs are exhausted; its transaction ends at epoch %d "
+                     "and producer id %d takes over at epoch 0", safe(tid), meta.producer_id, meta.producer_epoch,
+                     complete.producer_id)
         done = trio.Event()
         self._nursery.start_soon(self._send_markers, tid, meta.producer_id, meta.producer_epoch,
                                  commit, partitions, complete, meta.client_tv, done)
@@ -388,6 +392,18 @@ class TransactionService:
         if decided.error not in (E.NONE, E.CONCURRENT_TRANSACTIONS):     # 51: it aborts meanwhile
             raise FaultError(f"transactional id {tid}: fencing failed with {decided.error.name}")
         return f"transactional id {tid}: producer {meta.producer_id} fenced, epoch now {meta.producer_epoch}"
+
+    async def exhaust_epoch(self, tid: str) -> str:
+        """Make the next version 2 end of ``tid`` bump its epoch to the last one a producer may
+        hold (32766), so that the end after it hands over a new producer id: what years of
+        transactions would do, in two."""
+        meta = self._known(tid)
+        last = INT16_MAX - 1
+        if meta.producer_epoch >= last:
+            raise FaultError(f"transactional id {tid}: epoch {meta.producer_epoch} is already the last")
+        self.coordinator.epoch_jumps[tid] = last
+        return (f"transactional id {tid}: producer {meta.producer_id}'s next transaction version 2 end "
+                f"bumps its epoch from {meta.producer_epoch} to {last}; the end after hands over a new producer id")
 
     def _known(self, tid: str):
         meta = self.coordinator.txns.get(tid) if self.loaded else None

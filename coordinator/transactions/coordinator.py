@@ -60,6 +60,8 @@ class TransactionCoordinator:
         self.new_producer_id = new_producer_id
         #: the finalized transaction.version: the one the coordinator's own aborts use
         self.transaction_version = transaction_version
+        #: a fault: transactional id -> the epoch its next version 2 end bumps to (not the next one)
+        self.epoch_jumps: dict[str, int] = {}
         self.txns: dict[str, TxnMetadata] = {}
 
     def partition_for(self, transactional_id: str) -> int:
@@ -275,7 +277,8 @@ class TransactionCoordinator:
         next_producer_id = self.new_producer_id() if epoch_exhausted(meta.producer_epoch) else NO_PRODUCER_ID
         if fencing:
             meta.cancel()
-        return Decision(transit=meta.prepare_end(state, now, 2, next_producer_id, no_partition_added))
+        jump = None if next_producer_id != NO_PRODUCER_ID else self.epoch_jumps.pop(meta.transactional_id, None)
+        return Decision(transit=meta.prepare_end(state, now, 2, next_producer_id, no_partition_added, jump))
 
     def markers_begin(self, now: int, transactional_id: str) -> Transit:
         """PrepareCommit/PrepareAbort was written: the transit that completes the transaction

@@ -172,17 +172,17 @@ class TxnMetadata:
                              last_update_ms=now, client_tv=client_tv)
 
     def prepare_end(self, state: TxnState, now: int, client_tv: int, next_producer_id: int = NO_PRODUCER_ID,
-                    no_partition_added: bool = False) -> Transit:
-        """PrepareCommit or PrepareAbort. Transaction version 2 bumps the epoch (but an abort at
-        the highest epoch, which only a bug reaches); an abort with no transaction open starts
-        one, as it were, now."""
+                    no_partition_added: bool = False, bump_to: int | None = None) -> Transit:
+        """PrepareCommit or PrepareAbort. Transaction version 2 bumps the epoch (to ``bump_to``
+        when a fault says so), but not past the highest, which only a bug reaches; an abort with
+        no transaction open starts one, as it were, now."""
         epoch, last = self.producer_epoch, self.last_producer_epoch
         if client_tv >= 2:
             if self.producer_epoch == INT16_MAX and state == S.PREPARE_ABORT:
                 log.error("aborting transactional id %s's producer %d at epoch %d, the highest: a bug",
                           self.transactional_id, self.producer_id, self.producer_epoch)
             else:
-                epoch = self.producer_epoch + 1
+                epoch = self.producer_epoch + 1 if bump_to is None else bump_to
             last = self.producer_epoch
         return self._transit(state, producer_epoch=epoch, last_producer_epoch=last,
                              start_ms=now if no_partition_added else self.start_ms, last_update_ms=now,

@@ -97,6 +97,25 @@ def test_producer_fenced():
           r"transaction is aborted", out)
 
 
+def test_producer_fenced_in_transaction_version_2():
+    out = reproduced("producer_fenced_v2.py")
+    found(r"^RESULT: INVALID_PRODUCER_EPOCH reproduced: P2's InitProducerId aborted P1's transaction at epoch 1 "
+          r"and took epoch 2; .* readers see only \[b'from the new incarnation'\]$", out)
+    found(r"P1's next record \(epoch 0\): INVALID_PRODUCER_EPOCH$", out)
+    found(r"P1's abort \(epoch 0\): PRODUCER_FENCED$", out)
+    found(r"broker\| transactional id \S+: InitProducerId fences producer \d+ at epoch 1", out)
+
+
+def test_epoch_exhausted():
+    out = reproduced("epoch_exhausted.py")
+    rotated = found(r"^RESULT: EPOCH_EXHAUSTED reproduced: producer (\d+) reached epoch 32766; its next commit "
+                    r"answered producer (\d+) at epoch 0", out)
+    assert rotated.group(1) != rotated.group(2)
+    found(r"EndTxn v5 answered producer %s, epoch 1$" % rotated.group(2), out)
+    found(r"broker\| transactional id \S+: producer %s's epochs are exhausted; its transaction ends at epoch 32767 "
+          r"and producer id %s takes over at epoch 0" % (rotated.group(1), rotated.group(2)), out)
+
+
 def test_member_id_required():
     out = reproduced("member_id_required.py")
     found(r"Received JoinGroup response: .*error_code=79", out)
