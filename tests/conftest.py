@@ -101,7 +101,8 @@ def oracle_twin(tmp_path_factory) -> BrokerProcess:
     """The groupbroker that differential tests compare with ``kafka_oracle``: same settings,
     same node id, one for the run (tests use their own group and topic names on both)."""
     home = tmp_path_factory.mktemp("oracle-twin")
-    twin = BrokerProcess(home / "data", home / "broker.log", ORACLE_SETTINGS).start()
+    # its fault endpoint only records requests (tests/support/recorded.py): what clients sent
+    twin = BrokerProcess(home / "data", home / "broker.log", {**ORACLE_SETTINGS, "groupbroker.admin.port": "0"}).start()
     yield twin
     twin.stop()
 

@@ -26,6 +26,7 @@ import pytest
 
 from tests.support.go_drivers import EventProcess, go_driver, run_driver
 from tests.support.group_lifecycle import PARTITIONS, BrokerView
+from tests.support.recorded import recording, versions_used
 from tests.support.processes import wait_until
 
 PER_STEP = 600
@@ -294,5 +295,10 @@ def _eos_steps(franz, bootstrap, src, dst, view, start, members) -> dict:
 def test_group_transact_session_franz(franz, oracle_twin, kafka_oracle, tmp_path):
     """consume -> transform -> produce with the offsets in the transaction, one member killed
     inside a transaction and replaced: read_committed sees every output exactly once; the same
-    on groupbroker and on Kafka."""
-    on_both(oracle_twin, kafka_oracle, eos_scenario(franz, tmp_path))
+    on groupbroker and on Kafka. franz-go speaks transaction version 2 to both (Kafka 4's
+    default): on groupbroker's wire, EndTxn v5 only and no AddPartitionsToTxn nor AddOffsetsToTxn."""
+    with recording(oracle_twin) as recorded:
+        on_both(oracle_twin, kafka_oracle, eos_scenario(franz, tmp_path))
+    used = versions_used(recorded)
+    assert used.get("EndTxn") == {5} and used.get("TxnOffsetCommit") == {5}, used
+    assert min(used["Produce"]) >= 12 and not {"AddPartitionsToTxn", "AddOffsetsToTxn"} & set(used), used

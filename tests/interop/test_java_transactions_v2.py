@@ -12,8 +12,8 @@ TxnOffsetCommit v5, and never AddPartitionsToTxn nor AddOffsetsToTxn).
 
 from __future__ import annotations
 
+import contextlib
 import json
-import re
 import subprocess
 import shutil
 from collections import Counter
@@ -24,13 +24,13 @@ import pytest
 
 from apache_kafka.artefacts import KafkaUnavailable
 from apache_kafka.process import KafkaProcess
-from broker.cli.faults import AdminClient, read_token
 from broker.testing.launcher import BrokerProcess
 from tests.conftest import ORACLE_SETTINGS
 from tests.interop.java_driver import JVM_FLAGS, SOURCE, compiled
 from tests.interop.test_transactions_confluent import read_all
 from tests.support.confluent import create_topics
 from tests.support.processes import import_client, missing, wait_until
+from tests.support.recorded import recording, versions_used
 
 ck = import_client("confluent_kafka")
 
@@ -72,14 +72,26 @@ def produce(bootstrap: str, topic: str, tag: str) -> list[str]:
     return values
 
 
-def scenario(classpath: str, bootstrap: str, kill_and_restart, home: Path, record=None) -> dict:
+def scenario(classpath: str, bootstrap: str, kill_and_restart, home: Path, recorder=None) -> dict:
     """The run on one broker; ``kill_and_restart()`` kills it and starts it again on its data;
-    ``record(on)`` turns groupbroker's request recording on, then returns what it recorded."""
+    ``recorder``: groupbroker's request recording, until the kill."""
     home.mkdir(parents=True, exist_ok=True)
     prefix = f"tv2-{home.name}"
     create_topics(bootstrap, (f"{prefix}-in", PARTITIONS), (f"{prefix}-out", PARTITIONS))
-    if record:
-        record(True)
+    with recorder or contextlib.nullcontext([]) as recorded:
+        first, second, sent = workers_take_turns(classpath, bootstrap, prefix, home)
+    kill_and_restart()
+    sent += produce(bootstrap, f"{prefix}-in", "c")
+    expected = sorted(v.upper() for v in sent)
+    got = wait_until(lambda: (v := read_all(bootstrap, f"{prefix}-out", PARTITIONS, "read_committed",
+                                            expect=len(expected), seconds=5)) and len(v) >= len(expected) and v,
+                     120, "every input in the output, read_committed")
+    final = second.finish()
+    return {"out": sorted(v.decode() for v in got), "expected": expected, "w2": final, "recorded": recorded}
+
+
+def workers_take_turns(classpath: str, bootstrap: str, prefix: str, home: Path):
+    """w1 runs, is killed inside its work, and w2 takes its transactional id over."""
     sent = produce(bootstrap, f"{prefix}-in", "a")
     first = Worker(classpath, bootstrap, prefix, "w1", home)
     wait_until(lambda: first.committed() >= 2, 60, "w1's first transactions")
@@ -89,15 +101,7 @@ def scenario(classpath: str, bootstrap: str, kill_and_restart, home: Path, recor
     second = Worker(classpath, bootstrap, prefix, "w2", home)
     done = second.committed()
     wait_until(lambda: second.committed() > done, 60, "w2 taking over")
-    recorded = record(False) if record else None
-    kill_and_restart()
-    sent += produce(bootstrap, f"{prefix}-in", "c")
-    expected = sorted(v.upper() for v in sent)
-    got = wait_until(lambda: (v := read_all(bootstrap, f"{prefix}-out", PARTITIONS, "read_committed",
-                                            expect=len(expected), seconds=5)) and len(v) >= len(expected) and v,
-                     120, "every input in the output, read_committed")
-    final = second.finish()
-    return {"out": sorted(v.decode() for v in got), "expected": expected, "w2": final, "recorded": recorded}
+    return first, second, sent
 
 
 @pytest.fixture
@@ -117,22 +121,14 @@ def pair(tmp_path):
 def test_exactly_once_in_version_2_across_kills(pair, tmp_path):
     ours, kafka = pair
     classpath = compiled()
-    address = re.search(r"admin endpoint listening on (\S+)", ours.log_text()).group(1)
-
-    def record(on: bool):
-        admin = AdminClient(address, read_token(str(ours.data_dir / "admin.token")))
-        try:
-            admin.faults.record(on=on)
-            return admin.faults.recorded(clear=True) if not on else None
-        finally:
-            admin.close()
 
     def restart_ours():
         ours.kill()
         ours.start(ours.port)
 
     with ThreadPoolExecutor(2) as pool:
-        runs = {"groupbroker": pool.submit(scenario, classpath, ours.bootstrap, restart_ours, tmp_path / "g", record),
+        runs = {"groupbroker": pool.submit(scenario, classpath, ours.bootstrap, restart_ours, tmp_path / "g",
+                                           recording(ours)),
                 "kafka": pool.submit(scenario, classpath, kafka.bootstrap_servers,
                                      lambda: kafka.restart(crash=True), tmp_path / "k")}
         docs = {side: run.result() for side, run in runs.items()}
@@ -142,10 +138,7 @@ def test_exactly_once_in_version_2_across_kills(pair, tmp_path):
             f"{side}: not exactly once: missing {sorted(set(doc['expected']) - set(counts))[:5]}, "
             f"twice {[v for v, n in counts.items() if n > 1][:5]}")
         assert doc["w2"]["ended"] == "stopped", f"{side}: {doc['w2']}"
-    versions: dict[str, set[int]] = {}
-    for r in docs["groupbroker"]["recorded"]:
-        if r["client_id"] in ("w1-producer", "w2-producer"):
-            versions.setdefault(r["api"], set()).add(r["version"])
+    versions = versions_used(docs["groupbroker"]["recorded"], ("w1-producer", "w2-producer"))
     assert versions.get("EndTxn") == {5}, versions
     assert min(versions["Produce"]) >= 12 and versions.get("TxnOffsetCommit") == {5}, versions
     assert "AddPartitionsToTxn" not in versions and "AddOffsetsToTxn" not in versions, versions
