@@ -465,6 +465,7 @@ public class JavaScenarios {
             case "admin" -> AdminScenario.run(Long.parseLong(args[3]));
             case "share" -> ShareScenario.run(args[3]);
             case "eos-worker" -> EosWorker.run(args[3], java.nio.file.Path.of(args[4]));
+            case "txn-bench" -> TxnBench.run(Double.parseDouble(args[3]));
             default -> throw new IllegalArgumentException("unknown scenario " + scenario);
         };
         System.out.println(Json.json(result));
