@@ -29,6 +29,7 @@ from security.setup import ListenerSecurity, build_security
 
 from broker.cluster.log_homes import log_home, open_log
 from broker.cluster.moves import ClusterMoves
+from broker.dispatch.api_versions import finalized_features
 from broker.cluster.topology import GROUP_TOPIC, Topology
 from broker.config import BrokerConfig
 from broker.data.plane import DataPlane
@@ -179,7 +180,8 @@ class Broker:
             # a shard whose log cannot be read answers NOT_COORDINATOR and retries by itself
             await nursery.start(runner.run)
         self.ready.set()
-        log.info("all %d coordinator shards loaded", len(self.runners))
+        log.info("all %d coordinator shards loaded; finalized features: %s", len(self.runners),
+                 ", ".join(f"{name}={level}" for name, level in finalized_features(self.config.features)))
 
     def _forget_topics(self, topics: set[str]) -> None:
         for runner in self.runners:

@@ -28,10 +28,23 @@ def test_apis_lists_exactly_what_api_versions_advertises(broker):
     advertised = dict(conn.versions)
     conn.close()
     listed = {}
-    for line in run("apis").stdout.splitlines()[1:]:
+    for line in run("apis").stdout.splitlines()[1:-1]:
         key, _name, versions, _flexible = line.split()
         listed[int(key)] = int(versions.split("-")[1])
     assert listed == advertised
+
+
+def test_apis_shows_the_finalized_features_a_setting_chooses():
+    assert run("apis").stdout.splitlines()[-1] == (
+        "finalized features: group.version=1, share.version=1, streams.version=1, transaction.version=2, "
+        "eligible.leader.replicas.version=1, metadata.version=30")
+    older = run("apis", "-o", "groupbroker.feature.transaction.version=1").stdout.splitlines()[-1]
+    assert "transaction.version=1," in older
+    assert "transaction.version" not in run("apis", "-o", "groupbroker.feature.transaction.version=0").stdout
+    bad = run("apis", "-o", "groupbroker.feature.transaction.version=3")
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert bad.stderr.strip().endswith("groupbroker.feature.transaction.version=3: must be between 0 and 2")
+    assert len(bad.stderr.strip().splitlines()) == 1
 
 
 @pytest.fixture
