@@ -40,6 +40,17 @@ def parse_properties(text: str) -> dict[str, str]:
     return props
 
 
+def command_line_properties(config_file: str | None, overrides: list[str]) -> dict[str, str]:
+    """A command's settings: its ``--config`` file's, then its ``-o KEY=VALUE`` ones (which win).
+    Raises OSError (the file) or ConfigError."""
+    props = {}
+    if config_file:
+        with open(config_file, encoding="utf-8") as f:
+            props.update(parse_properties(f.read()))
+    props.update(parse_properties("\n".join(overrides)))
+    return props
+
+
 def _at_least(minimum: int):
     """An int parser that refuses values below ``minimum`` (Kafka's ``atLeast`` validator)."""
     def parse(value: str) -> int:

@@ -18,16 +18,11 @@ def add_parser(commands) -> None:
 
 
 def run(args) -> int:
-    from broker.config import BrokerConfig, ConfigError, parse_properties
+    from broker.config import BrokerConfig, ConfigError, command_line_properties
     from broker.dispatch.api_versions import finalized_features
     from broker.dispatch.served import SERVED_APIS
     try:
-        props = {}
-        if args.config:
-            with open(args.config, encoding="utf-8") as f:
-                props.update(parse_properties(f.read()))
-        props.update(parse_properties("\n".join(args.overrides)))
-        config = BrokerConfig.build(props)
+        config = BrokerConfig.build(command_line_properties(args.config, args.overrides))
     except (OSError, ConfigError) as e:
         logging.getLogger("groupbroker").error("bad configuration: %s", e)
         return 2

@@ -22,19 +22,15 @@ def add_parser(commands) -> None:
 
 
 def run(args) -> int:
-    from broker.config import BrokerConfig, ConfigError, parse_properties
+    from broker.config import BrokerConfig, ConfigError, command_line_properties
     from security.settings import SettingsError
     from security.setup import build_security
     from broker.server.listen import HeldSignals, bind_nodes
 
     try:
-        props = {}
-        if args.config:
-            with open(args.config, encoding="utf-8") as f:
-                props.update(parse_properties(f.read()))
-        props.update(parse_properties("\n".join(args.overrides)))
-        config = BrokerConfig.build(props, host=args.host, port=args.port, data_dir=args.data_dir,
-                                     admin_port=args.admin_port, nodes=args.nodes)
+        config = BrokerConfig.build(command_line_properties(args.config, args.overrides), host=args.host,
+                                    port=args.port, data_dir=args.data_dir, admin_port=args.admin_port,
+                                    nodes=args.nodes)
     except (OSError, ConfigError) as e:
         logging.getLogger("groupbroker").error("bad configuration: %s", e)
         return 2
