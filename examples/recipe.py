@@ -66,6 +66,8 @@ class Broker:
                 token = (Path(self._tmp.name) / "data" / "admin.token").read_text().strip()
                 self._admin = AdminClient(admin, token)
                 self.faults = self._admin.faults
+        elif self.nodes > 1:
+            raise NotReproduced("this recipe moves a cluster's nodes: run it without --bootstrap-server")
         elif self.with_faults:
             raise NotReproduced("this recipe injects faults into its broker: run it without --bootstrap-server")
         return self

@@ -5,12 +5,14 @@ a retry apart by its epoch), AddPartitionsToTxn v4/v5 as brokers send it, and th
 own abort of a fenced transaction, every answer compared field by field.
 """
 
+import dataclasses
+
 import pytest
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
-from tests.oracle.steps import batch, create_topic, produce_body, req, sub, unique
-from tests.oracle.test_transactions import begun, described, end, init
+from tests.oracle.steps import batch, create_topic, produce_body, req, stable_member, sub, unique
+from tests.oracle.test_transactions import begun, described, end, init, listed
 
 E = ErrorCode
 
@@ -75,6 +77,7 @@ async def test_a_transaction_of_version_2(oracle, request):
     await oracle.call(ApiKey.END_TXN, 4, end(txn, pid, epoch + 2, commit=False),
                       what="version 1's abort (EndTxn v4): no bump")
     await described(oracle, txn, settled="CompleteAbort")
+    await listed(oracle, txn)
     await oracle.call(ApiKey.FETCH, 12, req(ApiKey.FETCH, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20,
                                             isolation_level=1, topics=(
         sub(ApiKey.FETCH, "FetchTopic", topic=topic, partitions=tuple(
@@ -102,6 +105,32 @@ async def test_end_txn_v5_errors(oracle, request):
                       what="an abort at the epoch before, the id Empty")
     await oracle.call(ApiKey.END_TXN, 3, end(txn, pid, epoch + 1, commit=False), what="the same with EndTxn v3")
     await described(oracle, txn)
+
+
+async def test_txn_offset_commit_v5_errors(oracle, request):
+    """TxnOffsetCommit v5 adds the offsets partition before the group coordinator checks the
+    member: a fenced or unknown producer is refused by the add, a stale generation or an
+    unknown member by the coordinator after it."""
+    txn, topic, group = unique(request), unique(request, "-t"), unique(request, "-g")
+    await create_topic(oracle, topic, 1)
+    pid, epoch = await begun(oracle, txn, topic, version=5)
+
+    def commit(**fields):
+        return dataclasses.replace(offsets(txn, group, topic, pid, epoch), **fields)
+    await oracle.call(ApiKey.TXN_OFFSET_COMMIT, 5, commit(producer_epoch=epoch + 1), what="another epoch")
+    await oracle.call(ApiKey.TXN_OFFSET_COMMIT, 5, commit(producer_id=999_999), what="another producer id")
+    await oracle.call(ApiKey.TXN_OFFSET_COMMIT, 5, commit(transactional_id=txn + "-none"),
+                      what="an unknown transactional id")
+    member, generation = await stable_member(oracle, group)
+    await oracle.call(ApiKey.TXN_OFFSET_COMMIT, 5, commit(generation_id=generation + 1, member_id=member),
+                      what="a stale generation")
+    await described(oracle, txn)
+    await oracle.call(ApiKey.TXN_OFFSET_COMMIT, 5, commit(generation_id=generation, member_id="stranger"),
+                      what="an unknown member")
+    await oracle.call(ApiKey.TXN_OFFSET_COMMIT, 5, commit(generation_id=generation, member_id=member),
+                      what="the current generation")
+    await oracle.call(ApiKey.END_TXN, 5, end(txn, pid, epoch, commit=False), what="abort")
+    await described(oracle, txn, settled="CompleteAbort")
 
 
 @pytest.mark.parametrize("version", [4, 5])
