@@ -51,6 +51,13 @@ class Worker:
                  "JavaScenarios", "eos-worker", bootstrap, prefix, name, str(self.stop_file)],
                 stdout=out, stderr=err, stdin=subprocess.DEVNULL)
 
+    def alive(self) -> bool:
+        """True while it runs; a worker that died fails the test with its log's end."""
+        if self.proc.poll() is not None:
+            log = (self.out.parent / f"{self.name}.log").read_text()[-3000:]
+            raise AssertionError(f"{self.name} exited {self.proc.returncode}:\n{log}")
+        return True
+
     def lines(self) -> list[dict]:
         return [json.loads(line) for line in self.out.read_text().splitlines() if line.startswith("{")]
 
@@ -83,9 +90,9 @@ def scenario(classpath: str, bootstrap: str, kill_and_restart, home: Path, recor
     kill_and_restart()
     sent += produce(bootstrap, f"{prefix}-in", "c")
     expected = sorted(v.upper() for v in sent)
-    got = wait_until(lambda: (v := read_all(bootstrap, f"{prefix}-out", PARTITIONS, "read_committed",
-                                            expect=len(expected), seconds=5)) and len(v) >= len(expected) and v,
-                     120, "every input in the output, read_committed")
+    got = wait_until(lambda: second.alive() and (v := read_all(bootstrap, f"{prefix}-out", PARTITIONS,
+                                                               "read_committed", expect=len(expected), seconds=5))
+                     and len(v) >= len(expected) and v, 120, "every input in the output, read_committed")
     final = second.finish()
     return {"out": sorted(v.decode() for v in got), "expected": expected, "w2": final, "recorded": recorded}
 
@@ -94,13 +101,13 @@ def workers_take_turns(classpath: str, bootstrap: str, prefix: str, home: Path):
     """w1 runs, is killed inside its work, and w2 takes its transactional id over."""
     sent = produce(bootstrap, f"{prefix}-in", "a")
     first = Worker(classpath, bootstrap, prefix, "w1", home)
-    wait_until(lambda: first.committed() >= 2, 60, "w1's first transactions")
+    wait_until(lambda: first.alive() and first.committed() >= 2, 60, "w1's first transactions")
     sent += produce(bootstrap, f"{prefix}-in", "b")
     first.proc.kill()                                    # SIGKILL, a transaction likely open
     first.proc.wait(10)
     second = Worker(classpath, bootstrap, prefix, "w2", home)
     done = second.committed()
-    wait_until(lambda: second.committed() > done, 60, "w2 taking over")
+    wait_until(lambda: second.alive() and second.committed() > done, 60, "w2 taking over")
     return first, second, sent
 
 

@@ -13,6 +13,7 @@ import org.apache.kafka.clients.producer.*;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.ProducerFencedException;
+import org.apache.kafka.common.errors.TimeoutException;
 
 class EosWorker {
     /** Runs until ``stop`` exists; the last line says how it ended. */
@@ -59,9 +60,7 @@ class EosWorker {
                 aborted++;
                 System.out.println(Json.json(Json.obj("aborted", e.getClass().getName())));
                 System.out.flush();
-                try {
-                    producer.abortTransaction();
-                } catch (ProducerFencedException fenced) {
+                if (!abort(producer)) {
                     ended = "fenced";
                     break;
                 }
@@ -77,13 +76,35 @@ class EosWorker {
         return Json.obj("ended", ended, "transactions", transactions, "aborted", aborted);
     }
 
+    /** Abort, asked again while the broker is away; false once fenced. */
+    static boolean abort(KafkaProducer<String, String> producer) {
+        while (true) {
+            try {
+                producer.abortTransaction();
+                return true;
+            } catch (ProducerFencedException e) {
+                return false;
+            } catch (TimeoutException e) {
+                // the broker is restarting: the abort may be retried
+            }
+        }
+    }
+
+    /** Back to the committed offsets, asked again while the broker is away. */
     static void rewind(KafkaConsumer<String, String> consumer) {
         Set<TopicPartition> assigned = consumer.assignment();
-        Map<TopicPartition, OffsetAndMetadata> committed = consumer.committed(assigned, Duration.ofSeconds(30));
-        for (TopicPartition tp : assigned) {
-            OffsetAndMetadata at = committed.get(tp);
-            if (at == null) consumer.seekToBeginning(List.of(tp));
-            else consumer.seek(tp, at.offset());
+        while (true) {
+            try {
+                Map<TopicPartition, OffsetAndMetadata> committed = consumer.committed(assigned, Duration.ofSeconds(30));
+                for (TopicPartition tp : assigned) {
+                    OffsetAndMetadata at = committed.get(tp);
+                    if (at == null) consumer.seekToBeginning(List.of(tp));
+                    else consumer.seek(tp, at.offset());
+                }
+                return;
+            } catch (TimeoutException e) {
+                // the broker is restarting
+            }
         }
     }
 }
