@@ -10,8 +10,9 @@ moment ``python -m broker serve --port 0 --data-dir D`` is spawned, this measure
 * ``api``:    the first ApiVersions answer (the request is sent once the line is read);
 * ``group``:  the first OffsetFetch of one group (whose commits are in D) answered without
   COORDINATOR_LOAD_IN_PROGRESS, asked again every 5 ms as a client retries;
-* ``loaded``: the first OffsetFetch (v8, one group of each shard) in which no shard is still
-  loading: every shard serves;
+* ``loaded``: the broker's log line saying every shard has loaded (watched in its log file,
+  so that no request takes its share of the time measured), then checked with one OffsetFetch
+  (v8, one group of each shard) in which no shard may still be loading;
 
 for (a) an empty data dir and (b) one holding ``--records`` offset-commit records (default
 1,000,000) spread over the 50 shards, written directly with ``offsets_log`` (ShardLog) once
@@ -48,7 +49,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from kafka_client.blocking import BlockingClient  # noqa: E402
-from broker.testing.launcher import LISTENING  # noqa: E402
+from broker.testing.launcher import LISTENING, SHARDS_LOADED  # noqa: E402
 from coordinator.routing import DEFAULT_SHARDS, group_per_shard, shard_for  # noqa: E402
 from offsets_log.log import ShardLog  # noqa: E402
 from offsets_log.records import offset_commit_record  # noqa: E402
@@ -117,6 +118,12 @@ def _read_line(proc: subprocess.Popen, deadline: float) -> str:
     return data.decode(errors="replace")
 
 
+def _read_from(path: str, start: int) -> str:
+    with open(path, "rb") as f:
+        f.seek(start)
+        return f.read().decode(errors="replace")
+
+
 def _offset_fetch(client: BlockingClient, groups: list[str]):
     request = OffsetFetch(groups=tuple(OffsetFetch.OffsetFetchRequestGroup(group_id=g, topics=None)
                                        for g in groups))
@@ -128,6 +135,7 @@ def start_once(tree: Path, data_dir: str, env: dict, log_path: str, probes: list
     """Spawn the broker of ``tree`` on ``data_dir``; seconds from the spawn to each milestone."""
     cmd = [PY, "-m", "broker", "serve", "--port", "0", "--data-dir", data_dir]
     times: dict[str, float] = {}
+    log_start = os.path.getsize(log_path) if os.path.exists(log_path) else 0
     with open(log_path, "ab") as err:
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, cwd=tree, env=env, stdout=subprocess.PIPE, stderr=err,
@@ -156,11 +164,15 @@ def start_once(tree: Path, data_dir: str, env: dict, log_path: str, probes: list
             if group.error_code != ErrorCode.NONE or expect_offsets != bool(group.topics):
                 raise RuntimeError(f"{PROBE_GROUP}: error {group.error_code}, "
                                    f"{len(group.topics)} topics committed")
-            while any(g.error_code == LOADING for g in _offset_fetch(client, probes)):
+            # The log says when every shard has loaded: watched in the log file, not asked of
+            # the broker, whose answers would take their share of the time being measured.
+            while not SHARDS_LOADED.search(_read_from(log_path, log_start)):
                 if time.perf_counter() > deadline:
                     raise RuntimeError(f"shards still loading after {timeout}s")
                 time.sleep(0.005)
             times["loaded"] = time.perf_counter() - t0
+            if any(g.error_code == LOADING for g in _offset_fetch(client, probes)):
+                raise RuntimeError("a shard still loading after the log said all had loaded")
         finally:
             client.close()
     finally:

@@ -10,7 +10,7 @@ it validates a commit against the group it names.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from offsets_log.errors import RecordError
 from offsets_log.records import (SHARE_GROUP_KEYS, STREAMS_GROUP_KEYS, GroupMetadataTombstone, OffsetCommit,
@@ -107,8 +107,9 @@ class CommittedOffset:
     commit_ts: int
     expire_ts: int | None
     #: where its record stands in the log (replay order): a transaction that commits later
-    #: replaces only offsets written before its own record, as Kafka compares record offsets
-    seq: int = 0
+    #: replaces only offsets written before its own record, as Kafka compares record offsets.
+    #: Only its order counts: a load that skips replaced commits numbers them differently.
+    seq: int = field(default=0, compare=False)
 
 
 class OffsetManager:
@@ -128,6 +129,11 @@ class OffsetManager:
         #: TxnOffsetCommit offsets awaiting their transaction's end: producer id -> group -> partition
         self.pending: dict[int, dict[str, dict[tuple[str, int], CommittedOffset]]] = {}
         self._seq = 0
+
+    def has_group(self, group_id: str) -> bool:
+        """Whether a commit of ``group_id`` finds its group (else replaying it creates one)."""
+        return group_id in self.classic.groups or group_id in self.consumer.groups \
+            or group_id in self.streams.groups
 
     def replay(self, record) -> None:
         """Apply an offset record; a commit for an unknown group creates a "simple" group."""

@@ -170,9 +170,9 @@ class ShardLog:
                     valid = f.position
                     frames = frames[:frames.index(f)]
                     break
-                next_offset = f.offset if f.is_marker else f.offset + 1
+                next_offset = f.offset if f.key is None else f.offset + 1   # an end marker names the next
             self.recovered_frames += len(frames)
-            recovered.extend(f for f in frames if not f.is_marker)
+            recovered.extend([f for f in frames if f.key is not None])     # end markers: key None
             if valid < len(buf):
                 log.warning("%s: truncating at byte %d of %d (torn or corrupt record)",
                             path, valid, len(buf))

@@ -313,16 +313,12 @@ def decode_record(key: bytes, value: bytes | None) -> TypedRecord:
     """
     if len(key) < 2:
         raise RecordError("record key shorter than its version prefix")
-    key_version = int.from_bytes(key[:2], "big", signed=True)
+    key_version, = _VERSION_PREFIX.unpack_from(key)
     if key_version in (0, 1):
-        _, k = _decode(RECORDS.offset_commit_key, key, "OffsetCommitKey")
+        group, topic, partition = _commit_key(key)
         if value is None:
-            return OffsetCommitTombstone(k.group, k.topic, k.partition)
-        version, v = _decode(RECORDS.offset_commit_value, value, "OffsetCommitValue")
-        topic_id = None if v.topic_id.int == 0 else v.topic_id
-        return OffsetCommit(k.group, k.topic, k.partition, v.offset, v.leader_epoch, v.metadata,
-                            v.commit_timestamp, None if v.expire_timestamp == -1 else
-                            v.expire_timestamp, topic_id, version)
+            return OffsetCommitTombstone(group, topic, partition)
+        return _commit_value(group, topic, partition, value)
     if key_version == GROUP_METADATA_KEY_VERSION:
         _, k = _decode(RECORDS.group_metadata_key, key, "GroupMetadataKey")
         if value is None:
@@ -336,3 +332,75 @@ def decode_record(key: bytes, value: bytes | None) -> TypedRecord:
         v = None if value is None else _decode(value_msg, value, value_msg.name)[1]
         return GroupRecord(key_version, k.group_id, sub, v)
     raise RecordError(f"unknown record type (key version {key_version})")
+
+
+def is_offset_commit_key(key: bytes) -> bool:
+    """Key version 0 or 1: an offset commit (or its tombstone)."""
+    return key[:2] in _COMMIT_KEY_VERSIONS
+
+
+_COMMIT_KEY_VERSIONS = (b"\x00\x00", b"\x00\x01")
+
+
+def commit_key_group(key: bytes) -> str:
+    """The group of an offset commit's key; raises :class:`RecordError` for bad bytes."""
+    return _commit_key(key)[0]
+
+
+def _commit_key(key: bytes) -> tuple[str, str, int]:
+    """(group, topic, partition) of an offset commit's key, read by the schema's codec once
+    per group and topic: a key is its (group, topic) prefix and then the partition's four
+    bytes, and a shard replays many partitions, and many commits, of each."""
+    names = _COMMIT_KEY_NAMES.get(key[:-4])
+    if names is not None:
+        return names[0], names[1], _PARTITION.unpack_from(key, len(key) - 4)[0]
+    _, k = _decode(RECORDS.offset_commit_key, key, "OffsetCommitKey")
+    if len(_COMMIT_KEY_NAMES) >= _COMMIT_KEY_NAMES_MAX:
+        _COMMIT_KEY_NAMES.clear()
+    _COMMIT_KEY_NAMES[key[:-4]] = (k.group, k.topic)
+    return k.group, k.topic, k.partition
+
+
+def _commit_value(group: str, topic: str, partition: int, value: bytes) -> OffsetCommit:
+    """The commit whose value is ``value``. Versions 0-3, what Kafka and we write, are read
+    here directly: a load reads hundreds of thousands, and building the schema's message
+    object first cost more than the rest of the replay. Version 4 and above (flexible, with
+    tagged fields) go through the schema's codec, which tests/unit/offsets_log holds this
+    reading to, error for error, on arbitrary bytes."""
+    size = len(value)
+    version = _VERSION_PREFIX.unpack_from(value)[0] if size >= 2 else -1
+    head = _COMMIT_VALUE_HEADS.get(version)
+    if head is None:
+        version, v = _decode(RECORDS.offset_commit_value, value, "OffsetCommitValue")
+        return OffsetCommit(group, topic, partition, v.offset, v.leader_epoch, v.metadata,
+                            v.commit_timestamp, None if v.expire_timestamp == -1 else v.expire_timestamp,
+                            None if v.topic_id.int == 0 else v.topic_id, version)
+    tail = _I64_I64 if version == 1 else _I64
+    if size < head.size:
+        raise RecordError(f"bad OffsetCommitValue: truncated at byte {size} (version {version})")
+    if version == 3:
+        _, offset, leader_epoch, length = head.unpack_from(value)
+    else:
+        (_, offset, length), leader_epoch = head.unpack_from(value), -1
+    start = head.size
+    if length < 0 or start + length + tail.size != size:
+        raise RecordError(f"bad OffsetCommitValue: metadata length {length} does not fit "
+                          f"{size} bytes (version {version})")
+    try:
+        metadata = value[start:start + length].decode()
+    except UnicodeDecodeError as e:
+        raise RecordError(f"bad OffsetCommitValue: metadata is not UTF-8: {e}") from None
+    if version == 1:
+        commit_ts, expire_ts = tail.unpack_from(value, start + length)
+        return OffsetCommit(group, topic, partition, offset, leader_epoch, metadata, commit_ts,
+                            None if expire_ts == -1 else expire_ts, None, 1)
+    return OffsetCommit(group, topic, partition, offset, leader_epoch, metadata,
+                        tail.unpack_from(value, start + length)[0], None, None, version)
+
+
+_PARTITION = struct.Struct(">i")
+_VERSION_PREFIX = struct.Struct(">h")
+_COMMIT_KEY_NAMES: dict[bytes, tuple[str, str]] = {}
+_COMMIT_KEY_NAMES_MAX = 65_536
+#: the fixed part of each version read directly, up to the metadata's length
+_COMMIT_VALUE_HEADS = {0: _COMMIT_V1_HEAD, 1: _COMMIT_V1_HEAD, 2: _COMMIT_V1_HEAD, 3: _COMMIT_V3_HEAD}

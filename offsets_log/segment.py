@@ -73,52 +73,19 @@ def encode_marker(next_offset: int) -> bytes:
     return _frame(FORMAT_END_MARKER, MARKER.pack(next_offset))
 
 
-def _parse_body(body: bytes, position: int) -> Frame | None:
-    """The frame in ``body`` (format byte + payload), or None when its structure is wrong."""
-    fmt = body[0]
-    if fmt == FORMAT_END_MARKER:
-        if len(body) != 1 + MARKER.size:
-            return None
-        return Frame(MARKER.unpack_from(body, 1)[0], -1, None, None, position)
-    if fmt == FORMAT_TXN_RECORD and len(body) > 1 + PRODUCER.size:
-        frame = _parse_body(bytes((FORMAT_RECORD,)) + body[1 + PRODUCER.size:], position)
-        if frame is None:
-            return None
-        producer_id, epoch, control = PRODUCER.unpack_from(body, 1)
-        return frame._replace(producer_id=producer_id, producer_epoch=epoch, control=control)
-    if fmt != FORMAT_RECORD or len(body) < 1 + RECORD.size + VALUE_LEN.size:
-        return None
-    offset, append_ms, klen = RECORD.unpack_from(body, 1)
-    kend = 1 + RECORD.size + klen
-    if kend + VALUE_LEN.size > len(body):
-        return None
-    vlen, = VALUE_LEN.unpack_from(body, kend)
-    vstart = kend + VALUE_LEN.size
-    if vlen < -1 or vstart + max(vlen, 0) != len(body):
-        return None
-    value = None if vlen == -1 else body[vstart:]
-    return Frame(offset, append_ms, body[1 + RECORD.size:kend], value, position)
+_FRAME_HEAD = struct.Struct(">IIB")             # length, crc32c, format
+_RECORD_HEAD = struct.Struct(">IIBqqI")         # ... then a format-1 record's offset, append_ms, key_len
+_TXN_HEAD = struct.Struct(">IIBqhbqqI")         # ... then format 3's producer and the record's head
+_new_frame = tuple.__new__                     # a Frame without NamedTuple's keyword handling
+assert (HEADER.size, PREFIX.size, _RECORD_HEAD.size, VALUE_LEN.size, FORMAT_RECORD) == (9, 8, 29, 4, 1)
+_RECORD_MIN = 1 + RECORD.size + VALUE_LEN.size
+_TXN_MIN = 1 + PRODUCER.size + RECORD.size + VALUE_LEN.size
 
 
 def check_frame(buf: bytes, pos: int) -> tuple[Frame | None, str]:
     """Decode the frame at ``pos``: (frame, "") or (None, why it is not a valid frame)."""
-    if pos + HEADER.size > len(buf):
-        return None, f"torn header ({len(buf) - pos} of {HEADER.size} bytes)"
-    length, crc = PREFIX.unpack_from(buf, pos)
-    if length == 0:
-        return None, "zero length"
-    if length > MAX_FRAME:
-        return None, f"implausible length {length}"
-    end = pos + PREFIX.size + length
-    if end > len(buf):
-        return None, f"torn record (needs {end - pos} bytes, {len(buf) - pos} left)"
-    body = bytes(buf[pos + PREFIX.size:end])
-    if crc32c(body) != crc:
-        return None, "crc mismatch"
-    frame = _parse_body(body, pos)
-    if frame is None:
-        return None, f"malformed payload (format {body[0]})"
-    return frame, ""
+    frames, _, why = read_frames(buf, pos, 1)
+    return (frames[0] if frames else None), why
 
 
 def scan(buf: bytes) -> tuple[list[Frame], int]:
@@ -126,12 +93,63 @@ def scan(buf: bytes) -> tuple[list[Frame], int]:
 
     Returns (frames, valid_bytes). Never raises for any input.
     """
+    frames, valid, _ = read_frames(buf, 0, -1)
+    return frames, valid
+
+
+def read_frames(buf: bytes, pos: int, limit: int) -> tuple[list[Frame], int, str]:
+    """Up to ``limit`` frames (-1: all) from ``pos``: (frames, where the last ends, why the
+    reading stopped before the end, or "").
+
+    The one parser of segments: recovery, replay, compaction and verify all read through it,
+    so it is one flat loop: an unpack for each fixed head, nothing copied but the key and the
+    value (the CRC is computed over a slice: cheaper than a view for frames this small).
+    """
     frames: list[Frame] = []
-    pos = 0
-    while pos < len(buf):
-        frame, _ = check_frame(buf, pos)
-        if frame is None:
-            break
-        frames.append(frame)
-        pos += PREFIX.size + PREFIX.unpack_from(buf, pos)[0]
-    return frames, pos
+    if type(buf) is not bytes:          # keys must hash; slices of bytes are bytes
+        buf = bytes(buf)
+    add, size, new = frames.append, len(buf), _new_frame
+    head, record_head, txn_head, value_len = (_FRAME_HEAD.unpack_from, _RECORD_HEAD.unpack_from,
+                                              _TXN_HEAD.unpack_from, VALUE_LEN.unpack_from)
+    while pos < size and limit:
+        if pos + 29 <= size:          # room for a format-1 record's head: read it all at once
+            length, crc, fmt, offset, append_ms, klen = record_head(buf, pos)
+        elif pos + 9 <= size:         # HEADER.size
+            (length, crc, fmt), offset, append_ms, klen = head(buf, pos), 0, 0, 0
+        else:
+            return frames, pos, f"torn header ({size - pos} of {HEADER.size} bytes)"
+        end = pos + 8 + length                                      # PREFIX.size
+        if not 0 < length <= MAX_FRAME or end > size:
+            return frames, pos, ("zero length" if length == 0 else f"implausible length {length}"
+                                 if length > MAX_FRAME else
+                                 f"torn record (needs {end - pos} bytes, {size - pos} left)")
+        if crc32c(buf[pos + 8:end]) != crc:
+            return frames, pos, "crc mismatch"
+        if fmt == 1 and length >= _RECORD_MIN:                     # FORMAT_RECORD
+            kstart, pid, epoch, control = pos + 29, -1, -1, -1       # _RECORD_HEAD.size
+        elif fmt == FORMAT_TXN_RECORD and length >= _TXN_MIN:
+            _, _, _, pid, epoch, control, offset, append_ms, klen = txn_head(buf, pos)
+            kstart = pos + _TXN_HEAD.size
+        elif fmt == FORMAT_END_MARKER and length == 1 + MARKER.size:
+            add(new(Frame, (MARKER.unpack_from(buf, pos + HEADER.size)[0], -1, None, None, pos,
+                            -1, -1, -1)))
+            pos, limit = end, limit - 1
+            continue
+        else:
+            return frames, pos, f"malformed payload (format {fmt})"
+        vstart = kstart + klen + 4                                  # VALUE_LEN.size
+        if vstart > end:
+            return frames, pos, f"malformed payload (format {fmt})"
+        vlen, = value_len(buf, vstart - 4)
+        if vstart + vlen == end and vlen >= 0:
+            add(new(Frame, (offset, append_ms, buf[kstart:vstart - 4], buf[vstart:end], pos, pid, epoch,
+                            control)))
+        elif vlen == -1 and vstart == end:
+            add(new(Frame, (offset, append_ms, buf[kstart:vstart - 4], None, pos, pid, epoch, control)))
+        else:
+            return frames, pos, f"malformed payload (format {fmt})"
+        pos, limit = end, limit - 1
+    return frames, pos, ""
+
+
+

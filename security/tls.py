@@ -17,8 +17,6 @@ import re
 import ssl
 import tempfile
 
-from cryptography import x509
-
 from security.settings import ListenerSettings, SettingsError
 
 CLIENT_AUTH = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}
@@ -98,6 +96,7 @@ def client_principal(stream, mapper: PrincipalMapper) -> str:
 def certificate_subject(der: bytes) -> str:
     """A certificate's subject as Kafka's X500Principal.getName() gives it (RFC 2253: most
     specific first, e.g. ``CN=client,O=groupbroker``)."""
+    from cryptography import x509     # only a TLS client's certificate needs it: not at start-up
     return x509.load_der_x509_certificate(der).subject.rfc4514_string()
 
 

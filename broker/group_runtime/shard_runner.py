@@ -483,12 +483,16 @@ class ShardRunner:
         old, now = self.log, self.now_ms()
 
         def build():
+            started = time.perf_counter()
             if sync_first:
                 old.sync()
             shard_log = self._reopen() if reopen else old
             try:
                 shard = self.shard.fresh()
-                return shard_log, shard, load_shard(shard, shard_log, now).actions
+                actions = load_shard(shard, shard_log, now).actions
+                log.info("shard %d: loaded from its log in %.0f ms", shard.shard_id,
+                         (time.perf_counter() - started) * 1000)
+                return shard_log, shard, actions
             except BaseException:           # a log opened here and not kept is closed, then the failure goes on
                 if shard_log is not old:
                     shard_log.close()

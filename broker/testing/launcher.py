@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parent.parent.parent
 #: ``groupbroker serve``'s line: every node's host:port, node 0 first (one, on a single node)
 LISTENING = re.compile(r"^groupbroker listening on ((?:[^\s,]+:\d+)(?:,[^\s,]+:\d+)*)$")
 #: The broker's log line once every coordinator shard has loaded (broker/server/broker.py).
-SHARDS_LOADED = re.compile(r" all \d+ coordinator shards loaded;", re.MULTILINE)
+SHARDS_LOADED = re.compile(r" all \d+ coordinator shards loaded(?:;|$)", re.MULTILINE)
 #: The log line naming each listener (broker/server/broker.py); with several nodes, one per node.
 LISTENER_LINE = re.compile(r"listening on (?P<name>\w+)(?: \(\w+\))? on (?P<address>\S+)$", re.MULTILINE)
 

@@ -15,6 +15,7 @@ from offsets_log.records import (GroupMetadata, GroupMetadataTombstone, GroupMet
                                  offset_commit_key, offset_commit_record, tombstone)
 from protocol.messages import DATA
 from protocol.messages.offsets_records import RECORDS
+from protocol.exceptions import DecodeError
 from protocol.payloads import decode_payload, encode_payload
 
 
@@ -58,6 +59,42 @@ def test_offset_commit_values_are_the_schema_codecs_bytes(offset, leader_epoch, 
     expected = encode_payload(RECORDS.offset_commit_value, version, message)
     assert offset_commit_record("g", "t", 0, offset, leader_epoch, metadata, commit_ts,
                                 expire_ts).value == expected
+
+
+def _through_the_codec(value: bytes):
+    """What the schema's codec makes of an OffsetCommitValue: (fields) or "error"."""
+    try:
+        version, v = decode_payload(RECORDS.offset_commit_value, value)
+    except DecodeError:
+        return "error"
+    return (v.offset, v.leader_epoch if version >= 3 else -1, v.metadata, v.commit_timestamp,
+            None if v.expire_timestamp == -1 else v.expire_timestamp, version)
+
+
+def _as_read(value: bytes):
+    try:
+        c = decode_record(offset_commit_key("g", "t", 0), value)
+    except RecordError:
+        return "error"
+    return c.offset, c.leader_epoch, c.metadata, c.commit_ts, c.expire_ts, c.value_version
+
+
+def _valued(version: int, offset, leader_epoch, metadata, commit_ts, expire_ts) -> bytes:
+    return encode_payload(RECORDS.offset_commit_value, version, RECORDS.offset_commit_value.cls(
+        offset=offset, leader_epoch=leader_epoch, metadata=metadata, commit_timestamp=commit_ts,
+        expire_timestamp=expire_ts))
+
+
+@given(version=st.integers(0, 3), offset=I64, leader_epoch=st.integers(-2**31, 2**31 - 1),
+       metadata=st.text(max_size=20), commit_ts=I64, expire_ts=I64,
+       cut=st.integers(-40, 0), extra=st.binary(max_size=6), noise=st.binary(max_size=40))
+def test_offset_commit_values_read_directly_agree_with_the_schema_codec(
+        version, offset, leader_epoch, metadata, commit_ts, expire_ts, cut, extra, noise):
+    """Versions 0-3 are read without the codec: on well-formed values, truncated or padded
+    ones, and arbitrary bytes, the reading and the codec agree, error for error."""
+    valid = _valued(version, offset, leader_epoch, metadata, commit_ts, expire_ts)
+    for value in (valid, valid[:len(valid) + cut], valid + extra, version.to_bytes(2, "big") + noise):
+        assert _as_read(value) == _through_the_codec(value)
 
 
 def test_metadata_too_long_for_a_string_is_a_record_error_not_a_short_write():
