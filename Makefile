@@ -44,15 +44,9 @@ fuzz: $(STAMP)
 fuzz-oracle: $(STAMP)
 	GROUPBROKER_ORACLE_SEQUENCES=$${GROUPBROKER_ORACLE_SEQUENCES:-5000} $(VENV)/bin/python -m pytest tests/oracle/test_group_sequences.py --timeout=0
 
+# groupbroker beside Kafka, kfake and librdkafka's mock, in one run: docs/performance.md
 bench: $(STAMP)
-	$(VENV)/bin/python bench/codec.py
-	$(VENV)/bin/python bench/coordinator.py
-	$(VENV)/bin/python bench/offsets_log.py
-	$(VENV)/bin/python bench/e2e.py
-	$(VENV)/bin/python bench/journal.py
-	$(VENV)/bin/python bench/report.py
-	$(VENV)/bin/python bench/startup.py
-	$(VENV)/bin/python bench/transactions.py
+	$(VENV)/bin/python bench/performance.py
 
 clean:
 	rm -rf $(VENV) .venv-kp2 .venv-quix build *.egg-info .pytest_cache .hypothesis

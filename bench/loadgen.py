@@ -49,8 +49,8 @@ from protocol.payloads import encode_payload  # noqa: E402
 HOST = "127.0.0.1"
 JOIN, SYNC, HEARTBEAT, COMMIT = ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT, ApiKey.OFFSET_COMMIT
 JOIN_V, SYNC_V, HB_V, COMMIT_V = 3, 3, 4, 8
-SESSION_MS = 600_000          # nothing may expire while a run lasts
-REBALANCE_MS = 600_000
+SESSION_MS = 300_000          # nothing may expire while a run lasts (kfake allows at most 5 min)
+REBALANCE_MS = 300_000
 
 
 def subscription(topic: str) -> bytes:

@@ -71,11 +71,11 @@ def module_hash(source: Path, go_version: str) -> str:
     return h.hexdigest()[:16]
 
 
-def driver(name: str) -> Path:
-    """The built driver ``name`` (a directory under tests/interop/clients/), building it first if
-    this source and Go version have no binary in the cache yet. Raises :class:`GoMissing`, or
-    RuntimeError when the build fails."""
-    source = CLIENTS / name
+def driver(name: str, source: Path | None = None) -> Path:
+    """The built driver ``name`` (a directory under tests/interop/clients/, or ``source``),
+    building it first if this source and Go version have no binary in the cache yet. Raises
+    :class:`GoMissing`, or RuntimeError when the build fails."""
+    source = source or CLIENTS / name
     go, version = go_tool()
     required = re.search(r"^go (\S+)", (source / "go.mod").read_text(), re.M)
     if required and _version(version) < _version(required[1]):
