@@ -8,8 +8,10 @@ one's CPU is its own. What it measures, each section saying how:
 
 1. start-up: from spawning the broker to its first ApiVersions answer, and to one consumer of
    a new group holding its partition (confluent-kafka, classic protocol);
-2. a typical integration test: start, create a topic, produce 1,000 records, three consumers of
-   one group consume them and commit, stop;
+2. a typical integration test: start (until the broker serves groups: groupbroker's log says
+   its shards have loaded, as the pytest fixture waits; Kafka's start waits until its group
+   coordinator answers), create a topic, produce 1,000 records, three consumers of one group
+   consume them and commit, stop;
 3. group formation: N = 1, 5, 20, 100 confluent-kafka consumers (classic and consumer protocol)
    started together, until all hold their partitions;
 4. one big group: bench/big_groups.py's classic and consumer groups of 100 and 1,000 raw
@@ -32,7 +34,6 @@ import argparse
 import json
 import os
 import platform
-import signal
 import statistics
 import subprocess
 import sys
@@ -49,9 +50,10 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 import big_groups  # noqa: E402
+from startup import stop as stop_process  # noqa: E402
 import trio  # noqa: E402
 from apache_kafka.process import KafkaProcess, free_port  # noqa: E402
-from broker.testing.launcher import TEST_DEFAULTS  # noqa: E402
+from broker.testing.launcher import SHARDS_LOADED, TEST_DEFAULTS  # noqa: E402
 from kafka_client.blocking import BlockingClient  # noqa: E402
 from protocol import REQUESTS  # noqa: E402
 from protocol.api_keys import ApiKey  # noqa: E402
@@ -137,16 +139,6 @@ def admin_topic(bootstrap: str) -> Callable[[str, int], None]:
     return create
 
 
-def _terminate(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
 def _close_stdin(proc: subprocess.Popen) -> None:
     """Stop a peer that ends when its standard input closes (kfake, the mock)."""
     try:
@@ -160,18 +152,25 @@ def _close_stdin(proc: subprocess.Popen) -> None:
         proc.wait()
 
 
-def start_groupbroker(work: Path) -> Running:
+def start_groupbroker(work: Path, *, loaded: bool = False) -> Running:
+    """``loaded``: return once its log says every coordinator shard has loaded, as the pytest
+    fixture waits (a group whose shard still loads is answered COORDINATOR_LOAD_IN_PROGRESS,
+    and a client retries that a second later)."""
     data, port = work / f"gb-{uuid.uuid4().hex[:6]}", free_port()
     cmd = [PY, "-m", "broker", "serve", "--port", str(port), "--data-dir", str(data)]
     for k, v in TEST_DEFAULTS.items():
         cmd += ["-o", f"{k}={v}"]
     log_file = open(work / "groupbroker.log", "ab")
+    log_start = log_file.tell()
     spawned = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=log_file, stdin=subprocess.DEVNULL)
     took = first_answer(port, spawned)
+    while loaded and not SHARDS_LOADED.search((work / "groupbroker.log").read_text(errors="replace")
+                                              [log_start:]):
+        time.sleep(0.002)
 
     def restart() -> float:
-        _terminate(proc)
+        stop_process(proc)
         began = time.perf_counter()
         running.pid = (new := subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=log_file,
                                                stdin=subprocess.DEVNULL)).pid
@@ -180,7 +179,7 @@ def start_groupbroker(work: Path) -> Running:
 
     procs = [proc]
     running = Running("groupbroker", f"127.0.0.1:{port}", proc.pid, took,
-                      lambda: (_terminate(procs[0]), log_file.close()), admin_topic(f"127.0.0.1:{port}"))
+                      lambda: (stop_process(procs[0]), log_file.close()), admin_topic(f"127.0.0.1:{port}"))
     running.restart = restart
     return running
 
@@ -316,7 +315,7 @@ def typical_test(name: str, work: Path) -> float:
     """Start, topic, 1,000 records, three consumers consume and commit, stop: seconds."""
     import typical_test as typical
     t0 = time.perf_counter()
-    peer = STARTERS[name](work)
+    peer = start_groupbroker(work, loaded=True) if name == "groupbroker" else STARTERS[name](work)
     try:
         peer.topic(typical.TOPIC, typical.PARTITIONS)
         typical.produce(peer.bootstrap)
@@ -365,8 +364,10 @@ def commit_offsets(peer: Running, topic: str, groups: int, partitions: int) -> N
         client.close()
 
 
-def until_groups_served(port: int, groups: int, since: float, timeout: float = 600.0) -> float:
-    """Seconds from ``since`` until OffsetFetch answers every one of the groups with offsets."""
+def until_groups_served(port: int, groups: int, topic: str, since: float, timeout: float = 600.0) -> float:
+    """Seconds from ``since`` until OffsetFetch answers every one of the groups with its offset
+    of partition 0 (asked every 50 ms, for one partition each: the asking must not take the
+    CPU the load needs)."""
     deadline = since + timeout
     names = [f"offsets-{g}" for g in range(groups)]
     while True:
@@ -381,14 +382,16 @@ def until_groups_served(port: int, groups: int, since: float, timeout: float = 6
         try:
             pending = names
             while pending:
+                first = OffsetFetch.OffsetFetchRequestGroup.OffsetFetchRequestTopics(name=topic, partition_indexes=(0,))
                 answer = client.call(ApiKey.OFFSET_FETCH, 8, OffsetFetch(groups=tuple(
-                    OffsetFetch.OffsetFetchRequestGroup(group_id=g, topics=None) for g in pending[:200])))
-                served = {g.group_id for g in answer.groups if g.error_code == ErrorCode.NONE and g.topics}
+                    OffsetFetch.OffsetFetchRequestGroup(group_id=g, topics=(first,)) for g in pending)))
+                served = {g.group_id for g in answer.groups if g.error_code == ErrorCode.NONE
+                          and g.topics and g.topics[0].partitions[0].committed_offset >= 0}
                 pending = [g for g in pending if g not in served]
-                if pending and pending[0] not in served and time.perf_counter() > deadline:
+                if pending and time.perf_counter() > deadline:
                     raise RuntimeError(f"{len(pending)} groups not served after {timeout:.0f}s")
                 if pending:
-                    time.sleep(0.005)
+                    time.sleep(0.05)
             return time.perf_counter() - since
         finally:
             client.close()
@@ -442,7 +445,7 @@ def load(peer: Running, offsets: int, results: dict) -> None:
     wrote = time.perf_counter() - began
     rss_with = peer.rss_mb()
     since = peer.restart()
-    loaded = until_groups_served(peer.port, groups, since)
+    loaded = until_groups_served(peer.port, groups, "offsets-1000", since)
     results.setdefault("load", {})[peer.name] = {"offsets": groups * 1000, "commit_s": wrote,
                                                  "restart_to_served_s": loaded, "rss_with_offsets_mb": rss_with,
                                                  "rss_after_reload_mb": peer.rss_mb()}

@@ -176,15 +176,20 @@ def start_once(tree: Path, data_dir: str, env: dict, log_path: str, probes: list
         finally:
             client.close()
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
         proc.stdout.close()
     return times
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """SIGTERM, and SIGKILL if it is still there after 30 s."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def floor(env: dict, code: str, runs: int) -> list[float]:

@@ -69,6 +69,9 @@ class ClassicGroup:
     pending_sync: set[str] = field(default_factory=set)            # members yet to send SyncGroup
     new_member_added: bool = False
     subscribed_topics: frozenset[str] | None = None                # None = unknown (treat all as used)
+    #: protocol name -> how many members offer it (Kafka's supportedProtocols): what a joining
+    #: member is checked against, without going through every member on every join
+    protocol_counts: dict[str, int] = field(default_factory=dict)
     rebalance_started_ts: int | None = None     # for the journal's durations only; no rule reads it
 
     # --- state ---------------------------------------------------------------------------
@@ -85,6 +88,7 @@ class ClassicGroup:
         if not self.members:
             self.protocol_type = member.protocol_type
         self.members[member.member_id] = member
+        self._count(member.protocols, 1)
         if member.is_static:
             self.static_members[member.group_instance_id] = member.member_id
         if self.leader_id is None:
@@ -94,12 +98,26 @@ class ClassicGroup:
         member = self.members.pop(member_id, None)
         if member is None:
             return None
+        self._count(member.protocols, -1)
         if member.is_static and self.static_members.get(member.group_instance_id) == member_id:
             del self.static_members[member.group_instance_id]
         self.pending_sync.discard(member_id)
         if self.leader_id == member_id:
             self.leader_id = next(iter(self.members), None)
         return member
+
+    def set_protocols(self, member: Member, protocols: list[tuple[str, bytes]]) -> None:
+        """A member's protocols change only here, so that the counts stay right."""
+        self._count(member.protocols, -1)
+        member.protocols = protocols
+        self._count(protocols, 1)
+
+    def _count(self, protocols: list[tuple[str, bytes]], delta: int) -> None:
+        counts = self.protocol_counts
+        for name in {name for name, _ in protocols}:
+            counts[name] = counts.get(name, 0) + delta
+            if not counts[name]:
+                del counts[name]
 
     def static_member_id(self, instance_id: str | None) -> str | None:
         return None if instance_id is None else self.static_members.get(instance_id)
@@ -128,11 +146,9 @@ class ClassicGroup:
 
     # --- protocols -----------------------------------------------------------------------
     def candidate_protocols(self) -> set[str]:
-        names = None
-        for m in self.members.values():
-            own = set(m.protocol_names())
-            names = own if names is None else names & own
-        return names or set()
+        """The protocols every member offers."""
+        everyone = len(self.members)
+        return {name for name, count in self.protocol_counts.items() if count == everyone}
 
     def supports(self, protocol_type: str, names: list[str]) -> bool:
         """May a member offering these protocols join? (INCONSISTENT_GROUP_PROTOCOL if not).
@@ -143,9 +159,9 @@ class ClassicGroup:
         """
         if self.is_in(GroupState.EMPTY):
             return bool(protocol_type) and bool(names)
+        everyone = len(self.members)
         return (self.protocol_type != "" and protocol_type == self.protocol_type
-                and any(all(name in m.protocol_names() for m in self.members.values())
-                        for name in names))
+                and any(self.protocol_counts.get(name, 0) == everyone for name in names))
 
     def select_protocol(self) -> str:
         """Most votes wins; a tie goes to the name Kafka's vote map would iterate first.

@@ -83,8 +83,11 @@ class ClassicGroupManager:
     def loaded(self, out: CoordinatorResult, now: int) -> None:
         """After replay: members come back Stable with fresh session timers."""
         for group in list(self.groups.values()):
-            log.info("shard %d: loaded group %s (%s, generation %d, %d members)", self.shard_id,
-                     safe(group.group_id), group.state.value, group.generation, len(group.members))
+            # a "simple" group (offsets only, no protocol) is logged at DEBUG: a shard may hold
+            # thousands, and a line each made a restart's log (and its load) that much longer
+            log.log(logging.INFO if group.protocol_type else logging.DEBUG,
+                    "shard %d: loaded group %s (%s, generation %d, %d members)", self.shard_id,
+                    safe(group.group_id), group.state.value, group.generation, len(group.members))
             for member in group.members.values():
                 self.schedule_session(group, member, now)
             if len(group.members) > self.config.group_max_size:
@@ -226,8 +229,8 @@ class ClassicGroupManager:
 
     def maybe_complete_join(self, out: CoordinatorResult, group: ClassicGroup, now: int) -> None:
         """Finish the join phase early once everyone rejoined (never during the initial delay)."""
-        if (group.is_in(S.PREPARING_REBALANCE) and group.all_members_joined()
-                and group.previous_state != S.EMPTY):
+        if (group.is_in(S.PREPARING_REBALANCE) and group.previous_state != S.EMPTY
+                and group.all_members_joined()):
             self.complete_join(out, group, now)
 
     def maybe_prepare_rebalance_or_complete_join(self, out: CoordinatorResult,

@@ -143,7 +143,8 @@ def _accepts_joining_member(group: ClassicGroup, member_id: str, max_size: int) 
     if group.is_in(S.EMPTY, S.DEAD):
         return True
     if group.is_in(S.PREPARING_REBALANCE):
-        return (member is not None and member.join is not None) or len(group.awaiting_join()) < max_size
+        return (member is not None and member.join is not None) or len(group.members) < max_size \
+            or len(group.awaiting_join()) < max_size
     return member is not None or len(group.members) < max_size
 
 
@@ -198,9 +199,9 @@ def _add_member_and_rebalance(groups: ClassicGroupManager, out: CoordinatorResul
         group, now, f"adding member {member_id} (instance {req.group_instance_id})", Cause.NEW_MEMBER)
 
 
-def _update_member(member: Member, ctx: RequestContext, req, parked: bool) -> None:
+def _update_member(group: ClassicGroup, member: Member, ctx: RequestContext, req, parked: bool) -> None:
     """Kafka's ClassicGroup.updateMember: client id and host stay those of the first join."""
-    member.protocols = [(p.name, bytes(p.metadata)) for p in req.protocols]
+    group.set_protocols(member, [(p.name, bytes(p.metadata)) for p in req.protocols])
     member.rebalance_timeout_ms = _rebalance_timeout(ctx, req)
     member.session_timeout_ms = req.session_timeout_ms
     if parked:
@@ -234,7 +235,7 @@ def _join_existing_member(groups: ClassicGroupManager, out: CoordinatorResult, n
     reason = f"member {member.member_id} rejoined"
     if group.is_in(S.PREPARING_REBALANCE):
         _supersede(groups, out, member)
-        _update_member(member, ctx, req, parked=True)
+        _update_member(group, member, ctx, req, parked=True)
         groups.maybe_prepare_rebalance_or_complete_join(out, group, now, reason)
     elif group.is_in(S.COMPLETING_REBALANCE):
         if _same_protocols(member, req):
@@ -242,13 +243,13 @@ def _join_existing_member(groups: ClassicGroupManager, out: CoordinatorResult, n
             out.reply(ctx.token, ApiKey.JOIN_GROUP, ctx.version,
                       groups.join_response(group, member, ctx.version))
         else:
-            _update_member(member, ctx, req, parked=True)
+            _update_member(group, member, ctx, req, parked=True)
             groups.prepare_rebalance(out, group, now, f"{reason} with new protocols",
                                      Cause.METADATA_CHANGE)
     elif group.is_in(S.STABLE):
         if member.member_id == group.leader_id or not _same_protocols(member, req):
             cause = Cause.LEADER_REJOIN if _same_protocols(member, req) else Cause.METADATA_CHANGE
-            _update_member(member, ctx, req, parked=True)
+            _update_member(group, member, ctx, req, parked=True)
             groups.prepare_rebalance(out, group, now, f"{reason} (leader or changed protocols)", cause)
         else:
             out.reply(ctx.token, ApiKey.JOIN_GROUP, ctx.version,
@@ -270,7 +271,7 @@ def _join_new_static_member(groups: ClassicGroupManager, out: CoordinatorResult,
     member = fence_static_member(groups, out, now, group, old_id, new_id)
     if group.is_in(S.STABLE):
         before = (member.protocols, member.rebalance_timeout_ms, member.session_timeout_ms)
-        _update_member(member, ctx, req, parked=False)
+        _update_member(group, member, ctx, req, parked=False)
         if group.select_protocol() != group.protocol_name:
             _park_join(member, ctx)
             groups.prepare_rebalance(out, group, now, f"static member {instance} rejoined with other protocols",
@@ -291,11 +292,11 @@ def _join_new_static_member(groups: ClassicGroupManager, out: CoordinatorResult,
                                             leader=old_id if was_leader else group.leader_id)
         out.reply(ctx.token, ApiKey.JOIN_GROUP, ctx.version, response)
     elif group.is_in(S.COMPLETING_REBALANCE):
-        _update_member(member, ctx, req, parked=True)
+        _update_member(group, member, ctx, req, parked=True)
         groups.prepare_rebalance(out, group, now,
                                  f"static member {instance} replaced during CompletingRebalance")
     elif group.is_in(S.PREPARING_REBALANCE):
-        _update_member(member, ctx, req, parked=True)
+        _update_member(group, member, ctx, req, parked=True)
         groups.maybe_complete_join(out, group, now)
     else:
         out.reply(ctx.token, ApiKey.JOIN_GROUP, ctx.version,
@@ -309,7 +310,8 @@ def _static_rejoin_not_stored(groups: ClassicGroupManager, out: CoordinatorResul
     """Kafka reverts a static member's replacement whose record cannot be written: the old
     member id is valid again (with its protocols and timeouts), and the new incarnation is
     told so with no member id."""
-    member.protocols, member.rebalance_timeout_ms, member.session_timeout_ms = before
+    protocols, member.rebalance_timeout_ms, member.session_timeout_ms = before
+    group.set_protocols(member, protocols)
     groups.timers.cancel(("session", group.group_id, member.member_id))
     group.replace_static(member.member_id, old_id)
     groups.schedule_session(group, member, now)
