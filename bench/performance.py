@@ -624,9 +624,10 @@ def report(results: dict, out: Path, quick: bool) -> str:
         lines.append("")
     lines += ["![formation](performance/formation.png)", "", "## One big group", "",
               "bench/big_groups.py: raw members, one connection each, heartbeats every 500 ms; classic: "
-              "the leader assigns 10,000 partitions (range), Kafka's 3 s initial delay in force as "
-              "configured (here 50 ms); consumer: two partitions per member, the broker's assignor. "
-              "Seconds until every member holds its final assignment.", ""]
+              "the leader assigns 10,000 partitions (range), with the fixture's initial rebalance delay "
+              "of 50 ms (Kafka's default of 3 s adds about 3 s to every cold start, on both); consumer: "
+              "two partitions per member, the broker's assignor. Seconds until every member holds its "
+              "final assignment.", ""]
     rows = []
     for kind, by_n in results["big_groups"].items():
         for n, by_peer in by_n.items():
@@ -660,6 +661,12 @@ def report(results: dict, out: Path, quick: bool) -> str:
                               [[p, fmt(v["commit_s"]), fmt(v["restart_to_served_s"]), fmt(v["rss_with_offsets_mb"], 0),
                                 fmt(v["rss_after_reload_mb"], 0)] for p, v in load.items()]))
     lines += ["", md_table(["peer", "RSS idle, MB"], [[p, fmt(results["rss_idle_mb"].get(p), 0)] for p in peers]), ""]
+    failures = [f"- {p}, {what}: {why}" for p, by_section in results.get("failures", {}).items()
+                for what, why in by_section.items()]
+    failures += [f"- {p}, {kind} group of {n}: {by_peer[p]['failed']}" for kind, by_n in results["big_groups"].items()
+                 for n, by_peer in by_n.items() for p in by_peer if "failed" in by_peer[p]]
+    if failures:
+        lines += ["## What a peer could not do", "", *failures, ""]
     return "\n".join(lines) + "\n"
 
 
@@ -670,10 +677,14 @@ def main() -> int:
     parser.add_argument("--offsets", type=int, default=1_000_000, help="committed offsets for the load (multiple of 1000)")
     parser.add_argument("--out", default=str(REPO / "docs" / "performance.md"))
     parser.add_argument("--json", help="also write the raw results here")
+    parser.add_argument("--from-json", help="write the report from the raw results of an earlier run")
     args = parser.parse_args()
     args.peers = [p for p in args.peers.split(",") if p]
-    with tempfile.TemporaryDirectory(prefix="bench-performance-") as work:
-        results = measure(args, Path(work))
+    if args.from_json:                     # the report again, from a run's raw results
+        results = json.loads(Path(args.from_json).read_text())
+    else:
+        with tempfile.TemporaryDirectory(prefix="bench-performance-") as work:
+            results = measure(args, Path(work))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1, default=str))
     out = Path(args.out)

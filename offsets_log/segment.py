@@ -150,6 +150,3 @@ def read_frames(buf: bytes, pos: int, limit: int) -> tuple[list[Frame], int, str
             return frames, pos, f"malformed payload (format {fmt})"
         pos, limit = end, limit - 1
     return frames, pos, ""
-
-
-
