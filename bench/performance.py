@@ -568,6 +568,7 @@ def charts(results: dict, out_dir: Path) -> list[str]:
             xs = [int(n) for n in by_n if isinstance(by_n[n].get(p), (int, float))]
             ax.plot(xs, [by_n[str(n)][p] for n in xs], marker="o", label=p)
         ax.set_xscale("log")
+        ax.set_yscale("log")
         ax.set_title(f"Group formation ({protocol} protocol)")
         ax.set_xlabel("consumers")
     axes[0].set_ylabel("seconds")
