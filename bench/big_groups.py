@@ -40,9 +40,9 @@ from apache_kafka.process import KafkaProcess  # noqa: E402
 from broker.testing.launcher import BrokerProcess  # noqa: E402
 from protocol import DATA, REQUESTS  # noqa: E402
 from protocol.api_keys import ApiKey  # noqa: E402
-from protocol.client import ClientSession  # noqa: E402
 from protocol.errors import ErrorCode as E  # noqa: E402
 from protocol.payloads import decode_payload, encode_payload  # noqa: E402
+from tests.support.trio_client import TrioClient  # noqa: E402
 
 JOIN, SYNC, HEARTBEAT, LEAVE = (REQUESTS[k].cls for k in (ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP,
                                                           ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP))
@@ -53,27 +53,6 @@ TOPIC = "big-groups"
 def log(msg: str) -> None:
     sys.stderr.write(f"[big_groups {time.strftime('%H:%M:%S')}] {msg}\n")
     sys.stderr.flush()
-
-
-class Client:
-    """One connection: requests in order, one at a time (a member never pipelines)."""
-
-    def __init__(self, stream: trio.SocketStream):
-        self.stream, self.session = stream, ClientSession("big-groups")
-
-    @classmethod
-    async def connect(cls, port: int) -> Client:
-        return cls(await trio.open_tcp_stream("127.0.0.1", port))
-
-    async def call(self, api_key: int, version: int, body):
-        _, data = self.session.request(api_key, version, body)
-        await self.stream.send_all(data)
-        while (answer := self.session.next_response()) is None:
-            chunk = await self.stream.receive_some(65536)
-            if not chunk:
-                raise ConnectionError("closed by the broker")
-            self.session.feed(chunk)
-        return answer[1]
 
 
 class Watch:
@@ -140,7 +119,7 @@ def assigned(data: bytes) -> frozenset:
 
 
 class ClassicMember:
-    def __init__(self, i: int, client: Client, group: str, watch: Watch, partitions: int, heartbeat_s: float):
+    def __init__(self, i: int, client: TrioClient, group: str, watch: Watch, partitions: int, heartbeat_s: float):
         self.i, self.client, self.group, self.watch = i, client, group, watch
         self.partitions, self.heartbeat_s = partitions, heartbeat_s
         self.member_id, self.generation, self.leave = "", -1, trio.Event()
@@ -199,7 +178,7 @@ class ClassicMember:
 # --- consumer (KIP-848) -------------------------------------------------------------------
 
 class ConsumerMember:
-    def __init__(self, i: int, client: Client, group: str, watch: Watch):
+    def __init__(self, i: int, client: TrioClient, group: str, watch: Watch):
         self.i, self.client, self.group, self.watch = i, client, group, watch
         self.member_id, self.epoch, self.owned, self.leave = str(uuid.uuid4()), 0, {}, trio.Event()
 
@@ -238,13 +217,13 @@ class ConsumerMember:
 
 async def create_topic(port: int, partitions: int) -> None:
     ct = REQUESTS[ApiKey.CREATE_TOPICS].cls
-    client = await Client.connect(port)
+    client = await TrioClient.connect(port, client_id="big-groups")
     answer = await client.call(ApiKey.CREATE_TOPICS, 5, ct(topics=(ct.CreatableTopic(
         name=TOPIC, num_partitions=partitions, replication_factor=1, assignments=(), configs=()),),
         timeout_ms=120_000, validate_only=False))
     if answer.topics[0].error_code not in (E.NONE, E.TOPIC_ALREADY_EXISTS):
         raise RuntimeError(f"CreateTopics: {E(answer.topics[0].error_code).name}")
-    await client.stream.aclose()
+    await client.aclose()
 
 
 async def one_group(port: int, kind: str, n: int, partitions: int, heartbeat_s: float,
@@ -254,7 +233,7 @@ async def one_group(port: int, kind: str, n: int, partitions: int, heartbeat_s: 
     watch = Watch(n, partitions)
     clients = []
     for _ in range(n):
-        clients.append(await Client.connect(port))
+        clients.append(await TrioClient.connect(port, client_id="big-groups"))
     if kind == "classic":
         members = [ClassicMember(i, c, group, watch, partitions, heartbeat_s) for i, c in enumerate(clients)]
     else:
@@ -273,7 +252,7 @@ async def one_group(port: int, kind: str, n: int, partitions: int, heartbeat_s: 
         for m in members:
             m.leave.set()
     for c in clients:
-        await c.stream.aclose()
+        await c.aclose()
     return {"cold": cold, "after_leave": after_leave}
 
 
